@@ -1,0 +1,53 @@
+"""openheim: a fast, multi-provider LLM agent runtime.
+
+Importing this package is cheap: public names are loaded on first attribute access.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from openheim._version import __version__
+
+if TYPE_CHECKING:
+    from openheim.approval import AllowAll as AllowAll
+    from openheim.approval import ApprovalGate as ApprovalGate
+    from openheim.approval import DenyAll as DenyAll
+    from openheim.events import Event as Event
+    from openheim.events import Finished as Finished
+    from openheim.loop import Agent as Agent
+    from openheim.loop import run_agent as run_agent
+    from openheim.messages import Message as Message
+    from openheim.tools.base import Tool as Tool
+    from openheim.tools.base import ToolContext as ToolContext
+    from openheim.tools.base import ToolKind as ToolKind
+    from openheim.tools.base import ToolSet as ToolSet
+    from openheim.tools.decorator import tool as tool
+
+_LAZY = {
+    "Agent": "openheim.loop",
+    "run_agent": "openheim.loop",
+    "Message": "openheim.messages",
+    "Event": "openheim.events",
+    "Finished": "openheim.events",
+    "ApprovalGate": "openheim.approval",
+    "AllowAll": "openheim.approval",
+    "DenyAll": "openheim.approval",
+    "Tool": "openheim.tools.base",
+    "ToolContext": "openheim.tools.base",
+    "ToolKind": "openheim.tools.base",
+    "ToolSet": "openheim.tools.base",
+    "tool": "openheim.tools.decorator",
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'openheim' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

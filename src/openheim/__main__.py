@@ -1,0 +1,5 @@
+import sys
+
+from openheim.cli.main import main
+
+sys.exit(main())

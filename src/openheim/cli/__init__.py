@@ -1,0 +1,1 @@
+"""The ``openheim`` command line."""

@@ -1,0 +1,96 @@
+"""Every error openheim raises on purpose.
+
+Hierarchy::
+
+    OpenheimError                  base; ``str(err)`` is one line: what is wrong, then how to fix it
+    ├── ConfigError                a config file, flag or environment variable is invalid
+    ├── ProviderError              a model provider failed
+    │   ├── ProviderUnavailable    the endpoint cannot be reached, or timed out
+    │   ├── ProviderHTTPError      the endpoint answered with an HTTP error status
+    │   └── ProviderProtocolError  the response was not what the wire format promises
+    ├── ToolError                  a tool call failed; the model is told, the run goes on
+    │   ├── ArgumentError          tool arguments do not match the tool's schema
+    │   └── SandboxError           a path leaves the work dir, or is otherwise refused
+    └── ScriptError                a scripted test provider was driven off its script
+
+Errors carry a ``hint`` (how to fix it) apart from the message so surfaces can render both.
+"""
+
+from __future__ import annotations
+
+
+class OpenheimError(Exception):
+    """Base class: a message saying what is wrong and an optional hint saying what to do."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message} ({self.hint})" if self.hint else self.message
+
+
+class ConfigError(OpenheimError):
+    """Invalid configuration: a file, a key, a value, a flag or an environment variable."""
+
+
+class ProviderError(OpenheimError):
+    """A model provider failed; ``retryable`` says whether trying again may help."""
+
+    retryable: bool = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        provider: str | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.provider = provider
+        self.retry_after = retry_after
+
+
+class ProviderUnavailable(ProviderError):
+    """The endpoint cannot be reached, refused the connection, or stopped sending."""
+
+    retryable = True
+
+
+class ProviderHTTPError(ProviderError):
+    """The endpoint answered with an error status."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int,
+        hint: str | None = None,
+        provider: str | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint, provider=provider, retry_after=retry_after)
+        self.status = status
+        self.retryable = status in (408, 409, 429, 529) or status >= 500
+
+
+class ProviderProtocolError(ProviderError):
+    """The response broke its wire format: not JSON, cut short, or an error event mid-stream."""
+
+
+class ToolError(OpenheimError):
+    """A tool call failed in a way the model should hear about and may recover from."""
+
+
+class ArgumentError(ToolError):
+    """Arguments do not match the schema; the message names the field and the problem."""
+
+
+class SandboxError(ToolError):
+    """A path is refused: it leaves the work dir, follows a symlink out, or dangles."""
+
+
+class ScriptError(AssertionError):
+    """A ``ScriptedProvider`` ran out of steps, or finished with steps left over."""

@@ -1,0 +1,125 @@
+"""The one event vocabulary of an agent run.
+
+The loop is an async generator of these events. Every surface (``run --json`` lines, the ACP
+``session/update`` stream, WebSocket frames, the TUI) is a translation of them; ``to_dict`` gives
+the JSON shape that ``run --json`` prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+from openheim.messages import StopReason, Usage
+
+ToolStatus: TypeAlias = Literal["completed", "failed", "denied", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class IterationStart:
+    """A model call is about to start (1-based)."""
+
+    iteration: int
+    type: Literal["iteration_start"] = "iteration_start"
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+    type: Literal["text_delta"] = "text_delta"
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingDelta:
+    text: str
+    type: Literal["thinking_delta"] = "thinking_delta"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """The model asked for a tool call; emitted for every call of a reply before any runs."""
+
+    id: str
+    name: str
+    arguments: Mapping[str, Any]
+    tool_kind: str = "other"
+    type: Literal["tool_call"] = "tool_call"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    id: str
+    name: str
+    content: str
+    is_error: bool
+    status: ToolStatus
+    type: Literal["tool_result"] = "tool_result"
+
+
+@dataclass(frozen=True, slots=True)
+class UsageUpdate:
+    """Tokens used by one model call (``usage``) and by the run so far (``total``)."""
+
+    usage: Usage
+    total: Usage
+    type: Literal["usage"] = "usage"
+
+
+@dataclass(frozen=True, slots=True)
+class RetryNotice:
+    """A provider call failed and will be retried after ``delay`` seconds."""
+
+    attempt: int
+    delay: float
+    error: str
+    type: Literal["retry"] = "retry"
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """Something the user should know that is not model output (guidance added, a limit hit)."""
+
+    message: str
+    level: Literal["info", "warning"] = "info"
+    type: Literal["notice"] = "notice"
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """The run ended. ``reason`` refines ``stop_reason`` (e.g. ``loop_detected``)."""
+
+    stop_reason: StopReason
+    reason: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    text: str = ""
+    """The final assistant text of the run."""
+    denied: int = 0
+    """How many tool calls the approval gate refused during the run."""
+    type: Literal["finished"] = "finished"
+
+
+Event: TypeAlias = (
+    IterationStart
+    | TextDelta
+    | ThinkingDelta
+    | ToolCall
+    | ToolResult
+    | UsageUpdate
+    | RetryNotice
+    | Notice
+    | Finished
+)
+
+
+def event_to_dict(event: Event) -> dict[str, Any]:
+    """JSON-ready form of an event: its fields, with ``type`` first."""
+    out: dict[str, Any] = {"type": event.type}
+    for name in event.__dataclass_fields__:
+        value = getattr(event, name)
+        if isinstance(value, Usage):
+            value = value.to_dict()
+        elif isinstance(value, Mapping):
+            value = dict(value)
+        out[name] = value
+    return out

@@ -1,0 +1,329 @@
+"""The agent loop: model call, tool calls, repeat, as an async generator of events.
+
+One run appends to the caller's history list and yields events until exactly one ``Finished``.
+
+* At most ``max_iterations`` model calls; if the model still wants tools after the last one the
+  run ends with ``max_turn_requests``.
+* All tool calls of one reply are announced (``ToolCall``) before any runs. Each passes the
+  approval gate in call order; consecutive read-only calls then run concurrently, a mutating call
+  runs alone, in call order. Results go into history in call order.
+* Unknown tools, malformed arguments, denials and tool failures become error results the model
+  can read; they never end the run.
+* The same call (name and arguments) three times in a row ends the run (``loop_detected``).
+  Three rounds in a row whose calls all failed add pivot guidance for the model.
+* Cancelling (the ``cancel`` event, or closing the generator) stops streaming or kills running
+  tools, gives every unanswered call a "cancelled" result so the history stays valid, and ends
+  with ``cancelled``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from openheim.approval import AllowAll, ApprovalGate, ApprovalRequest, Deny, Resolver, decide
+from openheim.errors import ProviderProtocolError, ToolError
+from openheim.events import (
+    Event,
+    Finished,
+    IterationStart,
+    Notice,
+    RetryNotice,
+    TextDelta,
+    ThinkingDelta,
+    ToolCall,
+    ToolResult,
+    ToolStatus,
+    UsageUpdate,
+)
+from openheim.messages import (
+    FinishReason,
+    Message,
+    StopReason,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+    tool_results_message,
+)
+from openheim.providers.base import ModelRequest, ModelResponse, Provider, ToolChoice
+from openheim.tools.base import Tool, ToolContext, ToolSet, cap_output
+from openheim.tools.env import child_env
+from openheim.tools.sandbox import PathSandbox
+
+log = logging.getLogger(__name__)
+
+LOOP_GUARD_REPEATS = 3
+PIVOT_AFTER_FAILED_ROUNDS = 3
+PIVOT_GUIDANCE = (
+    "The last {n} rounds of tool calls all failed. Stop repeating the same approach: re-read the "
+    "error messages, check your assumptions (paths, names, arguments), and try a different "
+    "strategy, or explain to the user what is blocking you."
+)
+CANCELLED_RESULT = "cancelled: the user stopped the run before this tool call finished"
+
+_FINISH_TO_STOP: dict[FinishReason, StopReason] = {
+    "end_turn": "end_turn",
+    "tool_use": "end_turn",
+    "pause_turn": "end_turn",
+    "max_tokens": "max_tokens",
+    "refusal": "refusal",
+}
+
+
+def _default_context() -> ToolContext:
+    cwd = Path.cwd()
+    return ToolContext(PathSandbox(cwd), cwd, child_env())
+
+
+@dataclass
+class Agent:
+    """What a run needs: a provider and model, tools, the gate and the limits."""
+
+    provider: Provider
+    model: str
+    tools: ToolSet = field(default_factory=ToolSet)
+    system: str | None = None
+    gate: ApprovalGate = field(default_factory=AllowAll)
+    resolver: Resolver | None = None
+    context: ToolContext = field(default_factory=_default_context)
+    max_iterations: int = 10
+    tool_choice: ToolChoice = "auto"
+    max_tokens: int | None = None
+
+    def run(
+        self, history: list[Message], *, cancel: asyncio.Event | None = None
+    ) -> AsyncIterator[Event]:
+        """Run on ``history`` (which must end with the user's message); see ``run_agent``."""
+        return run_agent(self, history, cancel=cancel)
+
+
+class _Crash:
+    """Carries an exception from the run task to the generator."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+async def run_agent(
+    agent: Agent, history: list[Message], *, cancel: asyncio.Event | None = None
+) -> AsyncIterator[Event]:
+    """Yield the events of one run; the last one is ``Finished``. Provider errors propagate."""
+    queue: asyncio.Queue[Event | _Crash] = asyncio.Queue()
+    run = _Run(agent, history, queue.put_nowait)
+    task = asyncio.create_task(run.drive())
+    watcher = asyncio.create_task(cancel.wait()) if cancel is not None else None
+    if watcher is not None:
+        watcher.add_done_callback(lambda _: task.cancel())
+    try:
+        while True:
+            item = await queue.get()
+            if isinstance(item, _Crash):
+                raise item.error
+            yield item
+            if isinstance(item, Finished):
+                return
+    finally:
+        if watcher is not None:
+            watcher.cancel()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+class _Run:
+    def __init__(self, agent: Agent, history: list[Message], emit: Callable[[Any], None]) -> None:
+        self.agent = agent
+        self.history = history
+        self.emit = emit
+        self.usage = Usage()
+        self.denied = 0
+        self.failed_rounds = 0
+        self.last_call: str | None = None
+        self.repeats = 0
+        self.partial: list[str] = []
+        self.pending: tuple[ToolUseBlock, ...] = ()
+        self.results: dict[str, ToolResultBlock] = {}
+
+    async def drive(self) -> None:
+        try:
+            finished = await self._iterate()
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            finished = self._repair_after_cancel()
+        except BaseException as err:  # handed to the consumer, which re-raises it
+            self.emit(_Crash(err))
+            return
+        self.emit(finished)
+
+    def _finish(self, stop: StopReason, reason: str | None = None, text: str = "") -> Finished:
+        return Finished(stop, reason, self.usage, text, self.denied)
+
+    async def _iterate(self) -> Finished:
+        agent = self.agent
+        for iteration in range(1, agent.max_iterations + 1):
+            self.emit(IterationStart(iteration))
+            response = await self._call_model()
+            self.history.append(response.message)
+            calls = response.message.tool_uses
+            if response.finish == "pause_turn" and not calls:
+                continue
+            if not calls:
+                stop = _FINISH_TO_STOP[response.finish]
+                return self._finish(stop, response.raw_finish, response.message.text)
+            if (stopped := await self._run_tools(calls)) is not None:
+                return stopped
+        return self._finish("max_turn_requests", "max_iterations")
+
+    async def _call_model(self) -> ModelResponse:
+        agent = self.agent
+        request = ModelRequest(
+            model=agent.model,
+            messages=tuple(self.history),
+            system=agent.system,
+            tools=agent.tools.specs,
+            tool_choice=agent.tool_choice if len(agent.tools) else "none",
+            max_tokens=agent.max_tokens,
+        )
+        self.partial = []
+        response: ModelResponse | None = None
+        async for item in agent.provider.stream(request):
+            if isinstance(item, ModelResponse):
+                response = item
+            elif isinstance(item, TextDelta):
+                self.partial.append(item.text)
+                self.emit(item)
+            elif isinstance(item, ThinkingDelta | RetryNotice):
+                self.emit(item)
+        self.partial = []
+        if response is None:
+            raise ProviderProtocolError(
+                f"provider {agent.provider.name!r} ended its stream without a response",
+                hint="the provider implementation is broken; report it",
+            )
+        self.usage += response.usage
+        self.emit(UsageUpdate(response.usage, self.usage))
+        return response
+
+    async def _run_tools(self, calls: tuple[ToolUseBlock, ...]) -> Finished | None:
+        tools = self.agent.tools
+        for call in calls:
+            tool = tools.get(call.name)
+            kind = tool.capabilities.kind.value if tool else "other"
+            self.emit(ToolCall(call.id, call.name, call.arguments, kind))
+        self.pending, self.results = calls, {}
+        if self._loop_detected(calls):
+            note = "not run: this exact call was repeated 3 times in a row, so the run was stopped"
+            for call in calls:
+                self._record(call, note, "failed")
+            self._append_results()
+            return self._finish("max_turn_requests", "loop_detected")
+        runnable = [r for call in calls if (r := await self._prepare(call)) is not None]
+        await self._execute_batches(runnable)
+        self._append_results()
+        return None
+
+    def _loop_detected(self, calls: tuple[ToolUseBlock, ...]) -> bool:
+        for call in calls:
+            sig = call.signature
+            self.repeats = self.repeats + 1 if sig == self.last_call else 1
+            self.last_call = sig
+            if self.repeats >= LOOP_GUARD_REPEATS:
+                return True
+        return False
+
+    async def _prepare(self, call: ToolUseBlock) -> tuple[ToolUseBlock, Tool, Any] | None:
+        """Validate and approve one call; record an error result and return None if it fails."""
+        tool = self.agent.tools.get(call.name)
+        if tool is None:
+            names = ", ".join(self.agent.tools.names) or "none"
+            self._record(call, f"unknown tool {call.name!r}; available tools: {names}", "failed")
+            return None
+        if call.raw_arguments is not None:
+            self._record(
+                call,
+                f"arguments for {call.name} are not a JSON object: {call.raw_arguments[:200]!r}; "
+                "send the arguments as one JSON object matching the tool's schema",
+                "failed",
+            )
+            return None
+        try:
+            args = tool.parse(call.arguments)
+        except ToolError as err:
+            self._record(call, str(err), "failed")
+            return None
+        caps = tool.capabilities
+        request = ApprovalRequest(call.id, call.name, call.arguments, caps.read_only, caps.kind)
+        verdict = await decide(self.agent.gate, request, self.agent.resolver)
+        if isinstance(verdict, Deny):
+            self.denied += 1
+            self._record(call, f"denied: {verdict.reason}", "denied")
+            return None
+        return call, tool, args
+
+    async def _execute_batches(self, runnable: list[tuple[ToolUseBlock, Tool, Any]]) -> None:
+        batch: list[tuple[ToolUseBlock, Tool, Any]] = []
+        for item in runnable:
+            if item[1].capabilities.read_only:
+                batch.append(item)
+                continue
+            await self._execute_concurrently(batch)
+            batch = []
+            await self._execute(*item)
+        await self._execute_concurrently(batch)
+
+    async def _execute_concurrently(self, batch: list[tuple[ToolUseBlock, Tool, Any]]) -> None:
+        if len(batch) == 1:
+            await self._execute(*batch[0])
+        elif batch:
+            async with asyncio.TaskGroup() as group:
+                for item in batch:
+                    group.create_task(self._execute(*item))
+
+    async def _execute(self, call: ToolUseBlock, tool: Tool, args: Any) -> None:
+        try:
+            output = await tool.call(args, self.agent.context)
+        except ToolError as err:
+            self._record(call, str(err), "failed")
+            return
+        except Exception as err:
+            log.warning("tool %s raised", call.name, exc_info=True)
+            self._record(call, f"tool {call.name} failed: {type(err).__name__}: {err}", "failed")
+            return
+        status: ToolStatus = "failed" if output.is_error else "completed"
+        self._record(call, cap_output(output.content), status)
+
+    def _record(self, call: ToolUseBlock, content: str, status: ToolStatus) -> None:
+        is_error = status != "completed"
+        self.results[call.id] = ToolResultBlock(call.id, content, is_error)
+        self.emit(ToolResult(call.id, call.name, content, is_error, status))
+
+    def _append_results(self) -> None:
+        ordered = [self.results[c.id] for c in self.pending]
+        extra: list[TextBlock] = []
+        self.failed_rounds = self.failed_rounds + 1 if all(r.is_error for r in ordered) else 0
+        if self.failed_rounds >= PIVOT_AFTER_FAILED_ROUNDS:
+            guidance = PIVOT_GUIDANCE.format(n=self.failed_rounds)
+            extra.append(TextBlock(guidance))
+            self.emit(Notice("added pivot guidance after repeated tool failures", "warning"))
+            self.failed_rounds = 0
+        self.history.append(tool_results_message(ordered, *extra))
+        self.pending, self.results = (), {}
+
+    def _repair_after_cancel(self) -> Finished:
+        """Leave a valid history behind: keep streamed text, answer every pending call."""
+        if self.partial:
+            self.history.append(Message.assistant("".join(self.partial)))
+            self.partial = []
+        if self.pending:
+            for call in self.pending:
+                if call.id not in self.results:
+                    self._record(call, CANCELLED_RESULT, "cancelled")
+            self.history.append(tool_results_message(self.results[c.id] for c in self.pending))
+            self.pending, self.results = (), {}
+        return self._finish("cancelled", "user_cancelled")

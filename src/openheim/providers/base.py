@@ -1,0 +1,102 @@
+"""The provider protocol: one streaming method; everything else drains it.
+
+A provider turns a ``ModelRequest`` into a stream of ``TextDelta`` / ``ThinkingDelta`` (and, from
+the retry wrapper, ``RetryNotice``) items that ends with exactly one ``ModelResponse`` holding the
+complete assistant message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+
+from openheim.errors import ProviderProtocolError
+from openheim.events import RetryNotice, TextDelta, ThinkingDelta
+from openheim.messages import FinishReason, Message, Usage
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """What the model sees of a tool: its name, description and JSON schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class NamedTool:
+    """``tool_choice`` that forces one named tool."""
+
+    name: str
+
+
+ToolChoice: TypeAlias = Literal["auto", "none", "required"] | NamedTool
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    model: str
+    messages: tuple[Message, ...]
+    system: str | None = None
+    tools: tuple[ToolSpec, ...] = ()
+    tool_choice: ToolChoice = "auto"
+    max_tokens: int | None = None
+    temperature: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponse:
+    """The complete result of one model call; always the last item of a stream."""
+
+    message: Message
+    finish: FinishReason
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    raw_finish: str | None = None
+    """The provider's own finish reason, before mapping."""
+    type: Literal["response"] = "response"
+
+
+StreamItem: TypeAlias = TextDelta | ThinkingDelta | RetryNotice | ModelResponse
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """A model backend. ``stream`` must end with one ``ModelResponse`` or raise ProviderError."""
+
+    name: str
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]: ...
+
+
+async def complete(provider: Provider, request: ModelRequest) -> ModelResponse:
+    """The non-streaming call: drain ``stream`` and return its response."""
+    response: ModelResponse | None = None
+    async for item in provider.stream(request):
+        if isinstance(item, ModelResponse):
+            response = item
+    if response is None:
+        raise ProviderProtocolError(
+            f"provider {provider.name!r} ended its stream without a response",
+            hint="the provider implementation is broken; report it",
+            provider=provider.name,
+        )
+    return response
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderSettings:
+    """Everything needed to build a provider, resolved from config, environment and flags."""
+
+    name: str
+    kind: str
+    api_base: str
+    model: str
+    api_key: str | None = field(default=None, repr=False)
+    timeout_secs: float = 120.0
+    max_tokens: int | None = None
+    context_window: int | None = None
+    thinking: str | int | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)

@@ -1,0 +1,121 @@
+"""``@tool``: turn a typed Python function into a Tool.
+
+The argument model is a dataclass generated from the signature; the JSON schema comes from the type
+hints, the description from the docstring's first paragraph, and each parameter's description from
+its ``Args:`` entry (or ``Annotated[T, "text"]``). A parameter annotated ``ToolContext`` receives
+the context and is not shown to the model. The function may be sync or async and may return a
+string or a ToolOutput; a plain function runs in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import re
+import typing
+from collections.abc import Callable
+from typing import Annotated, Any, overload
+
+from openheim.tools.base import Capabilities, Tool, ToolContext, ToolKind, ToolOutput
+
+_ARG_LINE = re.compile(r"^\s{2,}(\w+)(?:\s*\([^)]*\))?:\s*(.*)$")
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Description (text before the first section) and per-argument descriptions."""
+    text = inspect.cleandoc(doc)
+    head, _, rest = text.partition("\nArgs:\n")
+    params: dict[str, str] = {}
+    last = None
+    for line in ("  " + rest.replace("\n", "\n  ")).splitlines() if rest else ():
+        if m := _ARG_LINE.match(line):
+            last = m.group(1)
+            params[last] = m.group(2).strip()
+        elif last and line.strip() and line.startswith("      "):
+            params[last] += " " + line.strip()
+        elif not line.strip() or not line.startswith("    "):
+            last = None
+    description = head.split("\n\n")[0].replace("\n", " ").strip()
+    return description, params
+
+
+class FunctionTool(Tool):
+    """A Tool that calls a Python function with its validated arguments."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        capabilities: Capabilities,
+    ) -> None:
+        self.fn = fn
+        self.name = name or fn.__name__
+        doc_description, param_docs = _parse_docstring(fn.__doc__ or "")
+        self.description = description or doc_description or self.name
+        self.capabilities = capabilities
+        self._ctx_param: str | None = None
+        self.args_model = self._build_model(fn, param_docs)
+
+    def _build_model(self, fn: Callable[..., Any], docs: dict[str, str]) -> type[Any]:
+        hints = typing.get_type_hints(fn, include_extras=True)
+        specs: list[tuple[str, Any, Any]] = []
+        for param in inspect.signature(fn).parameters.values():
+            hint = hints.get(param.name, Any)
+            if hint is ToolContext:
+                self._ctx_param = param.name
+                continue
+            if param.name in docs and typing.get_origin(hint) is not Annotated:
+                hint = Annotated[hint, docs[param.name]]
+            default = (
+                dataclasses.field()
+                if param.default is inspect.Parameter.empty
+                else dataclasses.field(default=param.default)
+            )
+            specs.append((param.name, hint, default))
+        model_name = "".join(part.title() for part in self.name.split("_")) + "Args"
+        return dataclasses.make_dataclass(model_name, specs, frozen=True)
+
+    async def call(self, args: Any, ctx: ToolContext) -> ToolOutput:
+        kwargs = {f.name: getattr(args, f.name) for f in dataclasses.fields(args)}
+        if self._ctx_param:
+            kwargs[self._ctx_param] = ctx
+        if inspect.iscoroutinefunction(self.fn):
+            result = await self.fn(**kwargs)
+        else:  # plain functions may block: keep them off the event loop
+            result = await asyncio.to_thread(self.fn, **kwargs)
+        return result if isinstance(result, ToolOutput) else ToolOutput(str(result))
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    read_only: bool = False,
+    kind: ToolKind = ToolKind.OTHER,
+) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    read_only: bool = False,
+    kind: ToolKind = ToolKind.OTHER,
+) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
+    """Make a Tool of a function: ``@tool`` or ``@tool(read_only=True, kind=ToolKind.READ)``."""
+    caps = Capabilities(read_only=read_only, kind=kind)
+
+    def wrap(f: Callable[..., Any]) -> FunctionTool:
+        return FunctionTool(f, name=name, description=description, capabilities=caps)
+
+    return wrap(fn) if fn is not None else wrap
