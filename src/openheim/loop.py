@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -109,24 +109,46 @@ class _Crash:
         self.error = error
 
 
+_Item = tuple["Event | _Crash", "asyncio.Future[None] | None"]
+
+
 async def run_agent(
     agent: Agent, history: list[Message], *, cancel: asyncio.Event | None = None
 ) -> AsyncIterator[Event]:
-    """Yield the events of one run; the last one is ``Finished``. Provider errors propagate."""
-    queue: asyncio.Queue[Event | _Crash] = asyncio.Queue()
-    run = _Run(agent, history, queue.put_nowait)
+    """Yield the events of one run; the last one is ``Finished``. Provider errors propagate.
+
+    The run works in its own task so that cancelling it never leaves the caller's generator in a
+    broken state. Each event is handed over as a rendezvous: the run goes on only once the
+    consumer asks for the next event, so what a surface shows always matches what has happened
+    (a tool never starts before its ``ToolCall`` was handled) and a slow consumer slows the run
+    instead of queueing without bound.
+    """
+    queue: asyncio.Queue[_Item] = asyncio.Queue()
+    loop = asyncio.get_running_loop()
+
+    async def emit(event: Event) -> None:
+        taken = loop.create_future()
+        queue.put_nowait((event, taken))
+        await taken
+
+    def post(item: Event | _Crash) -> None:
+        queue.put_nowait((item, None))
+
+    run = _Run(agent, history, emit, post)
     task = asyncio.create_task(run.drive())
     watcher = asyncio.create_task(cancel.wait()) if cancel is not None else None
     if watcher is not None:
         watcher.add_done_callback(lambda _: task.cancel())
     try:
         while True:
-            item = await queue.get()
+            item, taken = await queue.get()
             if isinstance(item, _Crash):
                 raise item.error
             yield item
             if isinstance(item, Finished):
                 return
+            if taken is not None and not taken.done():
+                taken.set_result(None)
     finally:
         if watcher is not None:
             watcher.cancel()
@@ -135,10 +157,18 @@ async def run_agent(
 
 
 class _Run:
-    def __init__(self, agent: Agent, history: list[Message], emit: Callable[[Any], None]) -> None:
+    def __init__(
+        self,
+        agent: Agent,
+        history: list[Message],
+        emit: Callable[[Event], Awaitable[None]],
+        post: Callable[[Event | _Crash], None],
+    ) -> None:
         self.agent = agent
         self.history = history
-        self.emit = emit
+        self._handover = emit
+        self._post = post
+        self.cancelled = False
         self.usage = Usage()
         self.denied = 0
         self.failed_rounds = 0
@@ -148,18 +178,27 @@ class _Run:
         self.pending: tuple[ToolUseBlock, ...] = ()
         self.results: dict[str, ToolResultBlock] = {}
 
+    async def emit(self, event: Event) -> None:
+        """Hand an event over; once cancelled, just queue it (the consumer may be gone)."""
+        if self.cancelled:
+            self._post(event)
+        else:
+            await self._handover(event)
+
     async def drive(self) -> None:
+        """Run to the end and hand over the last item (``Finished``, or the error to raise)."""
         try:
-            finished = await self._iterate()
-        except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if task is not None:
-                task.uncancel()
-            finished = self._repair_after_cancel()
+            try:
+                last: Finished | _Crash = await self._iterate()
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is not None:
+                    task.uncancel()
+                self.cancelled = True
+                last = await self._repair_after_cancel()
         except BaseException as err:  # handed to the consumer, which re-raises it
-            self.emit(_Crash(err))
-            return
-        self.emit(finished)
+            last = _Crash(err)
+        self._post(last)
 
     def _finish(self, stop: StopReason, reason: str | None = None, text: str = "") -> Finished:
         return Finished(stop, reason, self.usage, text, self.denied)
@@ -167,7 +206,7 @@ class _Run:
     async def _iterate(self) -> Finished:
         agent = self.agent
         for iteration in range(1, agent.max_iterations + 1):
-            self.emit(IterationStart(iteration))
+            await self.emit(IterationStart(iteration))
             response = await self._call_model()
             self.history.append(response.message)
             calls = response.message.tool_uses
@@ -197,9 +236,9 @@ class _Run:
                 response = item
             elif isinstance(item, TextDelta):
                 self.partial.append(item.text)
-                self.emit(item)
+                await self.emit(item)
             elif isinstance(item, ThinkingDelta | RetryNotice):
-                self.emit(item)
+                await self.emit(item)
         self.partial = []
         if response is None:
             raise ProviderProtocolError(
@@ -207,25 +246,25 @@ class _Run:
                 hint="the provider implementation is broken; report it",
             )
         self.usage += response.usage
-        self.emit(UsageUpdate(response.usage, self.usage))
+        await self.emit(UsageUpdate(response.usage, self.usage))
         return response
 
     async def _run_tools(self, calls: tuple[ToolUseBlock, ...]) -> Finished | None:
         tools = self.agent.tools
+        self.pending, self.results = calls, {}
         for call in calls:
             tool = tools.get(call.name)
             kind = tool.capabilities.kind.value if tool else "other"
-            self.emit(ToolCall(call.id, call.name, call.arguments, kind))
-        self.pending, self.results = calls, {}
+            await self.emit(ToolCall(call.id, call.name, call.arguments, kind))
         if self._loop_detected(calls):
             note = "not run: this exact call was repeated 3 times in a row, so the run was stopped"
             for call in calls:
-                self._record(call, note, "failed")
-            self._append_results()
+                await self._record(call, note, "failed")
+            await self._append_results()
             return self._finish("max_turn_requests", "loop_detected")
         runnable = [r for call in calls if (r := await self._prepare(call)) is not None]
         await self._execute_batches(runnable)
-        self._append_results()
+        await self._append_results()
         return None
 
     def _loop_detected(self, calls: tuple[ToolUseBlock, ...]) -> bool:
@@ -242,10 +281,12 @@ class _Run:
         tool = self.agent.tools.get(call.name)
         if tool is None:
             names = ", ".join(self.agent.tools.names) or "none"
-            self._record(call, f"unknown tool {call.name!r}; available tools: {names}", "failed")
+            await self._record(
+                call, f"unknown tool {call.name!r}; available tools: {names}", "failed"
+            )
             return None
         if call.raw_arguments is not None:
-            self._record(
+            await self._record(
                 call,
                 f"arguments for {call.name} are not a JSON object: {call.raw_arguments[:200]!r}; "
                 "send the arguments as one JSON object matching the tool's schema",
@@ -255,14 +296,14 @@ class _Run:
         try:
             args = tool.parse(call.arguments)
         except ToolError as err:
-            self._record(call, str(err), "failed")
+            await self._record(call, str(err), "failed")
             return None
         caps = tool.capabilities
         request = ApprovalRequest(call.id, call.name, call.arguments, caps.read_only, caps.kind)
         verdict = await decide(self.agent.gate, request, self.agent.resolver)
         if isinstance(verdict, Deny):
             self.denied += 1
-            self._record(call, f"denied: {verdict.reason}", "denied")
+            await self._record(call, f"denied: {verdict.reason}", "denied")
             return None
         return call, tool, args
 
@@ -289,33 +330,35 @@ class _Run:
         try:
             output = await tool.call(args, self.agent.context)
         except ToolError as err:
-            self._record(call, str(err), "failed")
+            await self._record(call, str(err), "failed")
             return
         except Exception as err:
             log.warning("tool %s raised", call.name, exc_info=True)
-            self._record(call, f"tool {call.name} failed: {type(err).__name__}: {err}", "failed")
+            await self._record(
+                call, f"tool {call.name} failed: {type(err).__name__}: {err}", "failed"
+            )
             return
         status: ToolStatus = "failed" if output.is_error else "completed"
-        self._record(call, cap_output(output.content), status)
+        await self._record(call, cap_output(output.content), status)
 
-    def _record(self, call: ToolUseBlock, content: str, status: ToolStatus) -> None:
+    async def _record(self, call: ToolUseBlock, content: str, status: ToolStatus) -> None:
         is_error = status != "completed"
         self.results[call.id] = ToolResultBlock(call.id, content, is_error)
-        self.emit(ToolResult(call.id, call.name, content, is_error, status))
+        await self.emit(ToolResult(call.id, call.name, content, is_error, status))
 
-    def _append_results(self) -> None:
+    async def _append_results(self) -> None:
         ordered = [self.results[c.id] for c in self.pending]
         extra: list[TextBlock] = []
         self.failed_rounds = self.failed_rounds + 1 if all(r.is_error for r in ordered) else 0
         if self.failed_rounds >= PIVOT_AFTER_FAILED_ROUNDS:
             guidance = PIVOT_GUIDANCE.format(n=self.failed_rounds)
             extra.append(TextBlock(guidance))
-            self.emit(Notice("added pivot guidance after repeated tool failures", "warning"))
+            await self.emit(Notice("added pivot guidance after repeated tool failures", "warning"))
             self.failed_rounds = 0
         self.history.append(tool_results_message(ordered, *extra))
         self.pending, self.results = (), {}
 
-    def _repair_after_cancel(self) -> Finished:
+    async def _repair_after_cancel(self) -> Finished:
         """Leave a valid history behind: keep streamed text, answer every pending call."""
         if self.partial:
             self.history.append(Message.assistant("".join(self.partial)))
@@ -323,7 +366,7 @@ class _Run:
         if self.pending:
             for call in self.pending:
                 if call.id not in self.results:
-                    self._record(call, CANCELLED_RESULT, "cancelled")
+                    await self._record(call, CANCELLED_RESULT, "cancelled")
             self.history.append(tool_results_message(self.results[c.id] for c in self.pending))
             self.pending, self.results = (), {}
         return self._finish("cancelled", "user_cancelled")

@@ -1,0 +1,15 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from openheim.tools.base import ToolContext
+from openheim.tools.env import child_env
+from openheim.tools.sandbox import PathSandbox
+
+
+@pytest.fixture
+def ctx(tmp_path: Path) -> ToolContext:
+    """A tool context confined to a fresh temporary work dir."""
+    return ToolContext(PathSandbox(tmp_path), tmp_path.resolve(), child_env())
