@@ -1,0 +1,1 @@
+"""Configuration: files, environment, flags, provider resolution and trusted folders."""

@@ -1,0 +1,173 @@
+"""Resolve which provider, model and key an invocation uses.
+
+Built-in entries cover the well-known providers so no config file is needed when their key is in
+the environment; a ``[providers.NAME]`` table overrides a built-in entry key by key. The kind is
+inferred from the name when absent (unknown names mean an OpenAI-compatible server).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import os
+from collections.abc import Mapping
+from urllib.parse import urlsplit
+
+from openheim.config.load import Settings
+from openheim.config.schema import ProviderEntry
+from openheim.errors import ConfigError
+from openheim.logs import register_secret
+from openheim.providers.base import ProviderSettings
+
+DEFAULT_TIMEOUT_SECS = 120.0
+
+BUILTIN_PROVIDERS: dict[str, ProviderEntry] = {
+    "openai": ProviderEntry(
+        api_base="https://api.openai.com/v1", default_model="gpt-4.1-mini", env_var="OPENAI_API_KEY"
+    ),
+    "anthropic": ProviderEntry(
+        api_base="https://api.anthropic.com/v1",
+        default_model="claude-sonnet-4-5",
+        env_var="ANTHROPIC_API_KEY",
+    ),
+    "gemini": ProviderEntry(
+        api_base="https://generativelanguage.googleapis.com/v1beta",
+        default_model="gemini-2.5-flash",
+        env_var="GEMINI_API_KEY",
+    ),
+    "openrouter": ProviderEntry(
+        api_base="https://openrouter.ai/api/v1",
+        default_model="openai/gpt-4.1-mini",
+        env_var="OPENROUTER_API_KEY",
+    ),
+    "ollama": ProviderEntry(api_base="http://localhost:11434/v1", default_model="llama3.2"),
+}
+_KIND_BY_NAME = {"openai": "openai", "anthropic": "anthropic", "gemini": "gemini"}
+_KEYED_KINDS = {"openai", "anthropic", "gemini"}
+_AUTO_ORDER = ("openai", "anthropic", "gemini", "openrouter")
+
+
+def infer_kind(name: str, entry: ProviderEntry) -> str:
+    return entry.kind or _KIND_BY_NAME.get(name, "openai_compatible")
+
+
+def provider_entries(settings: Settings) -> dict[str, ProviderEntry]:
+    """Built-in entries with the configured ones laid over them (configured first)."""
+    out = dict(settings.providers)
+    for name, entry in out.items():
+        if name in BUILTIN_PROVIDERS:
+            out[name] = _overlay(BUILTIN_PROVIDERS[name], entry)
+    for name, entry in BUILTIN_PROVIDERS.items():
+        out.setdefault(name, entry)
+    return out
+
+
+def _overlay(base: ProviderEntry, over: ProviderEntry) -> ProviderEntry:
+    changes = {
+        f.name: getattr(over, f.name)
+        for f in dataclasses.fields(over)
+        if getattr(over, f.name) not in (None, [])
+    }
+    return dataclasses.replace(base, **changes)
+
+
+def is_loopback(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def resolve_provider(settings: Settings, env: Mapping[str, str] | None = None) -> ProviderSettings:
+    """The provider settings to run with, or a ConfigError that says what to set."""
+    env = os.environ if env is None else env
+    entries = provider_entries(settings)
+    name = settings.provider or _auto_pick(settings, entries, env)
+    entry = entries.get(name)
+    if entry is None:
+        known = ", ".join(sorted(entries))
+        raise ConfigError(
+            f"unknown provider {name!r} (known: {known})",
+            hint=f"pick one of those, or add a [providers.{name}] table to config.toml",
+        )
+    kind = infer_kind(name, entry)
+    if not entry.api_base:
+        raise ConfigError(
+            f"provider {name!r} has no api_base", hint=f"set api_base in [providers.{name}]"
+        )
+    model = _model(name, entry, settings.model)
+    return ProviderSettings(
+        name=name,
+        kind=kind,
+        api_base=entry.api_base.rstrip("/"),
+        model=model,
+        api_key=_api_key(name, kind, entry, env),
+        timeout_secs=entry.timeout_secs or DEFAULT_TIMEOUT_SECS,
+        max_tokens=entry.max_tokens,
+        context_window=entry.context_window,
+        thinking=entry.thinking,
+    )
+
+
+def _auto_pick(
+    settings: Settings, entries: Mapping[str, ProviderEntry], env: Mapping[str, str]
+) -> str:
+    if settings.providers:
+        return next(iter(settings.providers))
+    for name in _AUTO_ORDER:
+        var = entries[name].env_var
+        if var and env.get(var, "").strip():
+            return name
+    raise ConfigError(
+        "no model provider is configured",
+        hint="set OPENAI_API_KEY (or ANTHROPIC_API_KEY, GEMINI_API_KEY), pass --provider, "
+        "or run `openheim init` and edit the config.toml it writes",
+    )
+
+
+def _model(name: str, entry: ProviderEntry, wanted: str | None) -> str:
+    model = wanted or entry.default_model
+    if not model:
+        raise ConfigError(
+            f"no model chosen for provider {name!r}",
+            hint=f"pass --model, or set default_model in [providers.{name}]",
+        )
+    if wanted and entry.models and wanted not in entry.models:
+        raise ConfigError(
+            f"unknown model {wanted!r} for provider {name!r} (known: {', '.join(entry.models)})",
+            hint=f"pick one of those, or add it to models in [providers.{name}]",
+        )
+    return model
+
+
+def _api_key(name: str, kind: str, entry: ProviderEntry, env: Mapping[str, str]) -> str | None:
+    key = None
+    if entry.env_var:
+        key = env.get(entry.env_var, "").strip() or None
+    if key is None and entry.api_key:
+        if (
+            entry.api_base
+            and entry.api_base.startswith("http://")
+            and not is_loopback(entry.api_base)
+        ):
+            raise ConfigError(
+                f"refusing to send the inline api_key of provider {name!r} over plain http "
+                f"to {entry.api_base}",
+                hint="use an https:// api_base, or a loopback address for a local server",
+            )
+        key = entry.api_key
+    needs_key = kind in _KEYED_KINDS or (
+        entry.env_var is not None and not is_loopback(entry.api_base or "")
+    )
+    if key is None and needs_key:
+        var = entry.env_var or f"{name.upper()}_API_KEY"
+        raise ConfigError(
+            f"no API key for provider {name!r}",
+            hint=f"export {var}=... or set env_var / api_key in [providers.{name}]",
+        )
+    if key:
+        register_secret(key)
+    return key

@@ -1,0 +1,58 @@
+"""Logging set-up: level from ``OPENHEIM_LOG`` / ``--log-level``, secrets masked in every line.
+
+Headless commands log to stderr; interactive surfaces log to ``data_dir/openheim.log`` so the
+screen stays clean. Every API key that config resolution hands out is registered here and
+replaced by ``***`` in any log record, whatever logger or library produced it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+_SECRETS: set[str] = set()
+_LEVELS = ("debug", "info", "warning", "error", "critical")
+DEFAULT_LEVEL = "warning"
+
+
+def register_secret(value: str) -> None:
+    """Never let ``value`` reach a log line (short values are ignored: too many false hits)."""
+    if len(value) >= 8:
+        _SECRETS.add(value)
+
+
+def redact(text: str) -> str:
+    for secret in _SECRETS:
+        if secret in text:
+            text = text.replace(secret, "***")
+    return text
+
+
+class RedactingFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
+
+
+def parse_level(raw: str | None) -> int:
+    """A level name (case-insensitive) as a logging level; ValueError names the valid ones."""
+    name = (raw or DEFAULT_LEVEL).strip().lower()
+    if name not in _LEVELS:
+        raise ValueError(f"unknown log level {raw!r}; use one of {', '.join(_LEVELS)}")
+    return int(getattr(logging, name.upper()))
+
+
+def setup_logging(level: str | None = None, *, log_file: Path | None = None) -> None:
+    """Configure the ``openheim`` root handler once per process."""
+    resolved = parse_level(level or os.environ.get("OPENHEIM_LOG"))
+    if log_file is not None:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        handler: logging.Handler = logging.FileHandler(log_file, encoding="utf-8")
+    else:
+        handler = logging.StreamHandler()
+    handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(resolved)
