@@ -63,7 +63,7 @@ def project(tmp_path: Path) -> Path:
     return path
 
 
-def load(home: Path, cwd: Path, overrides: Overrides | None = None, **env: str) -> Settings:
+def load(home: Path, cwd: Path, overrides: Overrides | None = None, /, **env: str) -> Settings:
     return load_settings(overrides, cwd=cwd, env={"OPENHEIM_HOME": str(home), **env})
 
 
@@ -206,13 +206,13 @@ def test_env_and_flags_override_files(home: Path, project: Path) -> None:
 )
 def test_bad_env_values(home: Path, project: Path, name: str, value: str, match: str) -> None:
     with pytest.raises(ConfigError, match=match):
-        load(home, project, **{name: value})
+        load(home, project, None, **{name: value})
 
 
 def resolve(home: Path, project: Path, *, config: str = "", **env: str) -> ProviderSettings:
     if config:
         write(home / "config.toml", config)
-    settings = load(home, project, **{k: v for k, v in env.items() if k.startswith("OPENHEIM")})
+    settings = load(home, project, None, **{k: v for k, v in env.items() if k.startswith("OPENHEIM")})
     return resolve_provider(settings, env=env)
 
 
