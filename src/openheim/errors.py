@@ -7,7 +7,9 @@ Hierarchy::
     ├── ProviderError              a model provider failed
     │   ├── ProviderUnavailable    the endpoint cannot be reached, or timed out
     │   ├── ProviderHTTPError      the endpoint answered with an HTTP error status
+    │   │   └── ContextOverflow    the request is longer than the model's context window
     │   └── ProviderProtocolError  the response was not what the wire format promises
+    │       └── StreamCut          the stream ended before its end marker
     ├── ToolError                  a tool call failed; the model is told, the run goes on
     │   ├── ArgumentError          tool arguments do not match the tool's schema
     │   └── SandboxError           a path leaves the work dir, or is otherwise refused
@@ -73,11 +75,24 @@ class ProviderHTTPError(ProviderError):
     ) -> None:
         super().__init__(message, hint=hint, provider=provider, retry_after=retry_after)
         self.status = status
-        self.retryable = status in (408, 409, 429, 529) or status >= 500
+        self.retryable = status in RETRYABLE_STATUSES
+
+
+RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})
+
+
+class ContextOverflow(ProviderHTTPError):
+    """The prompt does not fit the model's context window; never retried as is."""
 
 
 class ProviderProtocolError(ProviderError):
     """The response broke its wire format: not JSON, cut short, or an error event mid-stream."""
+
+
+class StreamCut(ProviderProtocolError):
+    """The stream stopped before its end marker (a crashed server, a proxy cut): retryable."""
+
+    retryable = True
 
 
 class ToolError(OpenheimError):

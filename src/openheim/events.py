@@ -73,6 +73,7 @@ class RetryNotice:
     attempt: int
     delay: float
     error: str
+    max_retries: int = 0
     type: Literal["retry"] = "retry"
 
 
