@@ -237,7 +237,7 @@ class _Run:
             elif isinstance(item, TextDelta):
                 self.partial.append(item.text)
                 await self.emit(item)
-            elif isinstance(item, ThinkingDelta | RetryNotice):
+            elif isinstance(item, ThinkingDelta | RetryNotice | Notice):
                 await self.emit(item)
         self.partial = []
         if response is None:

@@ -81,11 +81,17 @@ def is_loopback(url: str) -> bool:
         return False
 
 
-def resolve_provider(settings: Settings, env: Mapping[str, str] | None = None) -> ProviderSettings:
-    """The provider settings to run with, or a ConfigError that says what to set."""
+def resolve_provider(
+    settings: Settings, env: Mapping[str, str] | None = None, *, name: str | None = None
+) -> ProviderSettings:
+    """The provider settings to run with, or a ConfigError that says what to set.
+
+    ``name`` picks a provider explicitly (a fallback entry); the model is then its own default.
+    """
     env = os.environ if env is None else env
     entries = provider_entries(settings)
-    name = settings.provider or _auto_pick(settings, entries, env)
+    wanted_model = settings.model if name is None else None
+    name = name or settings.provider or _auto_pick(settings, entries, env)
     entry = entries.get(name)
     if entry is None:
         known = ", ".join(sorted(entries))
@@ -98,7 +104,7 @@ def resolve_provider(settings: Settings, env: Mapping[str, str] | None = None) -
         raise ConfigError(
             f"provider {name!r} has no api_base", hint=f"set api_base in [providers.{name}]"
         )
-    model = _model(name, entry, settings.model)
+    model = _model(name, entry, wanted_model)
     return ProviderSettings(
         name=name,
         kind=kind,
@@ -109,6 +115,8 @@ def resolve_provider(settings: Settings, env: Mapping[str, str] | None = None) -
         max_tokens=entry.max_tokens,
         context_window=entry.context_window,
         thinking=entry.thinking,
+        max_retries=3 if entry.max_retries is None else entry.max_retries,
+        fallback=tuple(entry.fallback),
     )
 
 

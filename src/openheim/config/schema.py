@@ -23,6 +23,8 @@ class ProviderEntry:
     max_tokens: int | None = None
     context_window: int | None = None
     thinking: str | int | None = None
+    max_retries: int | None = None
+    fallback: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """The provider protocol: one streaming method; everything else drains it.
 
-A provider turns a ``ModelRequest`` into a stream of ``TextDelta`` / ``ThinkingDelta`` (and, from
-the retry wrapper, ``RetryNotice``) items that ends with exactly one ``ModelResponse`` holding the
-complete assistant message.
+A provider turns a ``ModelRequest`` into a stream of ``TextDelta`` / ``ThinkingDelta`` items
+(and, from the retry and fallback wrappers, ``RetryNotice`` / ``Notice``) that ends with exactly
+one ``ModelResponse`` holding the complete assistant message.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from openheim.errors import ProviderProtocolError
-from openheim.events import RetryNotice, TextDelta, ThinkingDelta
+from openheim.events import Notice, RetryNotice, TextDelta, ThinkingDelta
 from openheim.messages import FinishReason, Message, Usage
 
 
@@ -59,7 +59,7 @@ class ModelResponse:
     type: Literal["response"] = "response"
 
 
-StreamItem: TypeAlias = TextDelta | ThinkingDelta | RetryNotice | ModelResponse
+StreamItem: TypeAlias = TextDelta | ThinkingDelta | RetryNotice | Notice | ModelResponse
 
 
 @runtime_checkable
@@ -100,3 +100,5 @@ class ProviderSettings:
     context_window: int | None = None
     thinking: str | int | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
+    max_retries: int = 3
+    fallback: tuple[str, ...] = ()
