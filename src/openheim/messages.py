@@ -156,7 +156,12 @@ def block_from_dict(data: Mapping[str, Any]) -> ContentBlock:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token counts of one or more model calls; ``+`` adds them up."""
+    """Token counts of one or more model calls; ``+`` adds them up.
+
+    ``input_tokens`` counts only input read fresh: tokens read from the provider's prompt cache
+    are in ``cache_read_tokens`` and tokens written to it in ``cache_write_tokens``, never in
+    ``input_tokens`` too, so each count is priced once.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0

@@ -99,6 +99,6 @@ class ProviderSettings:
     max_tokens: int | None = None
     context_window: int | None = None
     thinking: str | int | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     max_retries: int = 3
     fallback: tuple[str, ...] = ()

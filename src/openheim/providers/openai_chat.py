@@ -1,0 +1,376 @@
+"""OpenAI chat completions: kind ``openai`` and every OpenAI-compatible server.
+
+Ollama, vLLM, llama.cpp, LM Studio and OpenRouter speak this wire format with small differences;
+those live in ``Dialect`` as data, not in a second copy of the adapter. A call POSTs
+``{api_base}/chat/completions`` with ``stream: true`` and reads Server-Sent Events with
+``httpx_sse``; each ``data:`` is one ``chat.completion.chunk`` and ``[DONE]`` ends the stream.
+The request conversion lives in ``openai_wire``; this module does the transport and parsing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import AsyncGenerator, Callable, Mapping
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from httpx_sse import EventSource, aconnect_sse
+
+from openheim._version import __version__
+from openheim.errors import ConfigError, ProviderError, ProviderProtocolError, StreamCut
+from openheim.events import TextDelta, ThinkingDelta
+from openheim.messages import (
+    ContentBlock,
+    FinishReason,
+    Message,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+    Usage,
+)
+from openheim.providers.base import ModelRequest, ModelResponse, ProviderSettings, StreamItem
+from openheim.providers.http import make_client, redact, status_error, transport_error
+from openheim.providers.openai_wire import Dialect, build_body, dialect_for
+
+_FINISH: dict[str, FinishReason] = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "refusal",
+}
+
+
+def create(
+    settings: ProviderSettings, http_client: httpx.AsyncClient | None = None
+) -> OpenAIChatProvider:
+    """The registry's factory for kinds ``openai`` and ``openai_compatible``."""
+    return OpenAIChatProvider(settings, http_client)
+
+
+class OpenAIChatProvider:
+    """A Provider speaking OpenAI chat completions to one endpoint.
+
+    Builds its own client with ``make_client`` unless one is injected; ``aclose`` closes only a
+    client it built. The API key is sent as ``Authorization: Bearer`` and scrubbed from every
+    error this provider raises.
+    """
+
+    def __init__(
+        self, settings: ProviderSettings, http_client: httpx.AsyncClient | None = None
+    ) -> None:
+        if not settings.api_base.startswith(("http://", "https://")):
+            raise ConfigError(
+                f"provider {settings.name!r} has api_base {settings.api_base!r}",
+                hint="set api_base to the server's URL, e.g. http://localhost:11434/v1",
+            )
+        self.name = settings.name
+        self.settings = settings
+        self.dialect: Dialect = dialect_for(settings.kind)
+        self.url = settings.api_base.rstrip("/") + "/chat/completions"
+        self._owns_client = http_client is None
+        self._client = (
+            http_client if http_client is not None else make_client(settings.timeout_secs)
+        )
+        self._headers = {"User-Agent": f"openheim/{__version__}"}
+        if settings.api_key:
+            self._headers["Authorization"] = f"Bearer {settings.api_key}"
+        self._headers.update(settings.headers)
+        self._ids = itertools.count(1)
+
+    def __repr__(self) -> str:
+        return (
+            f"OpenAIChatProvider(name={self.name!r}, kind={self.settings.kind!r}, "
+            f"api_base={self.settings.api_base!r}, model={self.settings.model!r})"
+        )
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this provider created it."""
+        if self._owns_client:
+            await self._client.aclose()
+
+    async def __aenter__(self) -> OpenAIChatProvider:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
+        """Stream one completion: text and thinking deltas, then one ``ModelResponse``."""
+        body = build_body(request, self.settings, self.dialect)
+        state = _Accumulator(body["model"], self._new_id, self.name)
+        started = False
+        try:
+            async with aconnect_sse(
+                self._client, "POST", self.url, json=body, headers=dict(self._headers)
+            ) as source:
+                await self._check_status(source.response, body["model"])
+                started = True
+                async with aclosing(self._read(source, state)) as items:
+                    async for item in items:
+                        yield item
+        except httpx.RequestError as exc:
+            error = transport_error(
+                exc,
+                url=self.url,
+                provider=self.name,
+                timeout_secs=self.settings.timeout_secs,
+                streaming=started,
+            )
+            raise self._scrub(error) from exc
+        except ProviderError as error:
+            self._scrub(error)
+            raise
+
+    async def _check_status(self, response: httpx.Response, model: str) -> None:
+        if response.status_code < 400:
+            return
+        await response.aread()
+        raise status_error(
+            response,
+            provider=self.name,
+            model=model,
+            api_base=self.settings.api_base,
+            key_hint=self.dialect.key_hint,
+        )
+
+    async def _read(
+        self, source: EventSource, state: _Accumulator
+    ) -> AsyncGenerator[StreamItem, None]:
+        response = source.response
+        if "text/event-stream" not in response.headers.get("content-type", ""):
+            for item in await self._whole_body(response, state):
+                yield item
+            return
+        async with aclosing(source.aiter_sse()) as events:
+            async for event in events:
+                data = event.data.strip()
+                if data == "[DONE]":
+                    state.done = True
+                    break
+                if data:
+                    for item in state.feed(self._decode(data)):
+                        yield item
+        if not state.done and state.raw_finish is None:
+            raise StreamCut(
+                f"provider {self.name!r}: stream ended early: {self.url} closed the stream "
+                "without [DONE] or a finish reason",
+                hint="the server crashed or a proxy cut the stream; retry",
+                provider=self.name,
+            )
+        yield state.response()
+
+    async def _whole_body(self, response: httpx.Response, state: _Accumulator) -> list[StreamItem]:
+        """Accept a plain JSON completion from servers that ignore ``stream: true``."""
+        body = await response.aread()
+        try:
+            data = json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            content_type = response.headers.get("content-type") or "no content type"
+            raise ProviderProtocolError(
+                f"provider {self.name!r}: {self.url} answered with {content_type}, neither an "
+                f"event stream nor JSON: {body[:200]!r}",
+                hint="check that api_base points at an OpenAI-compatible API (usually ending "
+                "in /v1)",
+                provider=self.name,
+            ) from None
+        items = state.feed(_completion_as_chunk(data))
+        state.done = True
+        return [*items, state.response()]
+
+    def _decode(self, data: str) -> Any:
+        try:
+            return json.loads(data)
+        except ValueError:
+            raise ProviderProtocolError(
+                f"provider {self.name!r}: {self.url} sent a stream event that is not JSON: "
+                f"{data[:200]!r}",
+                hint="the server does not speak the OpenAI streaming format; check api_base "
+                "and kind",
+                provider=self.name,
+            ) from None
+
+    def _new_id(self) -> str:
+        """An id for a tool call the server sent without one; unique per provider."""
+        return f"call_{next(self._ids)}"
+
+    def _scrub(self, error: ProviderError) -> ProviderError:
+        """Remove the API key from the error's message and hint (servers may echo it)."""
+        key = self.settings.api_key
+        error.message = redact(error.message, key)
+        error.hint = redact(error.hint, key) if error.hint else error.hint
+        error.args = (error.message,)
+        return error
+
+
+def _completion_as_chunk(data: Any) -> Any:
+    """A non-streamed ``chat.completion`` rewritten as one chunk whose deltas hold everything."""
+    if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
+        return data
+    choices = []
+    for choice in data["choices"]:
+        if not isinstance(choice, dict):
+            continue
+        delta = dict(choice.get("message") or {})
+        calls = delta.get("tool_calls")
+        if isinstance(calls, list):
+            delta["tool_calls"] = [
+                {**call, "index": i} for i, call in enumerate(calls) if isinstance(call, dict)
+            ]
+        choices.append({**choice, "delta": delta})
+    return {**data, "choices": choices}
+
+
+@dataclass(slots=True)
+class _ToolCallDraft:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+class _Accumulator:
+    """Builds the final message from stream chunks, tolerating each server's way of chunking.
+
+    Tool calls are assembled by ``index``. Servers that repeat the id and name in every fragment
+    are fine (the first wins); a known index arriving with a different id is a new call.
+    """
+
+    def __init__(self, model: str, new_id: Callable[[], str], provider: str) -> None:
+        self.model = model
+        self.provider = provider
+        self.done = False
+        self.raw_finish: str | None = None
+        self.usage = Usage()
+        self._new_id = new_id
+        self._text: list[str] = []
+        self._thinking: list[str] = []
+        self._calls: list[_ToolCallDraft] = []
+        self._by_index: dict[int, _ToolCallDraft] = {}
+
+    def feed(self, chunk: Any) -> list[StreamItem]:
+        """Absorb one chunk; return the deltas it carries."""
+        if not isinstance(chunk, dict):
+            raise ProviderProtocolError(
+                f"provider {self.provider!r}: expected a JSON object per event, got {chunk!r:.200}",
+                hint="the server does not speak the OpenAI format; check api_base and kind",
+                provider=self.provider,
+            )
+        if chunk.get("error"):
+            raise ProviderError(
+                f"provider {self.provider!r} reported an error mid-stream: "
+                f"{_error_text(chunk['error'])}",
+                hint="the server failed while answering; retry, or check its logs",
+                provider=self.provider,
+            )
+        if isinstance(chunk.get("model"), str) and chunk["model"]:
+            self.model = chunk["model"]
+        if isinstance(chunk.get("usage"), dict):
+            self.usage = _usage(chunk["usage"])
+        items: list[StreamItem] = []
+        for choice in chunk.get("choices") or ():
+            if isinstance(choice, dict) and choice.get("index", 0) == 0:
+                items.extend(self._choice(choice))
+        return items
+
+    def _choice(self, choice: Mapping[str, Any]) -> list[StreamItem]:
+        if isinstance(choice.get("finish_reason"), str) and choice["finish_reason"]:
+            self.raw_finish = choice["finish_reason"]
+        delta = choice.get("delta")
+        if not isinstance(delta, dict):
+            return []
+        items: list[StreamItem] = []
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            self._thinking.append(reasoning)
+            items.append(ThinkingDelta(reasoning))
+        if isinstance(delta.get("content"), str) and delta["content"]:
+            self._text.append(delta["content"])
+            items.append(TextDelta(delta["content"]))
+        for fragment in delta.get("tool_calls") or ():
+            if isinstance(fragment, dict):
+                self._add_fragment(fragment)
+        return items
+
+    def _add_fragment(self, fragment: Mapping[str, Any]) -> None:
+        call_id = fragment.get("id") if isinstance(fragment.get("id"), str) else ""
+        draft = self._draft_for(fragment.get("index"), call_id or "")
+        if call_id and not draft.id:
+            draft.id = call_id
+        function = fragment.get("function")
+        if not isinstance(function, dict):
+            return
+        if isinstance(function.get("name"), str) and not draft.name:
+            draft.name = function["name"]
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            draft.arguments.append(arguments)
+        elif isinstance(arguments, dict):
+            draft.arguments.append(json.dumps(arguments, ensure_ascii=False))
+
+    def _draft_for(self, index: Any, call_id: str) -> _ToolCallDraft:
+        draft: _ToolCallDraft | None
+        if isinstance(index, int):
+            draft = self._by_index.get(index)
+        elif call_id:
+            draft = next((d for d in self._calls if d.id == call_id), None)
+        else:
+            draft = self._calls[-1] if self._calls else None
+        if draft is not None and call_id and draft.id and draft.id != call_id:
+            draft = None
+        if draft is None:
+            draft = _ToolCallDraft()
+            self._calls.append(draft)
+            if isinstance(index, int):
+                self._by_index[index] = draft
+        return draft
+
+    def response(self) -> ModelResponse:
+        """The complete assistant message: thinking, then text, then tool calls."""
+        blocks: list[ContentBlock] = []
+        if self._thinking:
+            blocks.append(ThinkingBlock("".join(self._thinking)))
+        if self._text:
+            blocks.append(TextBlock("".join(self._text)))
+        blocks.extend(self._tool_use(draft) for draft in self._calls)
+        finish = _FINISH.get(self.raw_finish or "", "end_turn")
+        if self._calls and finish == "end_turn":
+            finish = "tool_use"  # some servers say "stop" even when they call tools
+        message = Message("assistant", tuple(blocks))
+        return ModelResponse(message, finish, self.usage, self.model, self.raw_finish)
+
+    def _tool_use(self, draft: _ToolCallDraft) -> ToolUseBlock:
+        call_id = draft.id or self._new_id()
+        text = "".join(draft.arguments)
+        if not text.strip():
+            return ToolUseBlock(call_id, draft.name, {})
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            return ToolUseBlock(call_id, draft.name, parsed)
+        return ToolUseBlock(call_id, draft.name, {}, raw_arguments=text)
+
+
+def _usage(data: Mapping[str, Any]) -> Usage:
+    details = data.get("prompt_tokens_details")
+    cached = _count(details.get("cached_tokens") if isinstance(details, dict) else None)
+    prompt = _count(data.get("prompt_tokens"))
+    return Usage(  # OpenAI counts cached tokens inside prompt_tokens; Usage keeps them apart
+        input_tokens=max(prompt - cached, 0),
+        output_tokens=_count(data.get("completion_tokens")),
+        cache_read_tokens=cached,
+    )
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _error_text(error: Any) -> str:
+    if isinstance(error, dict) and error.get("message"):
+        return str(error["message"])[:500]
+    return str(error)[:500]
