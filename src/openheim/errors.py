@@ -7,7 +7,7 @@ Hierarchy::
     ├── ProviderError              a model provider failed
     │   ├── ProviderUnavailable    the endpoint cannot be reached, or timed out
     │   ├── ProviderHTTPError      the endpoint answered with an HTTP error status
-    │   │   └── ContextOverflow    the request is longer than the model's context window
+    │   ├── ContextOverflow        the request is longer than the model's context window
     │   └── ProviderProtocolError  the response was not what the wire format promises
     │       └── StreamCut          the stream ended before its end marker
     ├── ToolError                  a tool call failed; the model is told, the run goes on
@@ -81,8 +81,19 @@ class ProviderHTTPError(ProviderError):
 RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})
 
 
-class ContextOverflow(ProviderHTTPError):
+class ContextOverflow(ProviderError):
     """The prompt does not fit the model's context window; never retried as is."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        hint: str | None = None,
+        provider: str | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint, provider=provider)
+        self.status = status
 
 
 class ProviderProtocolError(ProviderError):
