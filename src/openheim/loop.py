@@ -269,7 +269,7 @@ class _Run:
 
     def _loop_detected(self, calls: tuple[ToolUseBlock, ...]) -> bool:
         for call in calls:
-            sig = call.signature
+            sig = call.call_key
             self.repeats = self.repeats + 1 if sig == self.last_call else 1
             self.last_call = sig
             if self.repeats >= LOOP_GUARD_REPEATS:

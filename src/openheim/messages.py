@@ -25,6 +25,8 @@ FinishReason: TypeAlias = Literal["end_turn", "tool_use", "max_tokens", "refusal
 @dataclass(frozen=True, slots=True)
 class TextBlock:
     text: str
+    signature: str | None = None
+    """Opaque provider data to send back with this text (Gemini's ``thoughtSignature``)."""
     kind: Literal["text"] = "text"
 
 
@@ -62,6 +64,8 @@ class ToolUseBlock:
     name: str
     arguments: Mapping[str, Any] = field(default_factory=dict)
     raw_arguments: str | None = None
+    signature: str | None = None
+    """Opaque provider data to send back with this call (Gemini's ``thoughtSignature``)."""
     kind: Literal["tool_use"] = "tool_use"
 
     @property
@@ -72,7 +76,7 @@ class ToolUseBlock:
         return json.dumps(self.arguments, ensure_ascii=False, separators=(",", ":"))
 
     @property
-    def signature(self) -> str:
+    def call_key(self) -> str:
         """Canonical identity of the call (name and arguments), used by the loop guard."""
         return (
             self.name

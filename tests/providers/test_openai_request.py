@@ -220,3 +220,13 @@ def test_api_base_without_scheme_is_a_config_error() -> None:
     settings = ProviderSettings("local", "openai_compatible", "localhost:11434/v1", "m")
     with pytest.raises(ConfigError, match="api_base"):
         create_provider(settings)
+
+
+@pytest.mark.parametrize(("kind", "sent"), [("openai", True), ("openai_compatible", False)])
+async def test_reasoning_effort_only_for_openai(
+    server: FakeLLMServer, make_provider: MakeProvider, kind: str, sent: bool
+) -> None:
+    body = await sent_body(server, make_provider, kind=kind, settings={"reasoning_effort": "low"})
+    assert ("reasoning_effort" in body) is sent
+    if sent:
+        assert body["reasoning_effort"] == "low"

@@ -115,6 +115,7 @@ def resolve_provider(
         max_tokens=entry.max_tokens,
         context_window=entry.context_window,
         thinking=entry.thinking,
+        reasoning_effort=entry.reasoning_effort,
         max_retries=3 if entry.max_retries is None else entry.max_retries,
         fallback=tuple(entry.fallback),
     )

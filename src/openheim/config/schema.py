@@ -23,6 +23,7 @@ class ProviderEntry:
     max_tokens: int | None = None
     context_window: int | None = None
     thinking: str | int | None = None
+    reasoning_effort: str | None = None
     max_retries: int | None = None
     fallback: list[str] = field(default_factory=list)
 

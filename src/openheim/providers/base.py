@@ -99,6 +99,9 @@ class ProviderSettings:
     max_tokens: int | None = None
     context_window: int | None = None
     thinking: str | int | None = None
+    """``"adaptive"``, ``"off"`` or a thinking token budget (providers that think)."""
+    reasoning_effort: str | None = None
+    """OpenAI reasoning models: ``minimal``, ``low``, ``medium`` or ``high``."""
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     max_retries: int = 3
     fallback: tuple[str, ...] = ()

@@ -32,6 +32,8 @@ class Dialect:
     """OpenAI's reasoning models reject ``max_tokens``; other servers only know that name."""
     key_hint: str
     """What to check when the server answers 401/403."""
+    reasoning_effort: bool = False
+    """Whether the endpoint takes ``reasoning_effort`` (OpenAI's reasoning models)."""
 
 
 DIALECTS: dict[str, Dialect] = {
@@ -39,6 +41,7 @@ DIALECTS: dict[str, Dialect] = {
         max_tokens_field="max_completion_tokens",
         key_hint="check the API key (the provider's api_key, usually from OPENAI_API_KEY) and "
         "that it may use this model",
+        reasoning_effort=True,
     ),
     "openai_compatible": Dialect(
         max_tokens_field="max_tokens",
@@ -68,6 +71,8 @@ def build_body(
         body[dialect.max_tokens_field] = max_tokens
     if request.temperature is not None:
         body["temperature"] = request.temperature
+    if dialect.reasoning_effort and settings.reasoning_effort:
+        body["reasoning_effort"] = settings.reasoning_effort
     if request.tools:
         body["tools"] = [
             {

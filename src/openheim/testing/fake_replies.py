@@ -50,7 +50,13 @@ class FakeReply:
     chunks: Sequence[str] | None = None
     """Stream the text in exactly these pieces; their concatenation is the text."""
     reasoning: str = ""
-    """Sent as ``reasoning_content``, the way vLLM, DeepSeek and llama.cpp send thinking."""
+    """Thinking text: ``reasoning_content`` in the OpenAI format (as vLLM, DeepSeek and
+    llama.cpp send it), a thinking block in Anthropic's, a thought part in Gemini's."""
+    thinking_signature: str | None = None
+    """The opaque signature sent with the thinking (Anthropic ``signature_delta``, Gemini
+    ``thoughtSignature``); formats without one ignore it."""
+    redacted_thinking: Sequence[str] = ()
+    """Encrypted thinking blocks (Anthropic ``redacted_thinking`` data); others ignore it."""
     tool_calls: Sequence[FakeToolCall] = ()
     finish_reason: str | None = None
     """Defaults to ``tool_calls`` when there are tool calls, else ``stop``."""
