@@ -78,6 +78,16 @@ class RetryNotice:
 
 
 @dataclass(frozen=True, slots=True)
+class ContextTrimmed:
+    """The oldest ``dropped`` of ``total`` messages were left out of this request to fit the
+    context window (the stored history is unchanged)."""
+
+    dropped: int
+    total: int
+    type: Literal["context_trimmed"] = "context_trimmed"
+
+
+@dataclass(frozen=True, slots=True)
 class Notice:
     """Something the user should know that is not model output (guidance added, a limit hit)."""
 
@@ -108,6 +118,7 @@ Event: TypeAlias = (
     | ToolResult
     | UsageUpdate
     | RetryNotice
+    | ContextTrimmed
     | Notice
     | Finished
 )

@@ -32,9 +32,7 @@ from openheim.events import (
     Finished,
     IterationStart,
     Notice,
-    RetryNotice,
     TextDelta,
-    ThinkingDelta,
     ToolCall,
     ToolResult,
     ToolStatus,
@@ -237,7 +235,7 @@ class _Run:
             elif isinstance(item, TextDelta):
                 self.partial.append(item.text)
                 await self.emit(item)
-            elif isinstance(item, ThinkingDelta | RetryNotice | Notice):
+            else:
                 await self.emit(item)
         self.partial = []
         if response is None:

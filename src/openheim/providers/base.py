@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from openheim.errors import ProviderProtocolError
-from openheim.events import Notice, RetryNotice, TextDelta, ThinkingDelta
+from openheim.events import ContextTrimmed, Notice, RetryNotice, TextDelta, ThinkingDelta
 from openheim.messages import FinishReason, Message, Usage
 
 
@@ -59,7 +59,14 @@ class ModelResponse:
     type: Literal["response"] = "response"
 
 
-StreamItem: TypeAlias = TextDelta | ThinkingDelta | RetryNotice | Notice | ModelResponse
+StreamItem: TypeAlias = (
+    TextDelta | ThinkingDelta | RetryNotice | ContextTrimmed | Notice | ModelResponse
+)
+
+
+def is_content(item: StreamItem) -> bool:
+    """Whether a stream item is model output (as opposed to a notice about the call)."""
+    return isinstance(item, TextDelta | ThinkingDelta | ModelResponse)
 
 
 @runtime_checkable

@@ -19,8 +19,8 @@ from openheim.errors import (
     ProviderProtocolError,
     StreamCut,
 )
-from openheim.events import Notice, RetryNotice
-from openheim.providers.base import ModelRequest, Provider, StreamItem
+from openheim.events import Notice
+from openheim.providers.base import ModelRequest, Provider, StreamItem, is_content
 
 _FALL_THROUGH_STATUSES = frozenset({401, 403, 404})
 
@@ -57,7 +57,7 @@ class FallbackProvider:
             forwarded = False
             try:
                 async for item in provider.stream(attempt):
-                    forwarded = forwarded or not isinstance(item, RetryNotice | Notice)
+                    forwarded = forwarded or is_content(item)
                     yield item
                 return
             except ProviderError as err:

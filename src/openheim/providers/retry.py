@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from openheim.errors import ProviderError
 from openheim.events import RetryNotice
-from openheim.providers.base import ModelRequest, Provider, StreamItem
+from openheim.providers.base import ModelRequest, Provider, StreamItem, is_content
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -65,7 +65,7 @@ class RetryingProvider:
             forwarded = False
             try:
                 async for item in self.inner.stream(request):
-                    forwarded = True
+                    forwarded = forwarded or is_content(item)
                     yield item
                 return
             except ProviderError as err:

@@ -1,0 +1,140 @@
+"""Context fitting: keep a request inside the model's context window without touching history.
+
+``ContextFitter`` wraps a provider. With ``context_window`` set it estimates each request and,
+above 90 % of the window, leaves the oldest whole turns out of the request (a turn starts at a
+user prompt, so a tool call is never split from its result and the current turn is never cut),
+with a note where the cut is. If the provider still answers "prompt too long", it trims further
+and sends once more. The stored history is never changed: only the request is. Each cut is
+announced with a ``ContextTrimmed`` event. When even the current turn alone does not fit, the
+error says to start a new session.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import AsyncIterator, Sequence
+
+from openheim.errors import ContextOverflow
+from openheim.events import ContextTrimmed
+from openheim.messages import (
+    ContentBlock,
+    ImageBlock,
+    Message,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from openheim.providers.base import ModelRequest, Provider, StreamItem, is_content
+
+FILL_RATIO = 0.9
+CHARS_PER_TOKEN = 4
+IMAGE_TOKENS = 1600
+CUT_NOTE = "[{n} earlier messages were left out here to fit the model's context window.]"
+
+
+def _block_chars(block: ContentBlock) -> int:
+    if isinstance(block, TextBlock):
+        return len(block.text)
+    if isinstance(block, ThinkingBlock):
+        return len(block.thinking) + len(block.signature or "")
+    if isinstance(block, ToolUseBlock):
+        return len(block.name) + len(block.arguments_json)
+    if isinstance(block, ToolResultBlock):
+        return len(block.content)
+    assert isinstance(block, ImageBlock)
+    return IMAGE_TOKENS * CHARS_PER_TOKEN
+
+
+def estimate_tokens(request: ModelRequest) -> int:
+    """A rough token count of the whole request (4 characters a token, plus overheads)."""
+    chars = len(request.system or "")
+    chars += sum(len(json.dumps(dict(t.parameters))) + len(t.description) for t in request.tools)
+    for message in request.messages:
+        chars += 16 + sum(_block_chars(b) + 8 for b in message.content)
+    return chars // CHARS_PER_TOKEN + 1
+
+
+def turn_starts(messages: Sequence[Message]) -> list[int]:
+    """Indices of the user prompts that open turns (tool-result messages continue a turn)."""
+    return [
+        i
+        for i, m in enumerate(messages)
+        if m.role == "user" and not any(isinstance(b, ToolResultBlock) for b in m.content)
+    ]
+
+
+def _cut(request: ModelRequest, start: int) -> ModelRequest:
+    kept = list(request.messages[start:])
+    note = TextBlock(CUT_NOTE.format(n=start))
+    kept[0] = Message(kept[0].role, (note, *kept[0].content))
+    return dataclasses.replace(request, messages=tuple(kept))
+
+
+def fit(request: ModelRequest, budget: int) -> tuple[ModelRequest, int]:
+    """The request trimmed to ``budget`` tokens and how many messages were left out.
+
+    Raises ContextOverflow if only cutting into the current turn would do.
+    """
+    if estimate_tokens(request) <= budget:
+        return request, 0
+    for start in turn_starts(request.messages)[1:]:
+        trimmed = _cut(request, start)
+        if estimate_tokens(trimmed) <= budget:
+            return trimmed, start
+    raise _too_big(request, f"the {budget} tokens available in the model's context window")
+
+
+def cut_further(request: ModelRequest, dropped: int) -> tuple[ModelRequest, int]:
+    """After a "prompt too long" error: leave out the older half of the turns still sent."""
+    later = [s for s in turn_starts(request.messages)[1:] if s > dropped]
+    if not later:
+        raise _too_big(request, "what the provider accepts")
+    start = later[len(later) // 2]
+    return _cut(request, start), start
+
+
+def _too_big(request: ModelRequest, limit: str) -> ContextOverflow:
+    starts = turn_starts(request.messages)
+    current = request.messages[starts[-1] if starts else 0 :]
+    alone = estimate_tokens(dataclasses.replace(request, messages=current))
+    return ContextOverflow(
+        f"the current turn alone needs about {alone} tokens, more than {limit}",
+        hint="start a new session, shorten the prompt or attachments, or use a model with a "
+        "larger context_window",
+    )
+
+
+class ContextFitter:
+    """A provider wrapper that fits each request into ``context_window`` (if known)."""
+
+    def __init__(self, inner: Provider, context_window: int | None) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.context_window = context_window
+
+    async def aclose(self) -> None:
+        close = getattr(self.inner, "aclose", None)
+        if close is not None:
+            await close()
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        window = self.context_window
+        fitted, dropped = request, 0
+        if window:
+            fitted, dropped = fit(request, int(window * FILL_RATIO))
+            if dropped:
+                yield ContextTrimmed(dropped, len(request.messages))
+        forwarded = False
+        try:
+            async for item in self.inner.stream(fitted):
+                forwarded = forwarded or is_content(item)
+                yield item
+        except ContextOverflow:
+            if forwarded:
+                raise
+            refitted, dropped = cut_further(request, dropped)
+            yield ContextTrimmed(dropped, len(request.messages))
+            async for item in self.inner.stream(refitted):
+                yield item
