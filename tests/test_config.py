@@ -212,7 +212,9 @@ def test_bad_env_values(home: Path, project: Path, name: str, value: str, match:
 def resolve(home: Path, project: Path, *, config: str = "", **env: str) -> ProviderSettings:
     if config:
         write(home / "config.toml", config)
-    settings = load(home, project, None, **{k: v for k, v in env.items() if k.startswith("OPENHEIM")})
+    settings = load(
+        home, project, None, **{k: v for k, v in env.items() if k.startswith("OPENHEIM")}
+    )
     return resolve_provider(settings, env=env)
 
 
@@ -282,3 +284,20 @@ def test_keys_never_reach_log_lines() -> None:
     register_secret("sk-very-secret-value")
     record = logging.LogRecord("x", logging.INFO, "f", 1, "key=%s", ("sk-very-secret-value",), None)
     assert RedactingFormatter("%(message)s").format(record) == "key=***"
+
+
+def test_prices_and_budgets(home: Path, project: Path) -> None:
+    write(
+        home / "config.toml",
+        "max_cost = 2.5\nmax_tokens_per_session = 100000\n"
+        '[prices."my-model"]\ninput = 1.0\noutput = 2.0\ncache_read = 0.1\n',
+    )
+    s = load(home, project)
+    assert (s.max_cost, s.max_tokens_per_session) == (2.5, 100000)
+    assert s.prices["my-model"].cache_read == 0.1 and s.prices["my-model"].cache_write is None
+
+
+def test_price_needs_input_and_output(home: Path, project: Path) -> None:
+    write(home / "config.toml", '[prices."m"]\ninput = 1.0\n')
+    with pytest.raises(ConfigError, match=r"prices\.m\.output: required key is missing"):
+        load(home, project)

@@ -67,6 +67,18 @@ class UsageUpdate:
 
 
 @dataclass(frozen=True, slots=True)
+class CostUpdate:
+    """Spend at the end of a turn: this turn's cost and the session's, in US dollars.
+
+    A cost is None when no model of the turn (or session) has a known price."""
+
+    turn_cost: float | None
+    session_cost: float | None
+    session_usage: Usage
+    type: Literal["cost"] = "cost"
+
+
+@dataclass(frozen=True, slots=True)
 class RetryNotice:
     """A provider call failed and will be retried after ``delay`` seconds."""
 
@@ -117,6 +129,7 @@ Event: TypeAlias = (
     | ToolCall
     | ToolResult
     | UsageUpdate
+    | CostUpdate
     | RetryNotice
     | ContextTrimmed
     | Notice

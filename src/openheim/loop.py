@@ -11,6 +11,8 @@ One run appends to the caller's history list and yields events until exactly one
   can read; they never end the run.
 * The same call (name and arguments) three times in a row ends the run (``loop_detected``).
   Three rounds in a row whose calls all failed add pivot guidance for the model.
+* Usage and cost go to the agent's ``Meter``; a turn ends with a ``CostUpdate``, and a reached
+  session budget stops the run before its next model call.
 * Cancelling (the ``cancel`` event, or closing the generator) stops streaming or kills running
   tools, gives every unanswered call a "cancelled" result so the history stays valid, and ends
   with ``cancelled``.
@@ -28,6 +30,7 @@ from typing import Any
 from openheim.approval import AllowAll, ApprovalGate, ApprovalRequest, Deny, Resolver, decide
 from openheim.errors import ProviderProtocolError, ToolError
 from openheim.events import (
+    CostUpdate,
     Event,
     Finished,
     IterationStart,
@@ -52,6 +55,7 @@ from openheim.providers.base import ModelRequest, ModelResponse, Provider, ToolC
 from openheim.tools.base import Tool, ToolContext, ToolSet, cap_output
 from openheim.tools.env import child_env
 from openheim.tools.sandbox import PathSandbox
+from openheim.usage import Meter
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +74,12 @@ _FINISH_TO_STOP: dict[FinishReason, StopReason] = {
     "pause_turn": "end_turn",
     "max_tokens": "max_tokens",
     "refusal": "refusal",
+}
+
+
+_BUDGET_STOP: dict[str, StopReason] = {
+    "token_budget": "max_tokens",
+    "cost_budget": "max_turn_requests",
 }
 
 
@@ -92,6 +102,8 @@ class Agent:
     max_iterations: int = 10
     tool_choice: ToolChoice = "auto"
     max_tokens: int | None = None
+    meter: Meter = field(default_factory=Meter)
+    """Usage and cost across every run of this agent, with the session's budget caps."""
 
     def run(
         self, history: list[Message], *, cancel: asyncio.Event | None = None
@@ -168,6 +180,7 @@ class _Run:
         self._post = post
         self.cancelled = False
         self.usage = Usage()
+        self.turn_cost: float | None = None
         self.denied = 0
         self.failed_rounds = 0
         self.last_call: str | None = None
@@ -196,6 +209,9 @@ class _Run:
                 last = await self._repair_after_cancel()
         except BaseException as err:  # handed to the consumer, which re-raises it
             last = _Crash(err)
+        if isinstance(last, Finished):
+            meter = self.agent.meter
+            await self.emit(CostUpdate(self.turn_cost, meter.cost, meter.usage))
         self._post(last)
 
     def _finish(self, stop: StopReason, reason: str | None = None, text: str = "") -> Finished:
@@ -204,6 +220,10 @@ class _Run:
     async def _iterate(self) -> Finished:
         agent = self.agent
         for iteration in range(1, agent.max_iterations + 1):
+            if (budget := agent.meter.exceeded()) is not None:
+                reason, message = budget
+                await self.emit(Notice(f"stopped: {message}", "warning"))
+                return self._finish(_BUDGET_STOP[reason], reason)
             await self.emit(IterationStart(iteration))
             response = await self._call_model()
             self.history.append(response.message)
@@ -244,6 +264,9 @@ class _Run:
                 hint="the provider implementation is broken; report it",
             )
         self.usage += response.usage
+        call_cost = agent.meter.record(response.model or agent.model, response.usage)
+        if call_cost is not None:
+            self.turn_cost = (self.turn_cost or 0.0) + call_cost
         await self.emit(UsageUpdate(response.usage, self.usage))
         return response
 

@@ -16,7 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from openheim.config.schema import ConfigFile, McpServerEntry, MemoryEntry, ProviderEntry
+from openheim.config.schema import (
+    ConfigFile,
+    McpServerEntry,
+    MemoryEntry,
+    PriceEntry,
+    ProviderEntry,
+)
 from openheim.config.trust import is_trusted
 from openheim.errors import ConfigError
 from openheim.typed import TypeCheckError, from_mapping
@@ -54,6 +60,9 @@ class Settings:
     mcp_servers: dict[str, McpServerEntry]
     memory: MemoryEntry
     theme_color: str | None
+    prices: dict[str, PriceEntry] = field(default_factory=dict)
+    max_cost: float | None = None
+    max_tokens_per_session: int | None = None
     sources: list[Path] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     project_root: Path | None = None
@@ -182,6 +191,9 @@ def _finish(
         mcp_servers=dict(config.mcp_servers),
         memory=config.memory or MemoryEntry(),
         theme_color=tui_theme or config.theme_color,
+        prices=dict(config.prices),
+        max_cost=config.max_cost,
+        max_tokens_per_session=config.max_tokens_per_session,
         sources=sources,
         notices=notices,
         project_root=paths.project_root,

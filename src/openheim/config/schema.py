@@ -56,6 +56,16 @@ class TuiEntry:
 
 
 @dataclass(frozen=True)
+class PriceEntry:
+    """``[prices."MODEL"]``: US dollars per million tokens."""
+
+    input: float
+    output: float
+    cache_read: float | None = None
+    cache_write: float | None = None
+
+
+@dataclass(frozen=True)
 class ConfigFile:
     """One parsed ``config.toml`` (user or project)."""
 
@@ -70,3 +80,6 @@ class ConfigFile:
     mcp_servers: dict[str, McpServerEntry] = field(default_factory=dict)
     memory: MemoryEntry | None = None
     tui: TuiEntry | None = None
+    prices: dict[str, PriceEntry] = field(default_factory=dict)
+    max_cost: float | None = None
+    max_tokens_per_session: int | None = None
