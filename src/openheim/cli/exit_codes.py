@@ -1,0 +1,35 @@
+"""Exit codes of ``openheim`` (documented in docs/cli.md)."""
+
+from __future__ import annotations
+
+from openheim.messages import StopReason
+
+OK = 0
+"""The run ended normally (``end_turn``)."""
+ERROR = 1
+"""A runtime failure: the provider failed, the network is down, a stream broke."""
+USAGE = 2
+"""Bad arguments or configuration: nothing was sent to a model."""
+MAX_TOKENS = 3
+"""The model hit its output token limit (``max_tokens``)."""
+MAX_TURN_REQUESTS = 4
+"""The run hit ``max_iterations`` or the loop guard (``max_turn_requests``)."""
+REFUSAL = 5
+"""The model refused (``refusal``)."""
+DENIED = 6
+"""The run ended, but at least one tool call was denied by the approval gate."""
+CANCELLED = 130
+"""Interrupted (Ctrl-C), as shells report SIGINT."""
+
+_BY_STOP: dict[StopReason, int] = {
+    "end_turn": OK,
+    "max_tokens": MAX_TOKENS,
+    "max_turn_requests": MAX_TURN_REQUESTS,
+    "refusal": REFUSAL,
+    "cancelled": CANCELLED,
+}
+
+
+def for_stop(stop: StopReason, denied: int) -> int:
+    code = _BY_STOP[stop]
+    return DENIED if code == OK and denied else code

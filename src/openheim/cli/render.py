@@ -1,0 +1,83 @@
+"""Render run events: the answer to stdout as it streams, tool activity to stderr."""
+
+from __future__ import annotations
+
+import json
+from typing import TextIO
+
+from openheim.events import (
+    ContextTrimmed,
+    Event,
+    Finished,
+    Notice,
+    RetryNotice,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+    event_to_dict,
+)
+
+_MAX_ARGS_SHOWN = 120
+
+
+class TextRenderer:
+    """Human output: answer text on ``out``, one line per tool call and result on ``err``."""
+
+    def __init__(self, out: TextIO, err: TextIO) -> None:
+        self.out = out
+        self.err = err
+        self._ends_with_newline = True
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, TextDelta):
+            self.out.write(event.text)
+            self.out.flush()
+            if event.text:
+                self._ends_with_newline = event.text.endswith("\n")
+        elif isinstance(event, ToolCall):
+            args = json.dumps(dict(event.arguments), ensure_ascii=False)
+            if len(args) > _MAX_ARGS_SHOWN:
+                args = args[: _MAX_ARGS_SHOWN - 1] + "…"
+            self._line(f"→ {event.name} {args}")
+        elif isinstance(event, ToolResult):
+            first = event.content.strip().splitlines()[0] if event.content.strip() else ""
+            mark = "✓" if not event.is_error else "✗"
+            self._line(
+                f"  {mark} {event.name}: {event.status}"
+                + (f": {first[:200]}" if event.is_error else "")
+            )
+        elif isinstance(event, RetryNotice):
+            of = f" of {event.max_retries}" if event.max_retries else ""
+            self._line(
+                f"retrying in {event.delay:.1f} s (attempt {event.attempt}{of}): {event.error}"
+            )
+        elif isinstance(event, Notice):
+            self._line(f"note: {event.message}")
+        elif isinstance(event, ContextTrimmed):
+            self._line(f"note: left {event.dropped} older messages out to fit the context window")
+        elif isinstance(event, Finished):
+            if not self._ends_with_newline:
+                self.out.write("\n")
+                self.out.flush()
+            if event.stop_reason != "end_turn":
+                detail = f" ({event.reason})" if event.reason else ""
+                self._line(f"stopped: {event.stop_reason}{detail}")
+
+    def _line(self, text: str) -> None:
+        if not self._ends_with_newline:
+            self.out.write("\n")
+            self.out.flush()
+            self._ends_with_newline = True
+        self.err.write(text + "\n")
+        self.err.flush()
+
+
+class JsonRenderer:
+    """``--json``: one JSON object per event per line on ``out``."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+
+    def __call__(self, event: Event) -> None:
+        self.out.write(json.dumps(event_to_dict(event), ensure_ascii=False) + "\n")
+        self.out.flush()

@@ -1,0 +1,59 @@
+"""``openheim run``: one prompt, headless; the answer streams to stdout."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from pathlib import Path
+
+from openheim.cli import exit_codes
+from openheim.cli.prompt import build_prompt
+from openheim.cli.render import JsonRenderer, TextRenderer
+from openheim.config.load import Overrides, Settings, load_settings
+from openheim.errors import ConfigError
+from openheim.events import Finished
+from openheim.messages import Message
+from openheim.runtime import open_agent
+
+
+def run_command(args: argparse.Namespace) -> int:
+    if args.max_iterations is not None and args.max_iterations < 1:
+        raise ConfigError(
+            f"--max-iterations must be at least 1, got {args.max_iterations}", hint="use 1 or more"
+        )
+    prompt = build_prompt(args.prompt, Path.cwd())
+    overrides = Overrides(
+        provider=args.provider,
+        model=args.model,
+        max_iterations=args.max_iterations,
+        allow_shell=args.allow_shell,
+        work_dir=args.work_dir,
+    )
+    settings = load_settings(overrides)
+    for notice in settings.notices:
+        sys.stderr.write(f"openheim: {notice}\n")
+    patterns = [p.strip() for p in args.tools.split(",") if p.strip()] if args.tools else None
+    return asyncio.run(_run(settings, prompt, patterns, json_mode=args.json))
+
+
+async def _run(
+    settings: Settings, prompt: str, patterns: list[str] | None, *, json_mode: bool
+) -> int:
+    render = JsonRenderer(sys.stdout) if json_mode else TextRenderer(sys.stdout, sys.stderr)
+    cancel = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGINT, cancel.set)
+    loop.add_signal_handler(signal.SIGTERM, cancel.set)
+    try:
+        async with open_agent(settings, tool_patterns=patterns) as agent:
+            history = [Message.user(prompt)]
+            async for event in agent.run(history, cancel=cancel):
+                render(event)
+                if isinstance(event, Finished):
+                    return exit_codes.for_stop(event.stop_reason, event.denied)
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        loop.remove_signal_handler(signal.SIGTERM)
+    return exit_codes.ERROR
