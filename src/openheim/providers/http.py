@@ -44,6 +44,7 @@ _OVERFLOW_MARKERS = (
     "exceeds the available context size",  # llama.cpp
     "context window",
     "prompt is too long",
+    "exceeds the maximum number of tokens",  # Gemini
 )
 
 
@@ -76,16 +77,39 @@ def ssl_context() -> ssl.SSLContext:
     return context
 
 
-def make_client(timeout_secs: float) -> httpx.AsyncClient:
+def _needs_trust_store(api_base: str | None) -> bool:
+    """Whether TLS may be used: an https endpoint, or any proxy (which may itself be https)."""
+    if api_base is None or not api_base.startswith("http://"):
+        return True
+    return any(
+        os.environ.get(v)
+        for v in (
+            "HTTPS_PROXY",
+            "https_proxy",
+            "HTTP_PROXY",
+            "http_proxy",
+            "ALL_PROXY",
+            "all_proxy",
+        )
+    )
+
+
+def make_client(timeout_secs: float, api_base: str | None = None) -> httpx.AsyncClient:
     """An ``AsyncClient`` for model APIs.
 
     ``httpx.Timeout(timeout_secs)`` bounds connecting, writing and each read: the read limit is
     the idle gap between streamed chunks, never the whole response, so a long generation that
     keeps streaming is not cut off. ``trust_env`` honours ``HTTPS_PROXY`` / ``NO_PROXY`` etc.
+
+    Loading the trust store costs tens of milliseconds, so a plain ``http://`` endpoint (a local
+    server) gets a TLS context with no CAs instead: it is never used, and if it were it would
+    reject every certificate rather than accept one unchecked.
     """
-    return httpx.AsyncClient(
-        verify=ssl_context(), trust_env=True, timeout=httpx.Timeout(timeout_secs)
-    )
+    if _needs_trust_store(api_base):
+        verify = ssl_context()
+    else:
+        verify = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    return httpx.AsyncClient(verify=verify, trust_env=True, timeout=httpx.Timeout(timeout_secs))
 
 
 def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:

@@ -73,7 +73,9 @@ class OpenAIChatProvider:
         self.url = settings.api_base.rstrip("/") + "/chat/completions"
         self._owns_client = http_client is None
         self._client = (
-            http_client if http_client is not None else make_client(settings.timeout_secs)
+            http_client
+            if http_client is not None
+            else make_client(settings.timeout_secs, settings.api_base)
         )
         self._headers = {"User-Agent": f"openheim/{__version__}"}
         if settings.api_key:

@@ -7,9 +7,7 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
-
-import pathspec
+from typing import Annotated, Any
 
 from openheim.errors import ToolError
 from openheim.tools.base import ToolContext, ToolKind
@@ -25,11 +23,13 @@ class _Ignores:
     """The .gitignore files met on the way down, each applied to paths below its folder."""
 
     def __init__(self) -> None:
-        self.specs: list[tuple[Path, pathspec.PathSpec]] = []  # type: ignore[type-arg]
+        self.specs: list[tuple[Path, Any]] = []
 
     def load(self, folder: Path) -> None:
         ignore = folder / ".gitignore"
         if ignore.is_file():
+            import pathspec  # only when there is a .gitignore: it costs start-up time
+
             lines = ignore.read_text(encoding="utf-8", errors="replace").splitlines()
             self.specs.append((folder, pathspec.GitIgnoreSpec.from_lines(lines)))
 
