@@ -32,7 +32,9 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def hyperfine(commands: dict[str, str], runs: int, env: dict[str, str], out: Path) -> dict[str, list[float]]:
+def hyperfine(
+    commands: dict[str, str], runs: int, env: dict[str, str], out: Path
+) -> dict[str, list[float]]:
     args = ["hyperfine", "--style", "none", "--warmup", "3", "--runs", str(runs), "-N"]
     args += ["--export-json", str(out)]
     for name, command in commands.items():
@@ -44,7 +46,9 @@ def hyperfine(commands: dict[str, str], runs: int, env: dict[str, str], out: Pat
 
 def main(runs: int) -> int:
     if shutil.which("hyperfine") is None:
-        print("hyperfine is not installed (Debian/Ubuntu: apt-get install hyperfine)", file=sys.stderr)
+        print(
+            "hyperfine is not installed (Debian/Ubuntu: apt-get install hyperfine)", file=sys.stderr
+        )
         return 2
     bindir = Path(sys.executable).parent
     python, openheim = shlex.quote(sys.executable), shlex.quote(str(bindir / "openheim"))

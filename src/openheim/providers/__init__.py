@@ -20,8 +20,10 @@ if TYPE_CHECKING:
 Factory = Callable[["ProviderSettings", "httpx.AsyncClient | None"], "Provider"]
 
 _MODULES: dict[str, str] = {
+    "anthropic": "openheim.providers.anthropic",
     "openai": "openheim.providers.openai_chat",
     "openai_compatible": "openheim.providers.openai_chat",
+    "gemini": "openheim.providers.gemini",
 }
 _FACTORIES: dict[str, Factory] = {}
 

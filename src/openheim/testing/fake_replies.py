@@ -146,14 +146,38 @@ class RecordedRequest:
     @property
     def last_tool_result(self) -> str | None:
         """The content of the last message if it is a ``tool`` message (the model's turn after
-        a tool ran), else None."""
+        a tool ran), else None.
+
+        In the Anthropic format the result is the last ``tool_result`` block of the last user
+        message; a failed one (``is_error``) reads ``"Error: ..."``, as OpenAI's text says it.
+        """
         messages = self.messages
-        if not messages or messages[-1].get("role") != "tool":
+        if not messages:
             return None
-        content = messages[-1].get("content")
-        if isinstance(content, list):
-            return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-        return str(content or "")
+        if messages[-1].get("role") == "user":
+            return _anthropic_tool_result(messages[-1].get("content"))
+        if messages[-1].get("role") != "tool":
+            return None
+        return _text_of(messages[-1].get("content"))
+
+
+def _text_of(content: Any) -> str:
+    """A message or tool result content as text: a string, or the text of its parts."""
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return str(content or "")
+
+
+def _anthropic_tool_result(content: Any) -> str | None:
+    results = [
+        block
+        for block in (content if isinstance(content, list) else ())
+        if isinstance(block, dict) and block.get("type") == "tool_result"
+    ]
+    if not results:
+        return None
+    text = _text_of(results[-1].get("content"))
+    return "Error: " + text if results[-1].get("is_error") else text
 
 
 Responder: TypeAlias = Callable[[RecordedRequest], "FakeReply | str"]

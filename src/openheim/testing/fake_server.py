@@ -34,11 +34,13 @@ from types import FrameType, TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
+from openheim.testing.fake_anthropic import ANTHROPIC
+from openheim.testing.fake_gemini import GEMINI
 from openheim.testing.fake_openai import OPENAI
 from openheim.testing.fake_replies import FakeReply, FakeToolCall, RecordedRequest, Step
 from openheim.testing.fake_wire import WireFormat
 
-FORMATS: list[WireFormat] = [OPENAI]
+FORMATS: list[WireFormat] = [OPENAI, ANTHROPIC, GEMINI]
 """The wire formats the server speaks; the first whose ``matches`` accepts a request answers."""
 
 
