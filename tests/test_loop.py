@@ -477,3 +477,11 @@ async def test_budget_caps_stop_before_the_next_call(
     assert notices and "max_" in notices[-1].message
     assert isinstance(history[-1].content[0], ToolResultBlock)  # the history stays valid
     assert len(provider.requests) < 3
+
+
+async def test_calls_the_provider_could_not_parse_get_its_error(ctx: ToolContext) -> None:
+    broken = ToolUseBlock("e1", "read_file", {}, error="the action envelope is not valid JSON")
+    provider = ScriptedProvider([Reply(tool_calls=[broken]), "ok"])
+    events, _ = await run(make_agent(provider, ctx, echo))
+    result = results(events)[0]
+    assert (result.content, result.status) == ("the action envelope is not valid JSON", "failed")

@@ -299,6 +299,9 @@ class _Run:
 
     async def _prepare(self, call: ToolUseBlock) -> tuple[ToolUseBlock, Tool, Any] | None:
         """Validate and approve one call; record an error result and return None if it fails."""
+        if call.error is not None:
+            await self._record(call, call.error, "failed")
+            return None
         tool = self.agent.tools.get(call.name)
         if tool is None:
             names = ", ".join(self.agent.tools.names) or "none"

@@ -66,6 +66,9 @@ class ToolUseBlock:
     raw_arguments: str | None = None
     signature: str | None = None
     """Opaque provider data to send back with this call (Gemini's ``thoughtSignature``)."""
+    error: str | None = None
+    """Set when the provider could not make sense of the call (a malformed action envelope):
+    the loop sends this text back as the call's error result instead of running anything."""
     kind: Literal["tool_use"] = "tool_use"
 
     @property

@@ -44,6 +44,10 @@ class ModelRequest:
     tool_choice: ToolChoice = "auto"
     max_tokens: int | None = None
     temperature: float | None = None
+    envelope_schema: Mapping[str, Any] | None = None
+    """JSON schema of the action envelope, when tools travel as fenced JSON in the text (the
+    envelope protocol): providers that can constrain decoding (llama.cpp) use it so every reply
+    parses; others ignore it."""
 
 
 @dataclass(frozen=True, slots=True)
