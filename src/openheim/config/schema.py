@@ -7,6 +7,7 @@ unknown keys with the nearest valid one. ``None`` means "not set here" so files 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,12 @@ class ProviderEntry:
     reasoning_effort: str | None = None
     max_retries: int | None = None
     fallback: list[str] = field(default_factory=list)
+    tool_protocol: Literal["native", "envelope"] | None = None
+    model_path: str | None = None
+    n_ctx: int | None = None
+    n_threads: int | None = None
+    seed: int | None = None
+    temperature: float | None = None
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ _MODULES: dict[str, str] = {
     "openai": "openheim.providers.openai_chat",
     "openai_compatible": "openheim.providers.openai_chat",
     "gemini": "openheim.providers.gemini",
+    "llama_cpp": "openheim.providers.llama_cpp",
 }
 _FACTORIES: dict[str, Factory] = {}
 

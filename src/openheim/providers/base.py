@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from openheim.errors import ProviderProtocolError
@@ -116,3 +117,12 @@ class ProviderSettings:
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     max_retries: int = 3
     fallback: tuple[str, ...] = ()
+    tool_protocol: str | None = None
+    """``native`` or ``envelope``; None picks the kind's default."""
+    data_dir: Path = field(default_factory=lambda: Path.home() / ".openheim")
+    model_path: str | None = None
+    """Local kinds: a GGUF file (else ``model`` names one, else the shipped default)."""
+    n_ctx: int | None = None
+    n_threads: int | None = None
+    seed: int | None = None
+    temperature: float | None = None

@@ -1,0 +1,282 @@
+"""Provider kind ``llama_cpp``: in-process inference with ``llama-cpp-python`` (extra ``local``).
+
+The model loads on first use, in a single worker thread that then runs every generation, so the
+event loop never blocks and the llama context is only ever touched by one thread. Tokens stream
+back through the loop one by one. The prompt cache is the llama context itself: each call
+re-evaluates only the tokens after the longest prefix it shares with the previous call, so the
+turns of a session cost only their new tokens. Cancelling stops generation after at most one
+more token. With an envelope schema on the request, decoding is constrained by a grammar so every
+reply parses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import json
+import threading
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from openheim.errors import ConfigError, ContextOverflow, ProviderError
+from openheim.events import TextDelta
+from openheim.messages import FinishReason, Message, TextBlock, ThinkingBlock, Usage
+from openheim.providers.base import ModelRequest, ModelResponse, ProviderSettings, StreamItem
+from openheim.providers.local_models import (
+    available_memory,
+    default_context,
+    default_threads,
+    find_model,
+    gguf_metadata,
+)
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+INSTALL_HINT = "install the local extra: pip install 'openheim[local]'"
+FENCE = "openheim-agent"
+DEFAULT_MAX_TOKENS = 2048
+DEFAULT_TEMPERATURE = 0.2
+SAMPLING: dict[str, float] = {"top_k": 40, "top_p": 0.95, "min_p": 0.05, "repeat_penalty": 1.1}
+
+
+def create(settings: ProviderSettings, http_client: object | None = None) -> LlamaCppProvider:
+    """The registry's factory; ``http_client`` is unused (nothing goes over the network)."""
+    return LlamaCppProvider(settings)
+
+
+@dataclass
+class GenerationStats:
+    """What the last call did, from llama.cpp's own counters (for tests and benchmarks)."""
+
+    prompt_tokens: int = 0
+    evaluated_prompt_tokens: int = 0
+    generated_tokens: int = 0
+    tokens_after_cancel: int = 0
+
+
+class LlamaCppProvider:
+    """A Provider that runs a GGUF model in this process."""
+
+    def __init__(self, settings: ProviderSettings) -> None:
+        self.name = settings.name
+        self.settings = settings
+        self.stats = GenerationStats()
+        self._llm: Llama | None = None
+        self._lock = asyncio.Lock()
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama.cpp")
+
+    async def aclose(self) -> None:
+        self._executor.shutdown(wait=True)
+        self._llm = None
+
+    def model_path(self) -> Path:
+        path = find_model(self.settings.model_path or self.settings.model, self.settings.data_dir)
+        if path is None:
+            wanted = self.settings.model_path or self.settings.model
+            raise ConfigError(
+                f"no local GGUF model {wanted!r} found",
+                hint="set model_path to a .gguf file, add one with `openheim models add`, or "
+                f"{INSTALL_HINT} for the built-in SmolLM2",
+            )
+        return path
+
+    def _load(self) -> Llama:
+        try:
+            from llama_cpp import Llama
+        except ImportError:
+            raise ConfigError("llama-cpp-python is not installed", hint=INSTALL_HINT) from None
+        path = self.model_path()
+        n_ctx = self.settings.n_ctx or _fitting_context(path)
+        return Llama(
+            model_path=str(path),
+            n_ctx=n_ctx,
+            n_threads=self.settings.n_threads or default_threads(),
+            seed=self.settings.seed if self.settings.seed is not None else 0,
+            verbose=False,
+        )
+
+    async def _model(self) -> Llama:
+        if self._llm is None:
+            loop = asyncio.get_running_loop()
+            self._llm = await loop.run_in_executor(self._executor, self._load)
+        return self._llm
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        async with self._lock:
+            llm = await self._model()
+            tokens, stop = _prompt_tokens(llm, request)
+            if len(tokens) >= llm.n_ctx():
+                raise ContextOverflow(
+                    f"the prompt needs {len(tokens)} tokens but the context holds {llm.n_ctx()}",
+                    hint="start a new session, or raise n_ctx for this provider",
+                    provider=self.name,
+                )
+            budget = min(
+                request.max_tokens or self.settings.max_tokens or 2048, llm.n_ctx() - len(tokens)
+            )
+            run = _Generation(llm, tokens, stop, budget, self._sampling(request))
+            run.grammar = _grammar(request)
+            pieces: list[str] = []
+            async for piece in self._run(run):
+                pieces.append(piece)
+                yield TextDelta(piece)
+            self.stats = run.stats
+            text = "".join(pieces)
+            usage = Usage(
+                input_tokens=run.stats.evaluated_prompt_tokens,
+                output_tokens=run.stats.generated_tokens,
+                cache_read_tokens=len(tokens) - run.stats.evaluated_prompt_tokens,
+            )
+            finish: FinishReason = "max_tokens" if run.hit_limit else "end_turn"
+            blocks = (TextBlock(text),) if text else ()
+            yield ModelResponse(Message("assistant", blocks), finish, usage, request.model, finish)
+
+    def _sampling(self, request: ModelRequest) -> dict[str, float]:
+        temperature = request.temperature
+        if temperature is None:
+            temperature = self.settings.temperature
+        return {**SAMPLING, "temp": DEFAULT_TEMPERATURE if temperature is None else temperature}
+
+    async def _run(self, run: _Generation) -> AsyncIterator[str]:
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[str | BaseException | None] = asyncio.Queue()
+
+        def emit(item: str | BaseException | None) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+
+        work = loop.run_in_executor(self._executor, run.execute, emit)
+        try:
+            while (item := await queue.get()) is not None:
+                if isinstance(item, BaseException):
+                    raise ProviderError(f"llama.cpp failed: {item}", provider=self.name) from item
+                yield item
+        finally:
+            run.cancel.set()
+            await asyncio.shield(work)
+
+
+class _Generation:
+    """One generation, run in the worker thread; ``emit`` hands text to the event loop."""
+
+    def __init__(
+        self, llm: Llama, tokens: list[int], stop: list[str], budget: int, sampling: dict[str, Any]
+    ) -> None:
+        self.llm = llm
+        self.tokens = tokens
+        self.stop = stop
+        self.budget = budget
+        self.sampling = sampling
+        self.grammar: LlamaGrammar | None = None
+        self.cancel = threading.Event()
+        self.stats = GenerationStats(prompt_tokens=len(tokens))
+        self.hit_limit = False
+
+    def execute(self, emit: Callable[[str | BaseException | None], None]) -> None:
+        import llama_cpp
+
+        try:
+            llama_cpp.llama_perf_context_reset(self.llm.ctx)
+            self._generate(emit)
+            self.stats.evaluated_prompt_tokens = llama_cpp.llama_perf_context(self.llm.ctx).n_p_eval
+        except Exception as err:
+            emit(err)
+        finally:
+            emit(None)
+
+    def _generate(self, emit: Callable[[str | BaseException | None], None]) -> None:
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        eos = self.llm.token_eos()
+        text = ""
+        for token in self.llm.generate(self.tokens, grammar=self.grammar, **self.sampling):
+            if self.cancel.is_set():
+                self.stats.tokens_after_cancel += 1
+                break
+            if token == eos:
+                break
+            self.stats.generated_tokens += 1
+            piece = decoder.decode(self.llm.detokenize([token]))
+            text += piece
+            if any(s in text for s in self.stop):
+                break
+            if piece:
+                emit(piece)
+            if self.stats.generated_tokens >= self.budget:
+                self.hit_limit = True
+                break
+
+
+def _fitting_context(path: Path) -> int:
+    """The trained context, limited by what the KV cache may take of the free memory."""
+    meta = gguf_metadata(path)
+    arch = meta.get("general.architecture", "llama")
+    trained = int(meta.get(f"{arch}.context_length", 2048))
+    layers = int(meta.get(f"{arch}.block_count", 0))
+    width = int(meta.get(f"{arch}.embedding_length", 0))
+    heads = int(meta.get(f"{arch}.attention.head_count", 1)) or 1
+    kv_heads = int(meta.get(f"{arch}.attention.head_count_kv", heads))
+    kv_bytes = 2 * layers * (width * kv_heads // heads) * 2  # keys and values, f16
+    return default_context(trained, kv_bytes, available_memory())
+
+
+def _chat_messages(request: ModelRequest) -> list[dict[str, str]]:
+    """Plain role/content messages: tool blocks are rendered as text (models without native
+    tool calling get them through the envelope protocol)."""
+    out = [{"role": "system", "content": request.system}] if request.system else []
+    for message in request.messages:
+        out.append({"role": message.role, "content": _text_of(message)})
+    return out
+
+
+def _text_of(message: Message) -> str:
+    parts = []
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            parts.append(block.text)
+        elif not isinstance(block, ThinkingBlock):
+            parts.append(json.dumps({k: v for k, v in _plain(block).items() if k != "kind"}))
+    return "\n".join(parts)
+
+
+def _plain(block: object) -> dict[str, Any]:
+    from openheim.messages import block_to_dict
+
+    return block_to_dict(block)  # type: ignore[arg-type]
+
+
+def _prompt_tokens(llm: Llama, request: ModelRequest) -> tuple[list[int], list[str]]:
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    meta = llm.metadata
+    template = meta.get("tokenizer.chat_template")
+    if not template:
+        raise ConfigError(
+            "this GGUF model has no chat template", hint="use an instruction-tuned chat model"
+        )
+    vocab_token = llm._model.token_get_text
+    eos = vocab_token(llm.token_eos())
+    bos = vocab_token(llm.token_bos())
+    formatter = Jinja2ChatFormatter(template, eos, bos)
+    formatted = formatter(messages=_chat_messages(request))  # type: ignore[arg-type]
+    add_bos = not formatted.added_special
+    tokens = llm.tokenize(formatted.prompt.encode("utf-8"), add_bos=add_bos, special=True)
+    stop = formatted.stop if isinstance(formatted.stop, list) else [formatted.stop or eos]
+    return tokens, [s for s in stop if s]
+
+
+def _grammar(request: ModelRequest) -> LlamaGrammar | None:
+    """A grammar for "prose, then maybe one envelope block" (the block alone when required)."""
+    if request.envelope_schema is None:
+        return None
+    from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
+
+    body = json_schema_to_gbnf(json.dumps(dict(request.envelope_schema)))
+    body = body.replace("root ::=", "envelope ::=", 1)
+    block = f'"```{FENCE}\\n" envelope "\\n```"'
+    required = request.tool_choice != "auto"
+    root = f"root ::= {block}" if required else f"root ::= prose ({block})?\nprose ::= [^`]*"
+    return LlamaGrammar.from_string(f"{root}\n{body}", verbose=False)
