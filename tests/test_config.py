@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from openheim.config.load import Overrides, Settings, load_settings
+from openheim.config import providers
 from openheim.config.providers import resolve_provider
 from openheim.config.trust import is_trusted, set_trust, trusted_folders
 from openheim.errors import ConfigError
@@ -238,10 +239,26 @@ def test_builtin_provider_picked_from_env_key(home: Path, project: Path) -> None
     assert (p.name, p.api_base) == ("openai", "https://api.openai.com/v1")
 
 
-def test_no_provider_at_all(home: Path, project: Path) -> None:
+def test_no_provider_and_no_embedded_model(
+    home: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(providers, "embedded_model_available", lambda: False)
     with pytest.raises(ConfigError, match="no model provider is configured") as err:
         resolve(home, project)
-    assert "OPENAI_API_KEY" in str(err.value)
+    assert "openheim[local]" in str(err.value) and "OPENAI_API_KEY" in str(err.value)
+
+
+def test_no_provider_falls_back_to_the_embedded_model(
+    home: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(providers, "embedded_model_available", lambda: True)
+    chosen = resolve(home, project)
+    assert (chosen.name, chosen.kind, chosen.model) == (
+        "local",
+        "llama_cpp",
+        "SmolLM2-135M-Instruct",
+    )
+    assert chosen.api_key is None and chosen.data_dir == home
 
 
 def test_unknown_provider(home: Path, project: Path) -> None:

@@ -37,7 +37,16 @@ def build_parser() -> argparse.ArgumentParser:
     trust.add_argument("path", nargs="?", default=".", help="the project folder (default: .)")
     trust.add_argument("--remove", action="store_true", help="stop trusting the folder")
     trust.add_argument("--list", action="store_true", help="list trusted folders")
+    _add_models(commands.add_parser("models", help="list models, or add a local GGUF model"))
     return parser
+
+
+def _add_models(models: argparse.ArgumentParser) -> None:
+    sub = models.add_subparsers(dest="models_command", metavar="ACTION", parser_class=_Parser)
+    sub.add_parser("list", help="configured providers' models and local GGUF files")
+    add = sub.add_parser("add", help="copy or download a GGUF file into data_dir/models")
+    add.add_argument("source", help="a path or an http(s) URL of a .gguf file")
+    add.add_argument("--sha256", help="expected checksum; the file is refused if it differs")
 
 
 def _add_run(run: argparse.ArgumentParser) -> None:
@@ -80,6 +89,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from openheim.cli.init import init_command
 
         return init_command(args)
+    if args.command == "models":
+        from openheim.cli.models import models_command
+
+        return models_command(args)
     from openheim.cli.trust import trust_command
 
     return trust_command(args)
