@@ -12,6 +12,7 @@ cut. An ``error`` event mid-stream is mapped to the HTTP status its type stands 
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
@@ -19,10 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from httpx_sse import EventSource, aconnect_sse
+from httpx_sse import EventSource
 
-from openheim._version import __version__
-from openheim.errors import ConfigError, ProviderError, ProviderProtocolError, StreamCut
+from openheim.errors import ProviderProtocolError
 from openheim.events import TextDelta, ThinkingDelta
 from openheim.messages import ContentBlock, Message, TextBlock, ThinkingBlock, ToolUseBlock
 from openheim.providers.anthropic_wire import (
@@ -34,7 +34,7 @@ from openheim.providers.anthropic_wire import (
     usage,
 )
 from openheim.providers.base import ModelRequest, ModelResponse, ProviderSettings, StreamItem
-from openheim.providers.http import make_client, redact, status_error, transport_error
+from openheim.providers.http_base import HTTPProvider
 
 
 def create(
@@ -44,109 +44,38 @@ def create(
     return AnthropicProvider(settings, http_client)
 
 
-class AnthropicProvider:
-    """A Provider speaking Anthropic Messages to one endpoint.
+class AnthropicProvider(HTTPProvider):
+    """A Provider speaking Anthropic Messages to one endpoint (the key goes in ``x-api-key``)."""
 
-    Builds its own client with ``make_client`` unless one is injected; ``aclose`` closes only a
-    client it built. The API key is sent as ``x-api-key`` and scrubbed from every error this
-    provider raises.
-    """
+    wire_name = "the Anthropic Messages API"
+    example_base = "https://api.anthropic.com/v1"
+    key_env = "ANTHROPIC_API_KEY"
 
     def __init__(
         self, settings: ProviderSettings, http_client: httpx.AsyncClient | None = None
     ) -> None:
-        if not settings.api_base.startswith(("http://", "https://")):
-            raise ConfigError(
-                f"provider {settings.name!r} has api_base {settings.api_base!r}",
-                hint="set api_base to the API's URL, e.g. https://api.anthropic.com/v1",
-            )
-        self.name = settings.name
-        self.settings = settings
         self.thinking = parse_thinking(settings)
+        super().__init__(settings, http_client)
         self.url = settings.api_base.rstrip("/") + "/messages"
-        self._owns_client = http_client is None
-        self._client = (
-            http_client if http_client is not None else make_client(settings.timeout_secs)
-        )
-        self._headers = {"User-Agent": f"openheim/{__version__}", "anthropic-version": API_VERSION}
-        if settings.api_key:
-            self._headers["x-api-key"] = settings.api_key
-        self._headers.update(settings.headers)
+        self._headers["anthropic-version"] = API_VERSION
 
-    def __repr__(self) -> str:
-        return (
-            f"AnthropicProvider(name={self.name!r}, api_base={self.settings.api_base!r}, "
-            f"model={self.settings.model!r})"
-        )
-
-    async def aclose(self) -> None:
-        """Close the HTTP client if this provider created it."""
-        if self._owns_client:
-            await self._client.aclose()
-
-    async def __aenter__(self) -> AnthropicProvider:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+    def auth_headers(self, key: str) -> dict[str, str]:
+        return {"x-api-key": key}
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
         """Stream one message: text and thinking deltas, then one ``ModelResponse``."""
         body = build_body(request, self.settings, self.thinking)
         state = _Accumulator(body["model"], self.name)
-        started = False
-        try:
-            async with aconnect_sse(
-                self._client, "POST", self.url, json=body, headers=dict(self._headers)
-            ) as source:
-                await self._check_status(source.response, body["model"])
-                started = True
-                async with aclosing(self._read(source, state)) as items:
-                    async for item in items:
-                        yield item
-        except httpx.RequestError as exc:
-            error = transport_error(
-                exc,
-                url=self.url,
-                provider=self.name,
-                timeout_secs=self.settings.timeout_secs,
-                streaming=started,
-            )
-            raise self._scrub(error) from exc
-        except ProviderError as error:
-            self._scrub(error)
-            raise
-
-    async def _check_status(self, response: httpx.Response, model: str) -> None:
-        if response.status_code < 400:
-            return
-        await response.aread()
-        raise status_error(
-            response,
-            provider=self.name,
-            model=model,
-            api_base=self.settings.api_base,
-            key_hint=self._key_hint(),
-        )
-
-    def _key_hint(self) -> str:
-        """What to check on 401/403: the key's source, never the key."""
-        if not self.settings.api_key:
-            return (
-                f"provider {self.name!r} has no API key: set ANTHROPIC_API_KEY or api_key in "
-                f"[providers.{self.name}]"
-            )
-        return (
-            "check the API key (the provider's api_key, usually from ANTHROPIC_API_KEY) and "
-            "that it may use this model"
-        )
+        read = functools.partial(self._read, state=state)
+        async for item in self.post_sse(self.url, body, body["model"], read):
+            yield item
 
     async def _read(
         self, source: EventSource, state: _Accumulator
     ) -> AsyncGenerator[StreamItem, None]:
-        response = source.response
-        if "text/event-stream" not in response.headers.get("content-type", ""):
-            for item in await self._whole_body(response, state):
+        if not self.is_event_stream(source):
+            body = await self.whole_body(source, self.url)
+            for item in [*state.feed_message(body), state.response()]:
                 yield item
             return
         async with aclosing(source.aiter_sse()) as events:
@@ -154,57 +83,15 @@ class AnthropicProvider:
                 data = event.data.strip()
                 if not data:
                     continue
-                payload = self._decode(data)
+                payload = self.decode(data, self.url)
                 name = event.event if event.event != "message" else _type_of(payload)
                 for item in state.feed(name, payload):
                     yield item
                 if state.done:
                     break
         if not state.done:
-            raise StreamCut(
-                f"provider {self.name!r}: stream ended early: {self.url} closed the stream "
-                "before message_stop",
-                hint="the server crashed or a proxy cut the stream; retry",
-                provider=self.name,
-            )
+            raise self.stream_cut(self.url, "closed the stream before message_stop")
         yield state.response()
-
-    async def _whole_body(self, response: httpx.Response, state: _Accumulator) -> list[StreamItem]:
-        """Accept a whole JSON message from a server or proxy that ignores ``stream: true``."""
-        body = await response.aread()
-        try:
-            data = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
-            content_type = response.headers.get("content-type") or "no content type"
-            raise ProviderProtocolError(
-                f"provider {self.name!r}: {self.url} answered with {content_type}, neither an "
-                f"event stream nor JSON: {body[:200]!r}",
-                hint="check that api_base points at the Anthropic API (usually "
-                "https://api.anthropic.com/v1)",
-                provider=self.name,
-            ) from None
-        items = state.feed_message(data)
-        return [*items, state.response()]
-
-    def _decode(self, data: str) -> Any:
-        try:
-            return json.loads(data)
-        except ValueError:
-            raise ProviderProtocolError(
-                f"provider {self.name!r}: {self.url} sent a stream event that is not JSON: "
-                f"{data[:200]!r}",
-                hint="the server does not speak the Anthropic streaming format; check api_base "
-                "and kind",
-                provider=self.name,
-            ) from None
-
-    def _scrub(self, error: ProviderError) -> ProviderError:
-        """Remove the API key from the error's message and hint (servers may echo it)."""
-        key = self.settings.api_key
-        error.message = redact(error.message, key)
-        error.hint = redact(error.hint, key) if error.hint else error.hint
-        error.args = (error.message,)
-        return error
 
 
 def _type_of(payload: Any) -> str:

@@ -14,6 +14,7 @@ every signature goes back on a part of its own kind next turn. The request side 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import secrets
@@ -23,15 +24,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from httpx_sse import EventSource, aconnect_sse
+from httpx_sse import EventSource
 
-from openheim._version import __version__
 from openheim.errors import (
-    ConfigError,
     ProviderError,
     ProviderHTTPError,
     ProviderProtocolError,
-    StreamCut,
 )
 from openheim.events import TextDelta, ThinkingDelta
 from openheim.messages import (
@@ -45,7 +43,7 @@ from openheim.messages import (
 )
 from openheim.providers.base import ModelRequest, ModelResponse, ProviderSettings, StreamItem
 from openheim.providers.gemini_wire import build_body, thinking_config
-from openheim.providers.http import make_client, redact, status_error, transport_error
+from openheim.providers.http_base import HTTPProvider
 
 _FINISH: dict[str, FinishReason] = {
     "STOP": "end_turn",
@@ -68,58 +66,24 @@ def create(
     return GeminiProvider(settings, http_client)
 
 
-class GeminiProvider:
-    """A Provider speaking the Gemini API to one endpoint.
+class GeminiProvider(HTTPProvider):
+    """A Provider speaking the Gemini API to one endpoint (the key goes in ``x-goog-api-key``,
+    never in the URL)."""
 
-    Builds its own client with ``make_client`` unless one is injected; ``aclose`` closes only a
-    client it built. The key is scrubbed from every error this provider raises.
-    """
+    wire_name = "the Gemini API"
+    example_base = "https://generativelanguage.googleapis.com/v1beta"
+    key_env = "GEMINI_API_KEY"
 
     def __init__(
         self, settings: ProviderSettings, http_client: httpx.AsyncClient | None = None
     ) -> None:
-        if not settings.api_base.startswith(("http://", "https://")):
-            raise ConfigError(
-                f"provider {settings.name!r} has api_base {settings.api_base!r}",
-                hint="set api_base to the API's URL, e.g. "
-                "https://generativelanguage.googleapis.com/v1beta",
-            )
         thinking_config(settings.thinking)  # a bad setting fails now, not on the first call
-        self.name = settings.name
-        self.settings = settings
-        self.key_hint = (
-            "check the API key (the provider's api_key, usually from GEMINI_API_KEY, or env_var "
-            f"/ api_key in [providers.{settings.name}]) and that it may use this model"
-        )
-        self._owns_client = http_client is None
-        self._client = (
-            http_client
-            if http_client is not None
-            else make_client(settings.timeout_secs, settings.api_base)
-        )
-        self._headers = {"User-Agent": f"openheim/{__version__}"}
-        if settings.api_key:
-            self._headers["x-goog-api-key"] = settings.api_key
-        self._headers.update(settings.headers)
+        super().__init__(settings, http_client)
         self._id_prefix = f"call_{secrets.token_hex(4)}_"
         self._ids = itertools.count(1)
 
-    def __repr__(self) -> str:
-        return (
-            f"GeminiProvider(name={self.name!r}, api_base={self.settings.api_base!r}, "
-            f"model={self.settings.model!r})"
-        )
-
-    async def aclose(self) -> None:
-        """Close the HTTP client if this provider created it."""
-        if self._owns_client:
-            await self._client.aclose()
-
-    async def __aenter__(self) -> GeminiProvider:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+    def auth_headers(self, key: str) -> dict[str, str]:
+        return {"x-goog-api-key": key}
 
     def url(self, model: str) -> str:
         """The streaming endpoint of ``model`` (``models/`` prefix optional)."""
@@ -130,111 +94,40 @@ class GeminiProvider:
         """Stream one answer: text and thinking deltas, then one ``ModelResponse``."""
         model = request.model or self.settings.model
         url = self.url(model)
-        body = build_body(request, self.settings)
         state = _Reply(model, self._new_id, self.name)
-        started = False
-        try:
-            async with aconnect_sse(
-                self._client, "POST", url, json=body, headers=dict(self._headers)
-            ) as source:
-                await self._check_status(source.response, model)
-                started = True
-                async with aclosing(self._read(source, state, url)) as items:
-                    async for item in items:
-                        yield item
-        except httpx.RequestError as exc:
-            error = transport_error(
-                exc,
-                url=url,
-                provider=self.name,
-                timeout_secs=self.settings.timeout_secs,
-                streaming=started,
-            )
-            raise self._scrub(error) from exc
-        except ProviderError as error:
-            self._scrub(error)
-            raise
+        read = functools.partial(self._read, state=state, url=url)
+        async for item in self.post_sse(url, build_body(request, self.settings), model, read):
+            yield item
 
-    async def _check_status(self, response: httpx.Response, model: str) -> None:
-        if response.status_code < 400:
-            return
-        await response.aread()
-        error = status_error(
-            response,
-            provider=self.name,
-            model=model,
-            api_base=self.settings.api_base,
-            key_hint=self.key_hint,
-        )
+    def adjust_error(self, error: ProviderError, response: httpx.Response) -> None:
+        """Gemini answers a bad key with 400 and puts its retry advice in the body."""
         if response.status_code == 400 and any(m in response.text for m in _BAD_KEY_MARKERS):
             error.hint = self.key_hint
         if isinstance(error, ProviderHTTPError) and error.retry_after is None:
             error.retry_after = retry_delay(response.content)
-        raise error
 
     async def _read(
         self, source: EventSource, state: _Reply, url: str
     ) -> AsyncGenerator[StreamItem, None]:
-        response = source.response
-        if "text/event-stream" not in response.headers.get("content-type", ""):
-            for item in await self._whole_body(response, state, url):
-                yield item
+        if not self.is_event_stream(source):
+            data = await self.whole_body(source, url)
+            for chunk in data if isinstance(data, list) else [data]:
+                for item in state.feed(chunk):
+                    yield item
         else:
             async with aclosing(source.aiter_sse()) as events:
                 async for event in events:
                     if event.data.strip():
-                        for item in state.feed(self._decode(event.data, url)):
+                        for item in state.feed(self.decode(event.data, url)):
                             yield item
         if not state.finished:
-            raise StreamCut(
-                f"provider {self.name!r}: stream ended early: {url} stopped sending before a "
-                "finish reason",
-                hint="the server crashed or a proxy cut the stream; retry",
-                provider=self.name,
-            )
+            raise self.stream_cut(url, "stopped sending before a finish reason")
         yield state.response()
-
-    async def _whole_body(
-        self, response: httpx.Response, state: _Reply, url: str
-    ) -> list[StreamItem]:
-        """Accept a plain JSON answer: one response object, or a JSON array of them."""
-        body = await response.aread()
-        try:
-            data = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
-            content_type = response.headers.get("content-type") or "no content type"
-            raise ProviderProtocolError(
-                f"provider {self.name!r}: {url} answered with {content_type}, neither an event "
-                f"stream nor JSON: {body[:200]!r}",
-                hint="check that api_base points at the Gemini API (usually ending in /v1beta)",
-                provider=self.name,
-            ) from None
-        chunks = data if isinstance(data, list) else [data]
-        return [item for chunk in chunks for item in state.feed(chunk)]
-
-    def _decode(self, data: str, url: str) -> Any:
-        try:
-            return json.loads(data)
-        except ValueError:
-            raise ProviderProtocolError(
-                f"provider {self.name!r}: {url} sent a stream event that is not JSON: "
-                f"{data[:200]!r}",
-                hint="the server does not speak the Gemini API; check api_base and kind",
-                provider=self.name,
-            ) from None
 
     def _new_id(self) -> str:
         """An id for a function call sent without one; unique per provider, and random enough
         not to collide with the ids of an earlier session resumed on a new provider."""
         return f"{self._id_prefix}{next(self._ids)}"
-
-    def _scrub(self, error: ProviderError) -> ProviderError:
-        """Remove the API key from the error's message and hint (servers may echo it)."""
-        key = self.settings.api_key
-        error.message = redact(error.message, key)
-        error.hint = redact(error.hint, key) if error.hint else error.hint
-        error.args = (error.message,)
-        return error
 
 
 def retry_delay(body: bytes) -> float | None:

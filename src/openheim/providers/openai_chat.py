@@ -9,6 +9,7 @@ The request conversion lives in ``openai_wire``; this module does the transport 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from collections.abc import AsyncGenerator, Callable, Mapping
@@ -17,10 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from httpx_sse import EventSource, aconnect_sse
+from httpx_sse import EventSource
 
-from openheim._version import __version__
-from openheim.errors import ConfigError, ProviderError, ProviderProtocolError, StreamCut
+from openheim.errors import ProviderError, ProviderProtocolError
 from openheim.events import TextDelta, ThinkingDelta
 from openheim.messages import (
     ContentBlock,
@@ -32,7 +32,7 @@ from openheim.messages import (
     Usage,
 )
 from openheim.providers.base import ModelRequest, ModelResponse, ProviderSettings, StreamItem
-from openheim.providers.http import make_client, redact, status_error, transport_error
+from openheim.providers.http_base import HTTPProvider
 from openheim.providers.openai_wire import Dialect, build_body, dialect_for
 
 _FINISH: dict[str, FinishReason] = {
@@ -51,100 +51,40 @@ def create(
     return OpenAIChatProvider(settings, http_client)
 
 
-class OpenAIChatProvider:
-    """A Provider speaking OpenAI chat completions to one endpoint.
+class OpenAIChatProvider(HTTPProvider):
+    """A Provider speaking OpenAI chat completions to one endpoint (``Authorization: Bearer``)."""
 
-    Builds its own client with ``make_client`` unless one is injected; ``aclose`` closes only a
-    client it built. The API key is sent as ``Authorization: Bearer`` and scrubbed from every
-    error this provider raises.
-    """
+    wire_name = "the OpenAI chat-completions API"
+    example_base = "http://localhost:11434/v1"
+    key_env = "OPENAI_API_KEY"
 
     def __init__(
         self, settings: ProviderSettings, http_client: httpx.AsyncClient | None = None
     ) -> None:
-        if not settings.api_base.startswith(("http://", "https://")):
-            raise ConfigError(
-                f"provider {settings.name!r} has api_base {settings.api_base!r}",
-                hint="set api_base to the server's URL, e.g. http://localhost:11434/v1",
-            )
-        self.name = settings.name
-        self.settings = settings
+        super().__init__(settings, http_client)
         self.dialect: Dialect = dialect_for(settings.kind)
         self.url = settings.api_base.rstrip("/") + "/chat/completions"
-        self._owns_client = http_client is None
-        self._client = (
-            http_client
-            if http_client is not None
-            else make_client(settings.timeout_secs, settings.api_base)
-        )
-        self._headers = {"User-Agent": f"openheim/{__version__}"}
-        if settings.api_key:
-            self._headers["Authorization"] = f"Bearer {settings.api_key}"
-        self._headers.update(settings.headers)
         self._ids = itertools.count(1)
 
-    def __repr__(self) -> str:
-        return (
-            f"OpenAIChatProvider(name={self.name!r}, kind={self.settings.kind!r}, "
-            f"api_base={self.settings.api_base!r}, model={self.settings.model!r})"
-        )
-
-    async def aclose(self) -> None:
-        """Close the HTTP client if this provider created it."""
-        if self._owns_client:
-            await self._client.aclose()
-
-    async def __aenter__(self) -> OpenAIChatProvider:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+    @property
+    def key_hint(self) -> str:
+        return self.dialect.key_hint
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
         """Stream one completion: text and thinking deltas, then one ``ModelResponse``."""
         body = build_body(request, self.settings, self.dialect)
         state = _Accumulator(body["model"], self._new_id, self.name)
-        started = False
-        try:
-            async with aconnect_sse(
-                self._client, "POST", self.url, json=body, headers=dict(self._headers)
-            ) as source:
-                await self._check_status(source.response, body["model"])
-                started = True
-                async with aclosing(self._read(source, state)) as items:
-                    async for item in items:
-                        yield item
-        except httpx.RequestError as exc:
-            error = transport_error(
-                exc,
-                url=self.url,
-                provider=self.name,
-                timeout_secs=self.settings.timeout_secs,
-                streaming=started,
-            )
-            raise self._scrub(error) from exc
-        except ProviderError as error:
-            self._scrub(error)
-            raise
-
-    async def _check_status(self, response: httpx.Response, model: str) -> None:
-        if response.status_code < 400:
-            return
-        await response.aread()
-        raise status_error(
-            response,
-            provider=self.name,
-            model=model,
-            api_base=self.settings.api_base,
-            key_hint=self.dialect.key_hint,
-        )
+        read = functools.partial(self._read, state=state)
+        async for item in self.post_sse(self.url, body, body["model"], read):
+            yield item
 
     async def _read(
         self, source: EventSource, state: _Accumulator
     ) -> AsyncGenerator[StreamItem, None]:
-        response = source.response
-        if "text/event-stream" not in response.headers.get("content-type", ""):
-            for item in await self._whole_body(response, state):
+        if not self.is_event_stream(source):
+            items = state.feed(_completion_as_chunk(await self.whole_body(source, self.url)))
+            state.done = True
+            for item in [*items, state.response()]:
                 yield item
             return
         async with aclosing(source.aiter_sse()) as events:
@@ -154,58 +94,15 @@ class OpenAIChatProvider:
                     state.done = True
                     break
                 if data:
-                    for item in state.feed(self._decode(data)):
+                    for item in state.feed(self.decode(data, self.url)):
                         yield item
         if not state.done and state.raw_finish is None:
-            raise StreamCut(
-                f"provider {self.name!r}: stream ended early: {self.url} closed the stream "
-                "without [DONE] or a finish reason",
-                hint="the server crashed or a proxy cut the stream; retry",
-                provider=self.name,
-            )
+            raise self.stream_cut(self.url, "closed the stream without [DONE] or a finish reason")
         yield state.response()
-
-    async def _whole_body(self, response: httpx.Response, state: _Accumulator) -> list[StreamItem]:
-        """Accept a plain JSON completion from servers that ignore ``stream: true``."""
-        body = await response.aread()
-        try:
-            data = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
-            content_type = response.headers.get("content-type") or "no content type"
-            raise ProviderProtocolError(
-                f"provider {self.name!r}: {self.url} answered with {content_type}, neither an "
-                f"event stream nor JSON: {body[:200]!r}",
-                hint="check that api_base points at an OpenAI-compatible API (usually ending "
-                "in /v1)",
-                provider=self.name,
-            ) from None
-        items = state.feed(_completion_as_chunk(data))
-        state.done = True
-        return [*items, state.response()]
-
-    def _decode(self, data: str) -> Any:
-        try:
-            return json.loads(data)
-        except ValueError:
-            raise ProviderProtocolError(
-                f"provider {self.name!r}: {self.url} sent a stream event that is not JSON: "
-                f"{data[:200]!r}",
-                hint="the server does not speak the OpenAI streaming format; check api_base "
-                "and kind",
-                provider=self.name,
-            ) from None
 
     def _new_id(self) -> str:
         """An id for a tool call the server sent without one; unique per provider."""
         return f"call_{next(self._ids)}"
-
-    def _scrub(self, error: ProviderError) -> ProviderError:
-        """Remove the API key from the error's message and hint (servers may echo it)."""
-        key = self.settings.api_key
-        error.message = redact(error.message, key)
-        error.hint = redact(error.hint, key) if error.hint else error.hint
-        error.args = (error.message,)
-        return error
 
 
 def _completion_as_chunk(data: Any) -> Any:

@@ -1,0 +1,179 @@
+"""``HTTPProvider``: what every HTTP adapter shares.
+
+Each wire format (OpenAI chat completions, Anthropic Messages, Gemini) subclasses it and says
+only what differs: where the key goes, the URL, the body, and how to read the events. The base
+owns the client (closing it only if it built it), the headers, one streamed POST with every
+transport and status failure mapped to openheim's errors, JSON decoding with a clear message,
+and scrubbing the key out of every error (servers sometimes echo it back).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, Callable
+from contextlib import aclosing
+from typing import Any, ClassVar
+
+import httpx
+from httpx_sse import EventSource, aconnect_sse
+
+from openheim._version import __version__
+from openheim.errors import ConfigError, ProviderError, ProviderProtocolError, StreamCut
+from openheim.providers.base import ProviderSettings, StreamItem
+from openheim.providers.http import make_client, redact, status_error, transport_error
+
+Reader = Callable[[EventSource], AsyncGenerator[StreamItem, None]]
+
+
+class HTTPProvider:
+    """Base class of the HTTP adapters; subclasses set the class variables and ``stream``."""
+
+    wire_name: ClassVar[str]
+    """The API's name in messages (``the Anthropic API``)."""
+    example_base: ClassVar[str]
+    """An ``api_base`` to quote in hints."""
+    key_env: ClassVar[str]
+    """The environment variable that usually holds the key."""
+
+    def __init__(
+        self, settings: ProviderSettings, http_client: httpx.AsyncClient | None = None
+    ) -> None:
+        if not settings.api_base.startswith(("http://", "https://")):
+            raise ConfigError(
+                f"provider {settings.name!r} has api_base {settings.api_base!r}",
+                hint=f"set api_base to the API's URL, e.g. {self.example_base}",
+            )
+        self.name = settings.name
+        self.settings = settings
+        self._owns_client = http_client is None
+        self._client = (
+            http_client
+            if http_client is not None
+            else make_client(settings.timeout_secs, settings.api_base)
+        )
+        self._headers = {"User-Agent": f"openheim/{__version__}"}
+        if settings.api_key:
+            self._headers.update(self.auth_headers(settings.api_key))
+        self._headers.update(settings.headers)
+
+    def auth_headers(self, key: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {key}"}
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(name={self.name!r}, kind={self.settings.kind!r}, "
+            f"api_base={self.settings.api_base!r}, model={self.settings.model!r})"
+        )
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this provider created it."""
+        if self._owns_client:
+            await self._client.aclose()
+
+    async def __aenter__(self) -> HTTPProvider:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    @property
+    def key_hint(self) -> str:
+        """What to check on 401/403: the key's source, never the key."""
+        where = f"[providers.{self.name}]"
+        if not self.settings.api_key:
+            return (
+                f"provider {self.name!r} has no API key: set {self.key_env} or api_key in {where}"
+            )
+        return (
+            f"check the API key (the provider's api_key, usually from {self.key_env}, or "
+            f"env_var / api_key in {where}) and that it may use this model"
+        )
+
+    async def post_sse(
+        self, url: str, body: dict[str, Any], model: str, read: Reader
+    ) -> AsyncGenerator[StreamItem, None]:
+        """POST ``body`` and yield what ``read`` makes of the event stream."""
+        started = False
+        try:
+            async with aconnect_sse(
+                self._client, "POST", url, json=body, headers=dict(self._headers)
+            ) as source:
+                await self._check_status(source.response, model)
+                started = True
+                async with aclosing(read(source)) as items:
+                    async for item in items:
+                        yield item
+        except httpx.RequestError as exc:
+            error = transport_error(
+                exc,
+                url=url,
+                provider=self.name,
+                timeout_secs=self.settings.timeout_secs,
+                streaming=started,
+            )
+            raise self.scrub(error) from exc
+        except ProviderError as error:
+            self.scrub(error)
+            raise
+
+    async def _check_status(self, response: httpx.Response, model: str) -> None:
+        if response.status_code < 400:
+            return
+        await response.aread()
+        error = status_error(
+            response,
+            provider=self.name,
+            model=model,
+            api_base=self.settings.api_base,
+            key_hint=self.key_hint,
+        )
+        self.adjust_error(error, response)
+        raise error
+
+    def adjust_error(self, error: ProviderError, response: httpx.Response) -> None:
+        """A hook for wire formats whose error statuses say more than the status code."""
+
+    def decode(self, data: str, url: str) -> Any:
+        """One JSON stream event; a clear ProviderProtocolError when it is not JSON."""
+        try:
+            return json.loads(data)
+        except ValueError:
+            raise ProviderProtocolError(
+                f"provider {self.name!r}: {url} sent a stream event that is not JSON: "
+                f"{data[:200]!r}",
+                hint=f"the server does not speak {self.wire_name}; check api_base "
+                f"(e.g. {self.example_base}) and kind",
+                provider=self.name,
+            ) from None
+
+    async def whole_body(self, source: EventSource, url: str) -> Any:
+        """The JSON body of a server that answered without streaming (some ignore the flag)."""
+        body = await source.response.aread()
+        try:
+            return json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            content_type = source.response.headers.get("content-type") or "no content type"
+            raise ProviderProtocolError(
+                f"provider {self.name!r}: {url} answered with {content_type}, neither an event "
+                f"stream nor JSON: {body[:200]!r}",
+                hint=f"check that api_base points at {self.wire_name} (e.g. {self.example_base})",
+                provider=self.name,
+            ) from None
+
+    def is_event_stream(self, source: EventSource) -> bool:
+        return "text/event-stream" in source.response.headers.get("content-type", "")
+
+    def stream_cut(self, url: str, what: str) -> StreamCut:
+        return StreamCut(
+            f"provider {self.name!r}: stream ended early: {url} {what}",
+            hint="the server crashed or a proxy cut the stream; retry",
+            provider=self.name,
+        )
+
+    def scrub(self, error: ProviderError) -> ProviderError:
+        """Remove the API key from the error's message and hint (servers may echo it)."""
+        key = self.settings.api_key
+        error.message = redact(error.message, key)
+        error.hint = redact(error.hint, key) if error.hint else error.hint
+        error.args = (error.message,)
+        return error
