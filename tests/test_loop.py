@@ -485,3 +485,9 @@ async def test_calls_the_provider_could_not_parse_get_its_error(ctx: ToolContext
     events, _ = await run(make_agent(provider, ctx, echo))
     result = results(events)[0]
     assert (result.content, result.status) == ("the action envelope is not valid JSON", "failed")
+
+
+async def test_forced_tool_choice_applies_to_the_first_call_only(ctx: ToolContext) -> None:
+    provider = ScriptedProvider([Reply(tool_calls=[tool_call("echo", {"text": "x"})]), "done"])
+    await run(make_agent(provider, ctx, echo, tool_choice="required"))
+    assert [r.tool_choice for r in provider.requests] == ["required", "auto"]

@@ -101,6 +101,8 @@ class Agent:
     context: ToolContext = field(default_factory=_default_context)
     max_iterations: int = 10
     tool_choice: ToolChoice = "auto"
+    """A forced choice (``required``, a named tool) applies to the first model call of a run;
+    later calls are ``auto``, or the model could never give its answer."""
     max_tokens: int | None = None
     meter: Meter = field(default_factory=Meter)
     """Usage and cost across every run of this agent, with the session's budget caps."""
@@ -225,7 +227,7 @@ class _Run:
                 await self.emit(Notice(f"stopped: {message}", "warning"))
                 return self._finish(_BUDGET_STOP[reason], reason)
             await self.emit(IterationStart(iteration))
-            response = await self._call_model()
+            response = await self._call_model(first=iteration == 1)
             self.history.append(response.message)
             calls = response.message.tool_uses
             if response.finish == "pause_turn" and not calls:
@@ -237,14 +239,15 @@ class _Run:
                 return stopped
         return self._finish("max_turn_requests", "max_iterations")
 
-    async def _call_model(self) -> ModelResponse:
+    async def _call_model(self, *, first: bool) -> ModelResponse:
         agent = self.agent
+        choice = agent.tool_choice if first or agent.tool_choice == "none" else "auto"
         request = ModelRequest(
             model=agent.model,
             messages=tuple(self.history),
             system=agent.system,
             tools=agent.tools.specs,
-            tool_choice=agent.tool_choice if len(agent.tools) else "none",
+            tool_choice=choice if len(agent.tools) else "none",
             max_tokens=agent.max_tokens,
         )
         self.partial = []

@@ -14,6 +14,7 @@ from openheim.approval import AllowAll, ApprovalGate, Resolver
 from openheim.config.load import Settings
 from openheim.config.providers import resolve_provider
 from openheim.context import ContextFitter
+from openheim.envelope import EnvelopeProvider, protocol_for
 from openheim.errors import ConfigError
 from openheim.loop import Agent
 from openheim.providers import create_provider
@@ -65,9 +66,13 @@ def build_provider(settings: Settings, chosen: ProviderSettings) -> Provider:
 
 
 def _member(chosen: ProviderSettings) -> Provider:
-    """One chain member: the adapter, retried, then fitted to its own context window."""
-    retried = RetryingProvider(create_provider(chosen), RetryPolicy(max_retries=chosen.max_retries))
-    return ContextFitter(retried, chosen.context_window)
+    """One chain member: the adapter, retried, speaking the envelope protocol where tools must
+    travel as text, and fitted to its own context window."""
+    policy = RetryPolicy(max_retries=chosen.max_retries)
+    provider: Provider = RetryingProvider(create_provider(chosen), policy)
+    if protocol_for(chosen.kind, chosen.tool_protocol) == "envelope":
+        provider = EnvelopeProvider(provider)
+    return ContextFitter(provider, chosen.context_window)
 
 
 def make_meter(settings: Settings) -> Meter:

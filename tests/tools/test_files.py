@@ -1,122 +1,167 @@
-"""read_file, write_file and edit_file: behaviour, limits and errors."""
-
 from __future__ import annotations
 
-import stat
+import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from openheim.errors import SandboxError, ToolError
-from openheim.tools.base import Tool, ToolContext, ToolOutput
-from openheim.tools.builtin.files import MAX_READ_BYTES, edit_file, read_file, write_file
+from openheim.fsutil import atomic_write
+from openheim.tools.base import ToolContext
+from openheim.tools.builtin.files import edit_file, write_file
+from tests.tools.support import ok
 
 
-async def call(tool: Tool, ctx: ToolContext, **args: Any) -> ToolOutput:
-    return await tool.call(tool.parse(args), ctx)
+def leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
 
 
-async def text(tool: Tool, ctx: ToolContext, **args: Any) -> str:
-    return (await call(tool, ctx, **args)).content
+async def test_write_creates_parents_and_reports_size(ctx: ToolContext, work: Path) -> None:
+    text = await ok(write_file, ctx, path="src/pkg/mod.py", content="x = 1\n")
+    assert text == "wrote 6 bytes to src/pkg/mod.py (created)"
+    assert (work / "src/pkg/mod.py").read_text() == "x = 1\n"
+    assert leftovers(work / "src/pkg") == []
 
 
-async def test_read_whole_file(ctx: ToolContext, tmp_path: Path) -> None:
-    (tmp_path / "a.txt").write_text("one\ntwo\n")
-    assert await text(read_file, ctx, path="a.txt") == "one\ntwo\n"
+async def test_write_replaces_atomically_and_keeps_the_mode(ctx: ToolContext, work: Path) -> None:
+    script = work / "run.sh"
+    script.write_text("old\n")
+    script.chmod(0o751)
+    inode = script.stat().st_ino
+    text = await ok(write_file, ctx, path="run.sh", content="new ✓\n")
+    assert text == "wrote 8 bytes to run.sh (replaced)"  # the check mark is 3 bytes
+    assert script.read_text() == "new ✓\n"
+    assert script.stat().st_mode & 0o777 == 0o751
+    assert script.stat().st_ino != inode  # a new file was renamed into place
+    assert leftovers(work) == []
 
 
-async def test_offset_and_limit(ctx: ToolContext, tmp_path: Path) -> None:
-    (tmp_path / "a.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
-    out = await text(read_file, ctx, path="a.txt", offset=3, limit=2)
-    assert out.startswith("line 3\nline 4\n")
-    assert "[lines 3-4 of 10 shown; call read_file with offset=5 to continue]" in out
+async def test_new_files_get_the_umask_mode(ctx: ToolContext, work: Path) -> None:
+    old = os.umask(0o027)
+    try:
+        await ok(write_file, ctx, path="f.txt", content="x")
+    finally:
+        os.umask(old)
+    assert (work / "f.txt").stat().st_mode & 0o777 == 0o640
 
 
-async def test_large_file_is_cut_at_a_line_boundary(ctx: ToolContext, tmp_path: Path) -> None:
-    line = "x" * 99 + "\n"
-    (tmp_path / "big.txt").write_text(line * 3000)  # 300 KB
-    out = await text(read_file, ctx, path="big.txt")
-    body, note = out.rsplit("\n[", 1)
-    assert len(body.encode()) <= MAX_READ_BYTES
-    assert all(len(chunk) == 99 for chunk in body.split("\n") if chunk)
-    shown = body.count("\n") + 1
-    assert f"offset={shown + 1}" in note
-    rest = await text(read_file, ctx, path="big.txt", offset=shown + 1)
-    assert rest.startswith(line)
+async def test_write_refuses_paths_outside(
+    ctx: ToolContext, work: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    outside = tmp_path_factory.mktemp("outside")
+    (outside / "target.txt").write_text("untouched")
+    (work / "link").symlink_to(outside)
+    (work / "file_link").symlink_to(outside / "target.txt")
+    for path in (
+        "../x.txt",
+        str(outside / "y.txt"),
+        "link/target.txt",
+        "file_link",
+        "link/new.txt",
+    ):
+        with pytest.raises(SandboxError):
+            await ok(write_file, ctx, path=path, content="pwned")
+    assert (outside / "target.txt").read_text() == "untouched"
+    assert sorted(p.name for p in outside.iterdir()) == ["target.txt"]
 
 
-async def test_read_errors(ctx: ToolContext, tmp_path: Path) -> None:
-    (tmp_path / "bin").write_bytes(b"\x00\x01\x02")
-    (tmp_path / "d").mkdir()
-    (tmp_path / "short.txt").write_text("a\n")
-    with pytest.raises(ToolError, match="binary"):
-        await call(read_file, ctx, path="bin")
-    with pytest.raises(ToolError, match="does not exist"):
-        await call(read_file, ctx, path="nope.txt")
-    with pytest.raises(ToolError, match="is a directory"):
-        await call(read_file, ctx, path="d")
-    with pytest.raises(ToolError, match="only 1 lines"):
-        await call(read_file, ctx, path="short.txt", offset=5)
-    with pytest.raises(ToolError, match="offset must be"):
-        await call(read_file, ctx, path="short.txt", offset=0)
-    with pytest.raises(SandboxError):
-        await call(read_file, ctx, path="../../etc/passwd")
+async def test_write_errors_for_a_directory_and_a_file_in_the_way(
+    ctx: ToolContext, work: Path
+) -> None:
+    (work / "dir").mkdir()
+    (work / "plain").write_text("file")
+    with pytest.raises(ToolError, match="dir is a directory"):
+        await ok(write_file, ctx, path="dir", content="x")
+    with pytest.raises(ToolError, match="a file stands where a folder"):
+        await ok(write_file, ctx, path="plain/child.txt", content="x")
+    with pytest.raises(SandboxError, match="work dir itself"):
+        await ok(write_file, ctx, path=".", content="x")
 
 
-async def test_write_creates_parents_atomically(ctx: ToolContext, tmp_path: Path) -> None:
-    out = await text(write_file, ctx, path="new/dir/f.txt", content="hello")
-    assert out == "wrote 5 bytes to new/dir/f.txt (created)"
-    assert (tmp_path / "new/dir/f.txt").read_text() == "hello"
-    assert sorted(p.name for p in (tmp_path / "new/dir").iterdir()) == ["f.txt"]  # no temp files
+def test_atomic_write_replaces_a_planted_symlink_instead_of_following_it(
+    tmp_path: Path,
+) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep")
+    link = tmp_path / "out.txt"
+    link.symlink_to(victim)
+    atomic_write(link, b"new")
+    assert not link.is_symlink() and link.read_text() == "new"
+    assert victim.read_text() == "keep"
 
 
-async def test_write_replaces_and_keeps_mode(ctx: ToolContext, tmp_path: Path) -> None:
-    script = tmp_path / "run.sh"
-    script.write_text("old")
-    script.chmod(0o755)
-    out = await text(write_file, ctx, path="run.sh", content="new")
-    assert "(replaced)" in out and script.read_text() == "new"
-    assert stat.S_IMODE(script.stat().st_mode) == 0o755
+def test_atomic_write_removes_its_temp_file_on_failure(tmp_path: Path) -> None:
+    target = tmp_path / "dir"
+    target.mkdir()
+    with pytest.raises(IsADirectoryError):
+        atomic_write(target, b"data")
+    assert [p.name for p in tmp_path.iterdir()] == ["dir"]
 
 
-async def test_write_refuses_outside_and_through_links(ctx: ToolContext, tmp_path: Path) -> None:
-    outside = tmp_path.parent / f"{tmp_path.name}-outside.txt"
-    (tmp_path / "link").symlink_to(outside)
-    with pytest.raises(SandboxError):
-        await call(write_file, ctx, path="link", content="x")
-    with pytest.raises(SandboxError):
-        await call(write_file, ctx, path=str(outside), content="x")
-    assert not outside.exists()
+async def test_edit_replaces_a_unique_string(ctx: ToolContext, work: Path) -> None:
+    (work / "a.py").write_text("def f():\n    return 1\n")
+    text = await ok(edit_file, ctx, path="a.py", old_string="return 1", new_string="return 2")
+    assert text == "replaced 1 occurrence in a.py"
+    assert (work / "a.py").read_text() == "def f():\n    return 2\n"
+    assert leftovers(work) == []
 
 
-async def test_edit_unique_match(ctx: ToolContext, tmp_path: Path) -> None:
-    (tmp_path / "a.py").write_text("x = 1\ny = 2\n")
-    out = await text(edit_file, ctx, path="a.py", old_string="y = 2", new_string="y = 3")
-    assert out == "replaced 1 occurrence in a.py"
-    assert (tmp_path / "a.py").read_text() == "x = 1\ny = 3\n"
+async def test_edit_not_found_suggests_read_file(ctx: ToolContext, work: Path) -> None:
+    (work / "a.py").write_text("x = 1\n")
+    with pytest.raises(ToolError, match=r"was not found in a\.py") as err:
+        await ok(edit_file, ctx, path="a.py", old_string="x = 2", new_string="x = 3")
+    assert err.value.hint and "read_file" in err.value.hint
+    assert (work / "a.py").read_text() == "x = 1\n"
 
 
-async def test_edit_errors_and_replace_all(ctx: ToolContext, tmp_path: Path) -> None:
-    (tmp_path / "a.txt").write_text("aa aa aa")
-    with pytest.raises(ToolError, match="occurs 3 times"):
-        await call(edit_file, ctx, path="a.txt", old_string="aa", new_string="b")
-    with pytest.raises(ToolError, match="not found"):
-        await call(edit_file, ctx, path="a.txt", old_string="zz", new_string="b")
-    with pytest.raises(ToolError, match="the same"):
-        await call(edit_file, ctx, path="a.txt", old_string="aa", new_string="aa")
-    assert (tmp_path / "a.txt").read_text() == "aa aa aa"  # untouched after errors
-    out = await text(
-        edit_file, ctx, path="a.txt", old_string="aa", new_string="b", replace_all=True
+async def test_edit_many_matches_needs_context_or_replace_all(ctx: ToolContext, work: Path) -> None:
+    (work / "a.py").write_text("a = 1\nb = 1\nc = 1\n")
+    with pytest.raises(ToolError, match=r"occurs 3 times in a\.py") as err:
+        await ok(edit_file, ctx, path="a.py", old_string="= 1", new_string="= 2")
+    assert err.value.hint and "replace_all" in err.value.hint
+    assert (work / "a.py").read_text() == "a = 1\nb = 1\nc = 1\n"
+    text = await ok(
+        edit_file, ctx, path="a.py", old_string="= 1", new_string="= 2", replace_all=True
     )
-    assert out == "replaced 3 occurrences in a.txt"
-    assert (tmp_path / "a.txt").read_text() == "b b b"
+    assert text == "replaced 3 occurrences in a.py"
+    assert (work / "a.py").read_text() == "a = 2\nb = 2\nc = 2\n"
 
 
-def test_schemas_describe_arguments() -> None:
-    schema = read_file.parameters
-    assert schema["required"] == ["path"]
-    assert schema["properties"]["offset"]["type"] == "integer"
-    assert "1-based" in schema["properties"]["offset"]["description"]
-    assert schema["additionalProperties"] is False
-    assert read_file.capabilities.read_only and not write_file.capabilities.read_only
+async def test_edit_argument_errors(ctx: ToolContext, work: Path) -> None:
+    (work / "a.py").write_text("x\n")
+    with pytest.raises(ToolError, match="identical"):
+        await ok(edit_file, ctx, path="a.py", old_string="x", new_string="x")
+    with pytest.raises(ToolError, match="old_string is empty"):
+        await ok(edit_file, ctx, path="a.py", old_string="", new_string="y")
+    with pytest.raises(ToolError, match=r"missing\.py does not exist") as err:
+        await ok(edit_file, ctx, path="missing.py", old_string="x", new_string="y")
+    assert err.value.hint and "write_file" in err.value.hint
+
+
+async def test_edit_keeps_crlf_and_undecodable_bytes(ctx: ToolContext, work: Path) -> None:
+    path = work / "win.txt"
+    path.write_bytes(b"caf\xe9\r\nold line\r\nend\r\n")
+    await ok(edit_file, ctx, path="win.txt", old_string="old line\nend", new_string="new\nend")
+    assert path.read_bytes() == b"caf\xe9\r\nnew\r\nend\r\n"
+
+
+async def test_edit_refuses_binary_files_and_keeps_the_mode(ctx: ToolContext, work: Path) -> None:
+    (work / "blob").write_bytes(b"\x00abc")
+    with pytest.raises(ToolError, match="binary"):
+        await ok(edit_file, ctx, path="blob", old_string="abc", new_string="x")
+    script = work / "s.sh"
+    script.write_text("echo a\n")
+    script.chmod(0o700)
+    await ok(edit_file, ctx, path="s.sh", old_string="a", new_string="b")
+    assert script.stat().st_mode & 0o777 == 0o700
+
+
+async def test_edit_refuses_a_symlink_out(
+    ctx: ToolContext, work: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    outside = tmp_path_factory.mktemp("outside") / "t.txt"
+    outside.write_text("secret")
+    (work / "t.txt").symlink_to(outside)
+    with pytest.raises(SandboxError):
+        await ok(edit_file, ctx, path="t.txt", old_string="secret", new_string="x")
+    assert outside.read_text() == "secret"

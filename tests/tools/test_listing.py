@@ -1,142 +1,153 @@
-"""list_dir, glob and search."""
-
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from openheim.errors import ToolError
-from openheim.tools.base import Tool, ToolContext
-from openheim.tools.builtin import builtin_tools
-from openheim.tools.builtin.listing import MAX_ENTRIES, glob, glob_regex, list_dir
-from openheim.tools.builtin.search import MAX_MATCHES, search
+from openheim.errors import SandboxError, ToolError
+from openheim.tools.base import ToolContext
+from openheim.tools.builtin.listing import MAX_ENTRIES, MAX_MATCHES, glob, list_dir
+from openheim.tools.builtin.patterns import GlobPattern
+from tests.tools.support import ok
 
 
-async def text(tool: Tool, ctx: ToolContext, **args: Any) -> str:
-    return (await tool.call(tool.parse(args), ctx)).content
+def touch(root: Path, *names: str) -> None:
+    for name in names:
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(name)
 
 
-@pytest.fixture
-def tree(tmp_path: Path) -> Path:
-    for rel in ["src/a.py", "src/b.txt", "src/pkg/c.py", "docs/readme.md", "top.py"]:
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(f"content of {rel}\n")
-    (tmp_path / ".git").mkdir()
-    (tmp_path / ".git" / "config.py").write_text("x\n")
-    return tmp_path
+async def test_list_dir_sorts_and_marks_folders_and_links(ctx: ToolContext, work: Path) -> None:
+    touch(work, "b.txt", "a.txt", "zdir/x", "Cap.md")
+    (work / "adir").mkdir()
+    (work / "link").symlink_to("a.txt")
+    (work / "out").symlink_to("/etc")
+    (work / "gone").symlink_to("missing")
+    text = await ok(list_dir, ctx)
+    assert text.splitlines() == [
+        "Cap.md",
+        "a.txt",
+        "adir/",
+        "b.txt",
+        "gone -> missing",
+        "link -> a.txt",
+        "out -> /etc",
+        "zdir/",
+    ]
 
 
-async def test_list_dir_sorted_with_markers(ctx: ToolContext, tree: Path) -> None:
-    (tree / "link").symlink_to(tree / "top.py")
-    out = await text(list_dir, ctx)
-    assert out.splitlines() == [".git/", "docs/", f"link -> {tree / 'top.py'}", "src/", "top.py"]
-    assert await text(list_dir, ctx, path="src/pkg") == "c.py"
+async def test_list_dir_of_a_subfolder_and_an_empty_one(ctx: ToolContext, work: Path) -> None:
+    touch(work, "sub/one.py", "sub/.hidden")
+    (work / "empty").mkdir()
+    assert (await ok(list_dir, ctx, path="sub")).splitlines() == [".hidden", "one.py"]
+    assert await ok(list_dir, ctx, path="empty") == "[empty is empty]"
 
 
-async def test_list_dir_errors_and_cap(ctx: ToolContext, tree: Path) -> None:
-    with pytest.raises(ToolError, match="not a directory"):
-        await text(list_dir, ctx, path="top.py")
-    many = tree / "many"
-    many.mkdir()
+async def test_list_dir_caps_entries(ctx: ToolContext, work: Path) -> None:
     for i in range(MAX_ENTRIES + 5):
-        (many / f"f{i:05}").touch()
-    lines = (await text(list_dir, ctx, path="many")).splitlines()
-    assert len(lines) == MAX_ENTRIES + 1 and "5 more entries" in lines[-1]
+        (work / f"f{i:05}").touch()
+    lines = (await ok(list_dir, ctx)).splitlines()
+    assert len(lines) == MAX_ENTRIES + 1
+    assert lines[0] == "f00000" and lines[MAX_ENTRIES - 1] == f"f{MAX_ENTRIES - 1:05}"
+    assert lines[-1].startswith("[5 more entries not shown; use glob")
+
+
+async def test_list_dir_errors(ctx: ToolContext, work: Path) -> None:
+    touch(work, "file.txt")
+    (work / "escape").symlink_to("/etc")
+    with pytest.raises(ToolError, match=r"file\.txt is a file, not a directory"):
+        await ok(list_dir, ctx, path="file.txt")
+    with pytest.raises(ToolError, match="nope does not exist"):
+        await ok(list_dir, ctx, path="nope")
+    for path in ("..", "/", "escape"):
+        with pytest.raises(SandboxError):
+            await ok(list_dir, ctx, path=path)
 
 
 @pytest.mark.parametrize(
-    ("pattern", "expected"),
+    ("pattern", "path", "matches"),
     [
-        ("**/*.py", ["src/a.py", "src/pkg/c.py", "top.py"]),
-        ("*.py", ["top.py"]),
-        ("src/*", ["src/a.py", "src/b.txt"]),
-        ("src/**", ["src/a.py", "src/b.txt", "src/pkg/c.py"]),
-        ("**/?.py", ["src/a.py", "src/pkg/c.py"]),
-        ("src/[ab].*", ["src/a.py", "src/b.txt"]),
-        ("src/[!a].*", ["src/b.txt"]),
+        ("*.py", "a.py", True),
+        ("*.py", "d/a.py", False),
+        ("**/*.py", "a.py", True),
+        ("**/*.py", "d/e/a.py", True),
+        ("src/**/test_?.py", "src/test_a.py", True),
+        ("src/**/test_?.py", "src/x/y/test_b.py", True),
+        ("src/**/test_?.py", "src/x/test_ab.py", False),
+        ("src/**", "src/x/y.txt", True),
+        ("src/**", "other/x", False),
+        ("[ab]*.txt", "b1.txt", True),
+        ("[!ab]*.txt", "b1.txt", False),
+        ("[!ab]*.txt", "c1.txt", True),
+        ("d*/f", "d1/f", True),
+        ("d*/f", "d1/x/f", False),
+        ("a\\*b", "a*b", True),
+        ("a\\*b", "axb", False),
+        ("./x.md", "x.md", True),
+        ("a[b", "a[b", True),
     ],
 )
-async def test_glob_patterns(
-    ctx: ToolContext, tree: Path, pattern: str, expected: list[str]
+def test_glob_pattern_semantics(pattern: str, path: str, matches: bool) -> None:
+    assert GlobPattern(pattern).matches(path.split("/")) is matches
+
+
+def test_glob_pattern_prunes_folders_that_cannot_match() -> None:
+    compiled = GlobPattern("src/*/test_*.py")
+    assert compiled.may_contain(("src",)) and compiled.may_contain(("src", "pkg"))
+    assert not compiled.may_contain(("docs",))
+    assert not compiled.may_contain(("src", "pkg", "deeper"))
+    assert GlobPattern("src/**/x").may_contain(("src", "a", "b", "c"))
+
+
+@pytest.mark.parametrize("pattern", ["/etc/*", "../*", "a/../../b", "", "./"])
+def test_glob_pattern_refuses_absolute_climbing_and_empty(pattern: str) -> None:
+    with pytest.raises(ToolError):
+        GlobPattern(pattern)
+
+
+async def test_glob_double_star_sorted_relative_to_the_work_dir(
+    ctx: ToolContext, work: Path
 ) -> None:
-    assert (await text(glob, ctx, pattern=pattern)).splitlines() == expected
+    touch(work, "z.py", "a.py", "pkg/b.py", "pkg/sub/c.py", "pkg.py", "notes.md", "pkg/d.txt")
+    text = await ok(glob, ctx, pattern="**/*.py")
+    assert text.splitlines() == ["a.py", "pkg.py", "pkg/b.py", "pkg/sub/c.py", "z.py"]
+    assert (await ok(glob, ctx, pattern="*.py", path="pkg")).splitlines() == ["pkg/b.py"]
+    assert (await ok(glob, ctx, pattern="**", path="pkg/sub")).splitlines() == ["pkg/sub/c.py"]
 
 
-async def test_glob_relative_to_path_and_skips_git(ctx: ToolContext, tree: Path) -> None:
-    assert (await text(glob, ctx, pattern="*.py", path="src")).splitlines() == ["src/a.py"]
-    assert ".git" not in await text(glob, ctx, pattern="**/*.py")
-    assert "no files match" in await text(glob, ctx, pattern="*.rs")
+async def test_glob_results_are_in_sorted_path_order(ctx: ToolContext, work: Path) -> None:
+    touch(work, "a/b", "a.txt", "a-b", "a0/x", "B")
+    lines = (await ok(glob, ctx, pattern="**")).splitlines()
+    assert lines == sorted(lines) == ["B", "a-b", "a.txt", "a/b", "a0/x"]
 
 
-async def test_glob_does_not_follow_linked_dirs(ctx: ToolContext, tree: Path) -> None:
-    outside = tree.parent / f"{tree.name}-outside"
-    outside.mkdir()
-    (outside / "leak.py").write_text("x")
-    (tree / "linked").symlink_to(outside, target_is_directory=True)
-    assert "leak" not in await text(glob, ctx, pattern="**/*.py")
+async def test_glob_skips_git_and_does_not_follow_symlinked_folders(
+    ctx: ToolContext, work: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    outside = tmp_path_factory.mktemp("outside")
+    touch(outside, "secret.py", "deep/s.py")
+    touch(work, ".git/hooks/x.py", "real/y.py", "sub/.git")
+    (work / "ext").symlink_to(outside)
+    (work / "loop").symlink_to(work)
+    text = await ok(glob, ctx, pattern="**/*.py")
+    assert text.splitlines() == ["real/y.py"]
+    assert "ext" in (await ok(glob, ctx, pattern="*")).splitlines()  # listed, not entered
 
 
-async def test_glob_cap(ctx: ToolContext, tree: Path) -> None:
-    for i in range(MAX_ENTRIES + 3):
-        (tree / f"n{i:05}.log").touch()
-    lines = (await text(glob, ctx, pattern="*.log")).splitlines()
-    assert len(lines) == MAX_ENTRIES + 1 and "3 more matches" in lines[-1]
+async def test_glob_caps_matches(ctx: ToolContext, work: Path) -> None:
+    for i in range(MAX_MATCHES + 3):
+        (work / f"f{i:05}.txt").touch()
+    lines = (await ok(glob, ctx, pattern="*.txt")).splitlines()
+    assert len(lines) == MAX_MATCHES + 1
+    assert lines[:2] == ["f00000.txt", "f00001.txt"]
+    assert lines[-1].startswith(f"[stopped at {MAX_MATCHES} matches")
 
 
-def test_glob_regex_double_star_matches_zero_dirs() -> None:
-    assert glob_regex("**/x.py").match("x.py")
-    assert glob_regex("a/**/x.py").match("a/x.py")
-    assert glob_regex("a/**/x.py").match("a/b/c/x.py")
-    assert not glob_regex("*.py").match("a/x.py")
-
-
-async def test_search_format_and_options(ctx: ToolContext, tree: Path) -> None:
-    (tree / "src/a.py").write_text("import os\nVALUE = 1\nvalue = 2\n")
-    assert await text(search, ctx, pattern="VALUE") == "src/a.py:2: VALUE = 1"
-    out = await text(search, ctx, pattern="value", ignore_case=True)
-    assert out.splitlines() == ["src/a.py:2: VALUE = 1", "src/a.py:3: value = 2"]
-    assert await text(search, ctx, pattern="content", glob="**/*.md") == (
-        "docs/readme.md:1: content of docs/readme.md"
-    )
-    assert await text(search, ctx, pattern="nothing-like-this") == "no matches"
-
-
-async def test_search_respects_gitignore(ctx: ToolContext, tree: Path) -> None:
-    (tree / ".gitignore").write_text("*.txt\nbuild/\n")
-    (tree / "build").mkdir()
-    (tree / "build" / "out.py").write_text("content\n")
-    (tree / "src" / ".gitignore").write_text("pkg/\n")
-    out = await text(search, ctx, pattern="content")
-    assert "b.txt" not in out and "build/" not in out and "pkg/c.py" not in out
-    assert "src/a.py" in out and "top.py" in out and ".git/" not in out
-
-
-async def test_search_skips_binary_and_caps(ctx: ToolContext, tree: Path) -> None:
-    (tree / "blob.bin").write_bytes(b"needle\x00\x01")
-    (tree / "many.txt").write_text("needle\n" * (MAX_MATCHES + 50))
-    lines = (await text(search, ctx, pattern="needle")).splitlines()
-    assert len(lines) == MAX_MATCHES + 1 and "stopped at" in lines[-1]
-    assert not any("blob.bin" in line for line in lines)
-
-
-async def test_search_long_lines_are_cut(ctx: ToolContext, tree: Path) -> None:
-    (tree / "long.txt").write_text("needle" + "y" * 1000 + "\n")
-    line = await text(search, ctx, pattern="needle")
-    assert len(line) < 400 and line.endswith("…")
-
-
-async def test_search_bad_regex(ctx: ToolContext, tree: Path) -> None:
-    with pytest.raises(ToolError, match="invalid regular expression"):
-        await text(search, ctx, pattern="(unclosed")
-
-
-def test_builtin_set_and_shell_switch() -> None:
-    names = builtin_tools(allow_shell=False).names
-    assert names == ["read_file", "write_file", "edit_file", "list_dir", "glob", "search"]
-    assert "execute_command" in builtin_tools(allow_shell=True)
-    assert builtin_tools(allow_shell=True).select(["read_*", "search"]).names == [
-        "read_file",
-        "search",
-    ]
+async def test_glob_no_match_and_bad_base(ctx: ToolContext, work: Path) -> None:
+    touch(work, "a.txt")
+    assert await ok(glob, ctx, pattern="*.rs") == "no files match '*.rs' under ."
+    with pytest.raises(ToolError, match=r"a\.txt is not a directory"):
+        await ok(glob, ctx, pattern="*", path="a.txt")
+    with pytest.raises(SandboxError):
+        await ok(glob, ctx, pattern="*", path="..")

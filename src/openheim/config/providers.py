@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import ipaddress
 import os
 from collections.abc import Mapping
-from urllib.parse import urlsplit
 
 from openheim.config.load import Settings
 from openheim.config.schema import ProviderEntry
@@ -20,6 +18,7 @@ from openheim.errors import ConfigError
 from openheim.logs import register_secret
 from openheim.providers.base import ProviderSettings
 from openheim.providers.local_models import DEFAULT_LOCAL_MODEL, shipped_model_path
+from openheim.urls import is_loopback
 
 DEFAULT_TIMEOUT_SECS = 120.0
 
@@ -45,7 +44,7 @@ BUILTIN_PROVIDERS: dict[str, ProviderEntry] = {
     "ollama": ProviderEntry(api_base="http://localhost:11434/v1", default_model="llama3.2"),
     "local": ProviderEntry(kind="llama_cpp", default_model=DEFAULT_LOCAL_MODEL),
 }
-LOCAL_KINDS = frozenset({"llama_cpp"})
+LOCAL_KINDS = frozenset({"llama_cpp", "llama_server"})
 _KIND_BY_NAME = {"openai": "openai", "anthropic": "anthropic", "gemini": "gemini"}
 _KEYED_KINDS = {"openai", "anthropic", "gemini"}
 _AUTO_ORDER = ("openai", "anthropic", "gemini", "openrouter")
@@ -73,16 +72,6 @@ def _overlay(base: ProviderEntry, over: ProviderEntry) -> ProviderEntry:
         if getattr(over, f.name) not in (None, [])
     }
     return dataclasses.replace(base, **changes)
-
-
-def is_loopback(url: str) -> bool:
-    host = urlsplit(url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def resolve_provider(
@@ -129,6 +118,11 @@ def resolve_provider(
         n_threads=entry.n_threads,
         seed=entry.seed,
         temperature=entry.temperature,
+        server_command=tuple(entry.server_command),
+        host=entry.host or "127.0.0.1",
+        port=entry.port,
+        port_policy=entry.port_policy or "next-free",
+        startup_timeout=entry.startup_timeout or 120.0,
     )
 
 

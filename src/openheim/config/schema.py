@@ -33,6 +33,11 @@ class ProviderEntry:
     n_threads: int | None = None
     seed: int | None = None
     temperature: float | None = None
+    server_command: list[str] = field(default_factory=list)
+    host: str | None = None
+    port: int | None = None
+    port_policy: Literal["fail", "reuse", "next-free"] | None = None
+    startup_timeout: float | None = None
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ _MODULES: dict[str, str] = {
     "openai_compatible": "openheim.providers.openai_chat",
     "gemini": "openheim.providers.gemini",
     "llama_cpp": "openheim.providers.llama_cpp",
+    "llama_server": "openheim.providers.llama_server",
 }
 _FACTORIES: dict[str, Factory] = {}
 

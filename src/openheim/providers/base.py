@@ -126,3 +126,13 @@ class ProviderSettings:
     n_threads: int | None = None
     seed: int | None = None
     temperature: float | None = None
+    server_command: tuple[str, ...] = ()
+    """``llama_server``: the server program and leading arguments; empty picks ``llama-server``
+    on PATH, else ``python -m llama_cpp.server``."""
+    host: str = "127.0.0.1"
+    port: int | None = None
+    """``llama_server``: the port to serve on; None picks a free one."""
+    port_policy: str = "next-free"
+    """``llama_server``, when ``port`` is taken: ``fail``, ``reuse`` or ``next-free``."""
+    startup_timeout: float = 120.0
+    """``llama_server``: seconds a starting server gets to answer ``/v1/models``."""

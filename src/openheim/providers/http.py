@@ -34,6 +34,7 @@ from openheim.errors import (
     ProviderUnavailable,
     StreamCut,
 )
+from openheim.urls import is_loopback
 
 REDACTED = "[redacted]"
 _MAX_SERVER_TEXT = 500
@@ -99,7 +100,8 @@ def make_client(timeout_secs: float, api_base: str | None = None) -> httpx.Async
 
     ``httpx.Timeout(timeout_secs)`` bounds connecting, writing and each read: the read limit is
     the idle gap between streamed chunks, never the whole response, so a long generation that
-    keeps streaming is not cut off. ``trust_env`` honours ``HTTPS_PROXY`` / ``NO_PROXY`` etc.
+    keeps streaming is not cut off. ``trust_env`` honours ``HTTPS_PROXY`` / ``NO_PROXY`` etc.,
+    except for a loopback endpoint, which is never reached through a proxy.
 
     Loading the trust store costs tens of milliseconds, so a plain ``http://`` endpoint (a local
     server) gets a TLS context with no CAs instead: it is never used, and if it were it would
@@ -109,7 +111,9 @@ def make_client(timeout_secs: float, api_base: str | None = None) -> httpx.Async
         verify = ssl_context()
     else:
         verify = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    return httpx.AsyncClient(verify=verify, trust_env=True, timeout=httpx.Timeout(timeout_secs))
+    local = api_base is not None and is_loopback(api_base)
+    timeout = httpx.Timeout(timeout_secs)
+    return httpx.AsyncClient(verify=verify, trust_env=not local, timeout=timeout)
 
 
 def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import httpx
 from httpx_sse import EventSource, aconnect_sse
@@ -70,7 +70,7 @@ class HTTPProvider:
         if self._owns_client:
             await self._client.aclose()
 
-    async def __aenter__(self) -> HTTPProvider:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:

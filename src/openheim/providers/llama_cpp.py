@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import json
+import re
 import threading
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -21,16 +22,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from openheim.envelope.fence import FENCE_TAG
 from openheim.errors import ConfigError, ContextOverflow, ProviderError
 from openheim.events import TextDelta
 from openheim.messages import FinishReason, Message, TextBlock, ThinkingBlock, Usage
 from openheim.providers.base import ModelRequest, ModelResponse, ProviderSettings, StreamItem
 from openheim.providers.local_models import (
-    available_memory,
-    default_context,
     default_threads,
     find_model,
-    gguf_metadata,
+    fitting_context,
 )
 
 if TYPE_CHECKING:
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from llama_cpp.llama_grammar import LlamaGrammar
 
 INSTALL_HINT = "install the local extra: pip install 'openheim[local]'"
-FENCE = "openheim-agent"
 DEFAULT_MAX_TOKENS = 2048
 DEFAULT_TEMPERATURE = 0.2
 SAMPLING: dict[str, float] = {"top_k": 40, "top_p": 0.95, "min_p": 0.05, "repeat_penalty": 1.1}
@@ -91,7 +90,7 @@ class LlamaCppProvider:
         except ImportError:
             raise ConfigError("llama-cpp-python is not installed", hint=INSTALL_HINT) from None
         path = self.model_path()
-        n_ctx = self.settings.n_ctx or _fitting_context(path)
+        n_ctx = self.settings.n_ctx or fitting_context(path)
         return Llama(
             model_path=str(path),
             n_ctx=n_ctx,
@@ -120,7 +119,7 @@ class LlamaCppProvider:
                 request.max_tokens or self.settings.max_tokens or 2048, llm.n_ctx() - len(tokens)
             )
             run = _Generation(llm, tokens, stop, budget, self._sampling(request))
-            run.grammar = _grammar(request)
+            run.grammar = envelope_grammar(request)
             pieces: list[str] = []
             async for piece in self._run(run):
                 pieces.append(piece)
@@ -210,19 +209,6 @@ class _Generation:
                 break
 
 
-def _fitting_context(path: Path) -> int:
-    """The trained context, limited by what the KV cache may take of the free memory."""
-    meta = gguf_metadata(path)
-    arch = meta.get("general.architecture", "llama")
-    trained = int(meta.get(f"{arch}.context_length", 2048))
-    layers = int(meta.get(f"{arch}.block_count", 0))
-    width = int(meta.get(f"{arch}.embedding_length", 0))
-    heads = int(meta.get(f"{arch}.attention.head_count", 1)) or 1
-    kv_heads = int(meta.get(f"{arch}.attention.head_count_kv", heads))
-    kv_bytes = 2 * layers * (width * kv_heads // heads) * 2  # keys and values, f16
-    return default_context(trained, kv_bytes, available_memory())
-
-
 def _chat_messages(request: ModelRequest) -> list[dict[str, str]]:
     """Plain role/content messages: tool blocks are rendered as text (models without native
     tool calling get them through the envelope protocol)."""
@@ -268,15 +254,15 @@ def _prompt_tokens(llm: Llama, request: ModelRequest) -> tuple[list[int], list[s
     return tokens, [s for s in stop if s]
 
 
-def _grammar(request: ModelRequest) -> LlamaGrammar | None:
+def envelope_grammar(request: ModelRequest) -> LlamaGrammar | None:
     """A grammar for "prose, then maybe one envelope block" (the block alone when required)."""
     if request.envelope_schema is None:
         return None
     from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
 
     body = json_schema_to_gbnf(json.dumps(dict(request.envelope_schema)))
-    body = body.replace("root ::=", "envelope ::=", 1)
-    block = f'"```{FENCE}\\n" envelope "\\n```"'
+    body = re.sub(r"^root ::=", "envelope ::=", body, count=1, flags=re.MULTILINE)
+    block = f'"```{FENCE_TAG}\\n" envelope "\\n```"'
     required = request.tool_choice != "auto"
     root = f"root ::= {block}" if required else f"root ::= prose ({block})?\nprose ::= [^`]*"
     return LlamaGrammar.from_string(f"{root}\n{body}", verbose=False)

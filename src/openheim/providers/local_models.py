@@ -154,3 +154,16 @@ def default_context(trained: int, kv_bytes_per_token: int, memory: int | None) -
     if memory and kv_bytes_per_token > 0:
         limit = min(limit, memory // 4 // kv_bytes_per_token)
     return max(512, limit // 256 * 256)
+
+
+def fitting_context(path: Path) -> int:
+    """The trained context, limited by what the KV cache may take of the free memory."""
+    meta = gguf_metadata(path)
+    arch = meta.get("general.architecture", "llama")
+    trained = int(meta.get(f"{arch}.context_length", 2048))
+    layers = int(meta.get(f"{arch}.block_count", 0))
+    width = int(meta.get(f"{arch}.embedding_length", 0))
+    heads = int(meta.get(f"{arch}.attention.head_count", 1)) or 1
+    kv_heads = int(meta.get(f"{arch}.attention.head_count_kv", heads))
+    kv_bytes = 2 * layers * (width * kv_heads // heads) * 2  # keys and values, f16
+    return default_context(trained, kv_bytes, available_memory())

@@ -13,6 +13,7 @@ from typing import Any
 
 from openheim.errors import ArgumentError
 from openheim.providers.base import ToolSpec
+from openheim.tools.env import child_env
 from openheim.tools.sandbox import PathSandbox
 from openheim.typed import TypeCheckError, from_mapping, json_schema
 
@@ -47,7 +48,8 @@ class ToolContext:
 
     sandbox: PathSandbox
     cwd: Path
-    env: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=child_env)
+    """The environment of child processes: the parent's, without secrets (``child_env``)."""
 
     def path(self, raw: str, *, write: bool = False) -> Path:
         """Resolve a path argument inside the sandbox (raises SandboxError)."""

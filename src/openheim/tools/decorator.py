@@ -19,23 +19,32 @@ from typing import Annotated, Any, overload
 
 from openheim.tools.base import Capabilities, Tool, ToolContext, ToolKind, ToolOutput
 
-_ARG_LINE = re.compile(r"^\s{2,}(\w+)(?:\s*\([^)]*\))?:\s*(.*)$")
+_ARG_LINE = re.compile(r"^\s*(\w+)(?:\s*\([^)]*\))?:\s*(.*)$")
 
 
 def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """Description (text before the first section) and per-argument descriptions."""
+    """Description (the first paragraph) and per-argument descriptions from ``Args:``.
+
+    An argument entry sits at the section's first indentation; deeper lines continue it (even
+    when they contain a colon); an unindented line starts the next section (``Returns:``...).
+    """
     text = inspect.cleandoc(doc)
     head, _, rest = text.partition("\nArgs:\n")
     params: dict[str, str] = {}
-    last = None
-    for line in ("  " + rest.replace("\n", "\n  ")).splitlines() if rest else ():
-        if m := _ARG_LINE.match(line):
+    indent: int | None = None
+    last: str | None = None
+    for line in rest.splitlines():
+        depth = len(line) - len(line.lstrip())
+        if not line.strip():
+            continue
+        if depth == 0:
+            break
+        indent = depth if indent is None else indent
+        if depth <= indent and (m := _ARG_LINE.match(line)):
             last = m.group(1)
             params[last] = m.group(2).strip()
-        elif last and line.strip() and line.startswith("      "):
+        elif depth > indent and last:
             params[last] += " " + line.strip()
-        elif not line.strip() or not line.startswith("    "):
-            last = None
     description = head.split("\n\n")[0].replace("\n", " ").strip()
     return description, params
 

@@ -1,8 +1,13 @@
-"""The built-in tools: files, listing, search and (when allowed) the shell."""
+"""The built-in tools.
+
+``read_file``, ``write_file``, ``edit_file`` (files.py), ``list_dir``, ``glob`` (listing.py),
+``search`` (search.py) and, only when the shell is allowed, ``execute_command`` (shell.py). Every
+path goes through the session's sandbox and is shown relative to the work dir.
+"""
 
 from __future__ import annotations
 
-from openheim.tools.base import ToolSet
+from openheim.tools.base import Tool, ToolSet
 from openheim.tools.builtin.files import edit_file, read_file, write_file
 from openheim.tools.builtin.listing import glob, list_dir
 from openheim.tools.builtin.search import search
@@ -10,8 +15,20 @@ from openheim.tools.builtin.shell import execute_command
 
 
 def builtin_tools(*, allow_shell: bool) -> ToolSet:
-    """Every built-in tool; ``execute_command`` only when ``allow_shell`` is on."""
-    tools = [read_file, write_file, edit_file, list_dir, glob, search]
+    """Every built-in tool, in a stable order; ``execute_command`` only when ``allow_shell``."""
+    tools: list[Tool] = [read_file, write_file, edit_file, list_dir, glob, search]
     if allow_shell:
         tools.append(execute_command)
     return ToolSet(tools)
+
+
+__all__ = [
+    "builtin_tools",
+    "edit_file",
+    "execute_command",
+    "glob",
+    "list_dir",
+    "read_file",
+    "search",
+    "write_file",
+]

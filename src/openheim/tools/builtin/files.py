@@ -1,53 +1,105 @@
 """File tools: ``read_file``, ``write_file`` and ``edit_file``.
 
-Paths go through the sandbox; writes are atomic (temp file + rename) and keep the file's mode.
+Paths go through the sandbox. Reads stream the file, so a huge file costs no more memory than
+the window shown; writes are atomic (``openheim.fsutil.atomic_write``) and keep a file's mode.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, BinaryIO
 
 from openheim.errors import ToolError
 from openheim.fsutil import atomic_write
 from openheim.tools.base import ToolContext, ToolKind
+from openheim.tools.builtin.fs import (
+    BINARY_PROBE,
+    looks_binary,
+    open_regular,
+    read_error,
+    write_error,
+)
 from openheim.tools.decorator import tool
 
 MAX_READ_BYTES = 100 * 1024
-BINARY_PROBE = 8192
+_COUNT_CHUNK = 1 << 20
 
 
-def _read_text(path: Path, shown: str) -> str:
-    if path.is_dir():
-        raise ToolError(f"{shown} is a directory", hint="use list_dir or glob to see its files")
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise ToolError(
-            f"{shown} does not exist", hint="check the path with list_dir or glob"
-        ) from None
-    except OSError as err:
-        raise ToolError(f"cannot read {shown}: {err.strerror}") from None
-    if b"\0" in data[:BINARY_PROBE]:
-        raise ToolError(f"{shown} is a binary file", hint="read_file only shows text files")
-    return data.decode("utf-8", "replace")
+def _binary_error(shown: str) -> ToolError:
+    return ToolError(
+        f"{shown} is a binary file (it contains NUL bytes)",
+        hint="read_file shows text only; use search or a shell command to inspect it",
+    )
 
 
-def _window(text: str, offset: int, limit: int | None) -> tuple[str, int, int, int]:
-    """The lines from ``offset`` (1-based), at most ``limit`` lines and MAX_READ_BYTES."""
-    lines = text.splitlines(keepends=True)
-    total = len(lines)
-    start = offset - 1
-    end = total if limit is None else min(total, start + limit)
-    out: list[str] = []
-    size = 0
-    for line in lines[start:end]:
-        size += len(line.encode("utf-8"))
-        if size > MAX_READ_BYTES and out:
+def _lines(fh: BinaryIO) -> Iterator[tuple[bytes, bool]]:
+    """Each line with its newline, cut to MAX_READ_BYTES (then flagged) so memory stays bounded."""
+    while line := fh.readline(MAX_READ_BYTES + 1):
+        if len(line) > MAX_READ_BYTES and not line.endswith(b"\n"):
+            while (rest := fh.readline(MAX_READ_BYTES)) and not rest.endswith(b"\n"):
+                pass
+            yield line[:MAX_READ_BYTES], True
+        else:
+            yield line, False
+
+
+def _count_rest(fh: BinaryIO) -> int:
+    """How many lines remain in ``fh`` (a last line without a newline counts)."""
+    count, last = 0, b"\n"
+    while chunk := fh.read(_COUNT_CHUNK):
+        count += chunk.count(b"\n")
+        last = chunk[-1:]
+    return count + (last != b"\n")
+
+
+def _window(fh: BinaryIO, shown: str, offset: int, limit: int | None) -> str:
+    """Lines from ``offset`` on, at most ``limit`` of them and MAX_READ_BYTES, plus a note."""
+    lines = _lines(fh)
+    skipped = sum(1 for _ in itertools.islice(lines, offset - 1))
+    kept: list[bytes] = []
+    size, more, cut = 0, 0, False
+    for line, truncated in lines:
+        if len(kept) == limit or (kept and size + len(line) > MAX_READ_BYTES):
+            more = 1
             break
-        out.append(line)
-    return "".join(out), start + 1, start + len(out), total
+        kept.append(line)
+        size += len(line)
+        cut = cut or truncated
+    if not kept:
+        if skipped == 0:
+            return f"[{shown} is empty]"
+        raise ToolError(
+            f"offset {offset} is past the end of {shown}, which has {skipped} lines",
+            hint=f"use an offset from 1 to {skipped}",
+        )
+    last = offset + len(kept) - 1
+    total = last + more + (_count_rest(fh) if more else 0)
+    body = b"".join(kept).decode("utf-8", "replace")
+    notes = []
+    if cut:
+        notes.append(f"[line {last} is longer than 100 KiB; only its start is shown]")
+    if last < total:
+        notes.append(
+            f"[lines {offset}-{last} of {total} shown; "
+            f"call read_file with offset={last + 1} to continue]"
+        )
+    if notes and not body.endswith("\n"):
+        body += "\n"
+    return body + "\n".join(notes)
+
+
+def _read_window(path: Path, shown: str, offset: int, limit: int | None) -> str:
+    try:
+        with open_regular(path) as fh:
+            if looks_binary(fh.read(BINARY_PROBE)):
+                raise _binary_error(shown)
+            fh.seek(0)
+            return _window(fh, shown, offset, limit)
+    except OSError as err:
+        raise read_error(err, shown) from None
 
 
 @tool(read_only=True, kind=ToolKind.READ)
@@ -55,64 +107,90 @@ async def read_file(
     ctx: ToolContext,
     path: Annotated[str, "File to read, relative to the working directory"],
     offset: Annotated[int, "First line to show, 1-based (default 1)"] = 1,
-    limit: Annotated[int | None, "Most lines to show (default: as many as fit)"] = None,
+    limit: Annotated[int | None, "Most lines to show (default: as many as fit in 100 KiB)"] = None,
 ) -> str:
-    """Read a text file. Shows at most 100 KiB per call, cut at a line boundary; a note at the
-    end gives the offset to continue from."""
+    """Read a text file and return its raw text (no line numbers). One call shows at most 100 KiB,
+    cut at a line boundary; when more remains, a final note such as '[lines 1-2345 of 9000 shown;
+    call read_file with offset=2346 to continue]' says where to go on. Use offset and limit to
+    read a range of lines. Binary files are refused; invalid UTF-8 is shown as U+FFFD."""
     if offset < 1:
         raise ToolError(f"offset must be 1 or more, got {offset}", hint="lines are numbered from 1")
     if limit is not None and limit < 1:
         raise ToolError(f"limit must be 1 or more, got {limit}", hint="omit limit to read on")
     target = ctx.path(path)
-    shown = ctx.display(target)
-    text = await asyncio.to_thread(_read_text, target, shown)
-    body, first, last, total = _window(text, offset, limit)
-    if total and offset > total:
-        raise ToolError(f"{shown} has only {total} lines", hint=f"use an offset up to {total}")
-    if last < total:
-        body += (
-            f"{'' if body.endswith(chr(10)) else chr(10)}[lines {first}-{last} of {total} "
-            f"shown; call read_file with offset={last + 1} to continue]"
-        )
-    return body
+    return await asyncio.to_thread(_read_window, target, ctx.display(target), offset, limit)
 
 
-def _write(target: Path, content: str) -> bool:
-    existed = target.exists()
+def _write(target: Path, shown: str, data: bytes) -> bool:
+    """Write ``data`` to ``target``, creating its folders; whether a file was replaced."""
     if target.is_dir():
-        raise ToolError(f"{target.name} is a directory", hint="give a file path")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(target, content.encode("utf-8"))
+        raise ToolError(f"{shown} is a directory", hint="give the path of a file")
+    existed = target.exists()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(target, data)
+    except OSError as err:
+        raise write_error(err, shown) from None
     return existed
 
 
 @tool(kind=ToolKind.EDIT)
 async def write_file(
     ctx: ToolContext,
-    path: Annotated[str, "File to create or replace, relative to the working directory"],
+    path: Annotated[str, "File to create or overwrite, relative to the working directory"],
     content: Annotated[str, "The complete new content of the file"],
 ) -> str:
-    """Create a file, or replace its whole content. Parent directories are created."""
+    """Create a file or replace its whole content; missing parent folders are created. The write
+    is atomic. To change part of an existing file, prefer edit_file."""
     target = ctx.path(path, write=True)
-    existed = await asyncio.to_thread(_write, target, content)
-    size = len(content.encode("utf-8"))
-    return f"wrote {size} bytes to {ctx.display(target)} ({'replaced' if existed else 'created'})"
+    shown = ctx.display(target)
+    data = content.encode("utf-8")
+    existed = await asyncio.to_thread(_write, target, shown, data)
+    return f"wrote {len(data)} bytes to {shown} ({'replaced' if existed else 'created'})"
+
+
+def _read_for_edit(target: Path, shown: str) -> str:
+    """The file's text; undecodable bytes survive the round trip as surrogate escapes."""
+    try:
+        with open_regular(target) as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        raise ToolError(f"{shown} does not exist", hint="use write_file to create it") from None
+    except OSError as err:
+        raise read_error(err, shown) from None
+    if looks_binary(data):
+        raise _binary_error(shown)
+    return data.decode("utf-8", "surrogateescape")
+
+
+def _crlf_fallback(text: str, old: str, new: str) -> tuple[str, str]:
+    """Match a file with CRLF line ends when the model wrote plain newlines."""
+    if "\r\n" in text and "\n" in old and "\r\n" not in old and old not in text:
+        return old.replace("\n", "\r\n"), new.replace("\r\n", "\n").replace("\n", "\r\n")
+    return old, new
 
 
 def _edit(target: Path, shown: str, old: str, new: str, replace_all: bool) -> int:
-    text = _read_text(target, shown)
+    text = _read_for_edit(target, shown)
+    old, new = _crlf_fallback(text, old, new)
     count = text.count(old)
     if count == 0:
         raise ToolError(
             f"old_string was not found in {shown}",
-            hint="read_file the file and copy the exact text, including whitespace",
+            hint="call read_file to see the current text and copy it exactly, "
+            "including whitespace and indentation",
         )
     if count > 1 and not replace_all:
         raise ToolError(
             f"old_string occurs {count} times in {shown}",
-            hint="add surrounding lines to make it unique, or set replace_all=true",
+            hint="include more surrounding lines so it matches exactly once, "
+            "or set replace_all=true to change every occurrence",
         )
-    atomic_write(target, text.replace(old, new).encode("utf-8"))
+    updated = text.replace(old, new)
+    try:
+        atomic_write(target, updated.encode("utf-8", "surrogateescape"))
+    except OSError as err:
+        raise write_error(err, shown) from None
     return count
 
 
@@ -120,16 +198,19 @@ def _edit(target: Path, shown: str, old: str, new: str, replace_all: bool) -> in
 async def edit_file(
     ctx: ToolContext,
     path: Annotated[str, "File to edit, relative to the working directory"],
-    old_string: Annotated[str, "Exact text to replace (must occur once unless replace_all)"],
-    new_string: Annotated[str, "Text to put in its place"],
+    old_string: Annotated[str, "Exact text to replace; must occur once unless replace_all"],
+    new_string: Annotated[str, "Text to put in its place (must differ from old_string)"],
     replace_all: Annotated[bool, "Replace every occurrence instead of exactly one"] = False,
 ) -> str:
-    """Replace an exact piece of text in a file. old_string must match exactly once, unless
-    replace_all is set."""
+    """Replace an exact piece of text in a file. old_string must match the file's current text
+    character for character (whitespace included) and occur exactly once, unless replace_all is
+    true; otherwise the call fails and nothing changes. Read the file first to copy the text."""
     if not old_string:
         raise ToolError("old_string is empty", hint="use write_file to create or replace a file")
     if old_string == new_string:
-        raise ToolError("old_string and new_string are the same", hint="nothing to change")
+        raise ToolError(
+            "old_string and new_string are identical", hint="put the changed text in new_string"
+        )
     target = ctx.path(path, write=True)
     shown = ctx.display(target)
     count = await asyncio.to_thread(_edit, target, shown, old_string, new_string, replace_all)

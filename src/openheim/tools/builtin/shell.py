@@ -1,8 +1,13 @@
-"""``execute_command``: ``sh -c`` in the session cwd, in its own process group.
+"""``execute_command``: ``/bin/sh -c`` in the session cwd, in a process group of its own.
 
-stdin is detached, stdout and stderr are read concurrently and each capped at 64 KiB (the rest is
-drained and counted so the child never blocks on a full pipe). On timeout or cancellation the
-whole process group is killed, so background children die too.
+* stdin is ``/dev/null``, so a command waiting for input ends at once instead of hanging.
+* stdout and stderr are read concurrently through pipes this module owns; each keeps its first
+  and last 32 KiB and counts what it drops, and keeps draining so the child never blocks.
+* On timeout the whole process group gets SIGKILL and the partial output is returned. On
+  cancellation the group is killed, the shell reaped, and ``CancelledError`` propagates.
+* When the shell exits but a background process still holds the output pipes, it gets a short
+  grace period, then its group is killed too. Owning the pipes means the call always returns,
+  even if a grandchild escaped the group with ``setsid``.
 """
 
 from __future__ import annotations
@@ -11,77 +16,212 @@ import asyncio
 import contextlib
 import os
 import signal
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated
 
 from openheim.errors import ToolError
-from openheim.tools.base import ToolContext, ToolKind, ToolOutput
-from openheim.tools.decorator import tool
+from openheim.tools.base import Capabilities, Tool, ToolContext, ToolKind, ToolOutput
 
 MAX_STREAM_BYTES = 64 * 1024
+DEFAULT_TIMEOUT = 120
 MAX_TIMEOUT = 3600
-_READ_SIZE = 65536
+LINGER_GRACE = 0.5
+SHELL = "/bin/sh"
 
 
-async def _capture(stream: asyncio.StreamReader) -> tuple[bytes, int]:
-    """Everything up to the cap, and how many bytes came after it."""
-    kept = bytearray()
-    dropped = 0
-    while chunk := await stream.read(_READ_SIZE):
-        room = MAX_STREAM_BYTES - len(kept)
-        kept += chunk[:room]
-        dropped += max(0, len(chunk) - room)
-    return bytes(kept), dropped
+class _Capture(asyncio.Protocol):
+    """One output pipe: its first and last ``cap / 2`` bytes, and how many came in all."""
+
+    def __init__(self, cap: int) -> None:
+        self._half = cap // 2
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def data_received(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self._half - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data
+            del self.tail[: -self._half]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+    def text(self, name: str) -> str:
+        dropped = self.total - len(self.head) - len(self.tail)
+        head = self.head.decode("utf-8", "replace")
+        tail = self.tail.decode("utf-8", "replace")
+        if not dropped:
+            return head + tail
+        note = (
+            f"\n[... {dropped} bytes of {name} dropped: each stream keeps its first and last "
+            f"{self._half // 1024} KiB; redirect to a file and search it to see everything ...]\n"
+        )
+        return head + note + tail
 
 
-def _kill_group(proc: asyncio.subprocess.Process) -> None:
+@dataclass(frozen=True, slots=True)
+class ShellResult:
+    """How a command ended and what it printed."""
+
+    code: int
+    stdout: str
+    stderr: str
+    timed_out: bool
+    lingered: bool
+
+
+def _kill_group(pgid: int) -> None:
+    """SIGKILL every process of the group (the group outlives its reaped leader)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(pgid, signal.SIGKILL)
 
 
-def _section(name: str, data: bytes, dropped: int) -> str:
-    text = data.decode("utf-8", "replace")
-    note = f"\n[{dropped} more bytes of {name} not shown]" if dropped else ""
-    return f"--- {name} ---\n{text}{note}" if text or note else ""
-
-
-def _report(code: int | None, out: tuple[bytes, int], err: tuple[bytes, int], timeout: int) -> str:
-    head = f"exit code: {code}" if code is not None else f"timed out after {timeout} s (killed)"
-    parts = [head, _section("stdout", *out), _section("stderr", *err)]
-    return "\n".join(p for p in parts if p)
-
-
-@tool(kind=ToolKind.EXECUTE)
-async def execute_command(
-    ctx: ToolContext,
-    command: Annotated[str, "Shell command, run with sh -c in the working directory"],
-    timeout: Annotated[int, "Seconds before the command and its children are killed"] = 120,  # noqa: ASYNC109
-) -> ToolOutput:
-    """Run a shell command and return its exit code, stdout and stderr (each capped at 64 KiB).
-    stdin is empty; the command and everything it started are killed after the timeout."""
-    if not 1 <= timeout <= MAX_TIMEOUT:
-        raise ToolError(f"timeout must be 1..{MAX_TIMEOUT} seconds, got {timeout}")
-    proc = await asyncio.create_subprocess_exec(
-        "sh",
-        "-c",
-        command,
-        cwd=ctx.cwd,
-        env=dict(ctx.env),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    readers = asyncio.gather(_capture(proc.stdout), _capture(proc.stderr))
+async def _pipe(
+    capture: _Capture, readers: contextlib.ExitStack, writers: contextlib.ExitStack
+) -> int:
+    """A pipe whose read end feeds ``capture``; returns the write end for the child."""
+    read_fd, write_fd = os.pipe()
+    writers.callback(os.close, write_fd)
+    reader = os.fdopen(read_fd, "rb", buffering=0)
     try:
-        code: int | None = await asyncio.wait_for(proc.wait(), timeout)
-    except TimeoutError:
-        code = None
+        transport, _ = await asyncio.get_running_loop().connect_read_pipe(lambda: capture, reader)
     except BaseException:
-        _kill_group(proc)
-        readers.cancel()
+        reader.close()
+        raise
+    readers.callback(transport.close)
+    return write_fd
+
+
+async def _drained(out: _Capture, err: _Capture, grace: float) -> bool:
+    """Whether both pipes reached end of file within ``grace`` seconds."""
+    _, pending = await asyncio.wait([out.closed, err.closed], timeout=grace)
+    return not pending
+
+
+async def _supervise(
+    proc: asyncio.subprocess.Process, out: _Capture, err: _Capture, time_limit: float
+) -> tuple[int, bool, bool]:
+    """Wait for the shell and its output; the exit code, whether it timed out or lingered."""
+    try:
+        try:
+            code = await asyncio.wait_for(proc.wait(), time_limit)
+            timed_out = False
+        except TimeoutError:
+            timed_out = True
+            _kill_group(proc.pid)
+            code = await proc.wait()
+        lingered = not await _drained(out, err, LINGER_GRACE)
+        if lingered:
+            _kill_group(proc.pid)
+            await _drained(out, err, LINGER_GRACE)
+    except BaseException:
+        _kill_group(proc.pid)
         await proc.wait()
         raise
-    _kill_group(proc)  # background children left behind hold the pipes open
-    out, err = await readers
-    return ToolOutput(_report(code, out, err, timeout), is_error=code != 0)
+    return code, timed_out, lingered
+
+
+async def run_shell(
+    command: str, *, cwd: Path, env: dict[str, str], time_limit: float
+) -> ShellResult:
+    """Run ``command`` with ``sh -c``; see the module docstring for the guarantees."""
+    out, err = _Capture(MAX_STREAM_BYTES), _Capture(MAX_STREAM_BYTES)
+    with contextlib.ExitStack() as readers:
+        with contextlib.ExitStack() as writers:
+            out_fd = await _pipe(out, readers, writers)
+            err_fd = await _pipe(err, readers, writers)
+            proc = await asyncio.create_subprocess_exec(
+                SHELL,
+                "-c",
+                command,
+                cwd=cwd,
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=out_fd,
+                stderr=err_fd,
+                start_new_session=True,
+            )
+        code, timed_out, lingered = await _supervise(proc, out, err, time_limit)
+    return ShellResult(code, out.text("stdout"), err.text("stderr"), timed_out, lingered)
+
+
+def _headline(result: ShellResult, timeout: int) -> str:
+    if result.timed_out:
+        return (
+            f"timed out after {timeout} s: the command and every process it started were killed; "
+            "the output so far is below (raise timeout, up to 3600, if it needs longer)"
+        )
+    if result.code < 0:
+        with contextlib.suppress(ValueError):
+            return f"exit code: {result.code} (killed by {signal.Signals(-result.code).name})"
+    return f"exit code: {result.code}"
+
+
+def format_result(result: ShellResult, timeout: int) -> str:
+    """The text the model sees: how it ended, then stdout and stderr in labelled sections."""
+    parts = [
+        _headline(result, timeout),
+        f"--- stdout ---\n{result.stdout or '(empty)'}",
+        f"--- stderr ---\n{result.stderr or '(empty)'}",
+    ]
+    if result.lingered:
+        parts.append(
+            "[background processes still holding the output were killed when the command "
+            "finished; to keep one running, redirect its output: cmd > log.txt 2>&1 &]"
+        )
+    return "\n".join(p.rstrip("\n") for p in parts)
+
+
+@dataclass(frozen=True, slots=True)
+class ExecuteCommandArgs:
+    command: Annotated[str, "Shell command line, run with sh -c in the working directory"]
+    timeout: Annotated[
+        int, "Seconds before the command and all its child processes are killed (1-3600)"
+    ] = DEFAULT_TIMEOUT
+
+
+class ExecuteCommand(Tool):
+    """The shell tool; offered only when the shell is allowed."""
+
+    name = "execute_command"
+    description = (
+        "Run a shell command (sh -c) in the working directory and return its exit code, stdout "
+        "and stderr. stdin is empty, so interactive prompts fail at once: pass flags such as -y. "
+        "Each of stdout and stderr is capped at 64 KiB (the first and last 32 KiB are kept); "
+        "redirect long output to a file and search it. After `timeout` seconds (default 120) "
+        "the command and every process it started are killed and the partial output returned. "
+        "Use the file tools, not cat/sed/echo, to read and edit files."
+    )
+    capabilities = Capabilities(read_only=False, kind=ToolKind.EXECUTE)
+    args_model = ExecuteCommandArgs
+
+    async def call(self, args: ExecuteCommandArgs, ctx: ToolContext) -> ToolOutput:
+        if not 1 <= args.timeout <= MAX_TIMEOUT:
+            raise ToolError(
+                f"timeout must be between 1 and {MAX_TIMEOUT} seconds, got {args.timeout}",
+                hint="pass a timeout in that range",
+            )
+        if not args.command.strip():
+            raise ToolError("command is empty", hint="pass the shell command line to run")
+        try:
+            result = await run_shell(
+                args.command, cwd=ctx.cwd, env=dict(ctx.env), time_limit=args.timeout
+            )
+        except OSError as err:
+            raise ToolError(
+                f"could not start the command in {ctx.display(ctx.cwd)}: {err.strerror or err}",
+                hint="check that the working directory still exists",
+            ) from None
+        failed = result.timed_out or result.code != 0
+        return ToolOutput(format_result(result, args.timeout), is_error=failed)
+
+
+execute_command = ExecuteCommand()

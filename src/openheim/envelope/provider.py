@@ -1,0 +1,111 @@
+"""``EnvelopeProvider``: tool calling for models without it, as fenced JSON in the text.
+
+The wrapper sends the inner provider no native tools. It puts the protocol and the tool list in
+the system prompt, the envelope schema on the request (so llama.cpp can constrain decoding), and
+history with calls and results as text. The inner ``tool_choice`` then only says whether the
+block is optional (``auto``) or mandatory (``required``; a named tool is narrowed in the schema
+and instructions); it is ``none`` when no tools are offered, with no schema.
+
+While the reply streams, text is forwarded except the blocks: backticks that might open one are
+held back until they are settled, and a block is never shown. At the end the reply is parsed
+(see ``openheim.envelope.parse``): warnings become ``Notice`` events, the block's
+``assistant_text`` a final ``TextDelta``, and the response carries the calls.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator, Iterable
+from typing import Literal
+
+from openheim.envelope.fence import FenceSplitter, Segment, Text
+from openheim.envelope.parse import parse_reply
+from openheim.envelope.prompt import protocol_section, render_history, with_protocol
+from openheim.envelope.schema import envelope_schema
+from openheim.errors import ConfigError
+from openheim.events import Notice, TextDelta
+from openheim.messages import Message, TextBlock, ThinkingBlock
+from openheim.providers.base import ModelRequest, ModelResponse, Provider, StreamItem
+
+ENVELOPE_KINDS = frozenset({"llama_cpp", "llama_server"})
+"""Provider kinds that use the envelope protocol unless configured otherwise."""
+
+
+def protocol_for(kind: str, configured: str | None) -> Literal["native", "envelope"]:
+    """The tool protocol for a provider: ``configured`` (the ``tool_protocol`` key) when set,
+    else ``envelope`` for local llama.cpp kinds and ``native`` for the rest."""
+    if configured == "native":
+        return "native"
+    if configured == "envelope" or (configured is None and kind in ENVELOPE_KINDS):
+        return "envelope"
+    if configured is None:
+        return "native"
+    raise ConfigError(
+        f"tool_protocol {configured!r} is not a tool protocol",
+        hint='set tool_protocol to "native" or "envelope", or leave it out',
+    )
+
+
+def envelope_request(request: ModelRequest) -> ModelRequest:
+    """The request the inner provider gets (see the module docstring)."""
+    messages = render_history(request.messages)
+    if not request.tools or request.tool_choice == "none":
+        return dataclasses.replace(
+            request, messages=messages, tools=(), tool_choice="none", envelope_schema=None
+        )
+    section = protocol_section(request.tools, request.tool_choice)
+    return dataclasses.replace(
+        request,
+        messages=messages,
+        system=with_protocol(request.system, section),
+        tools=(),
+        tool_choice="auto" if request.tool_choice == "auto" else "required",
+        envelope_schema=envelope_schema(request.tools, request.tool_choice),
+    )
+
+
+class EnvelopeProvider:
+    """Wraps a provider; same protocol, with tools carried as action envelopes in the text."""
+
+    def __init__(self, inner: Provider) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    async def aclose(self) -> None:
+        close = getattr(self.inner, "aclose", None)
+        if close is not None:
+            await close()
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        splitter = FenceSplitter()
+        async for item in self.inner.stream(envelope_request(request)):
+            if isinstance(item, TextDelta):
+                for delta in _visible(splitter.feed(item.text)):
+                    yield delta
+            elif isinstance(item, ModelResponse):
+                for delta in _visible(splitter.close()):
+                    yield delta
+                for final in _respond(item, request):
+                    yield final
+            else:
+                yield item
+
+
+def _visible(segments: Iterable[Segment]) -> list[TextDelta]:
+    return [TextDelta(s.text) for s in segments if isinstance(s, Text)]
+
+
+def _respond(response: ModelResponse, request: ModelRequest) -> list[StreamItem]:
+    """The notices, the ``assistant_text`` delta and the response of a finished reply."""
+    message = response.message
+    offered = [t.name for t in request.tools] if request.tool_choice != "none" else []
+    parsed = parse_reply(message.text, offered, truncated=response.finish == "max_tokens")
+    out: list[StreamItem] = [Notice(w, "warning") for w in parsed.warnings]
+    if parsed.assistant_text:
+        out.append(TextDelta(parsed.assistant_text))
+    thinking = tuple(b for b in message.content if isinstance(b, ThinkingBlock))
+    others = tuple(b for b in message.content if not isinstance(b, TextBlock | ThinkingBlock))
+    content = (*thinking, *parsed.content, *others)
+    finish = "tool_use" if parsed.calls or message.tool_uses else response.finish
+    out.append(dataclasses.replace(response, message=Message(message.role, content), finish=finish))
+    return out
