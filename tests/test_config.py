@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from openheim.config.load import Overrides, Settings, load_settings
 from openheim.config import providers
+from openheim.config.load import Overrides, Settings, load_settings
 from openheim.config.providers import resolve_provider
 from openheim.config.trust import is_trusted, set_trust, trusted_folders
 from openheim.errors import ConfigError
