@@ -73,6 +73,11 @@ class LlamaCppProvider:
         self._executor.shutdown(wait=True)
         self._llm = None
 
+    def forget_prompt_cache(self) -> None:
+        """Make the next call evaluate its whole prompt again (for fair measurements)."""
+        if self._llm is not None:
+            self._llm.reset()  # type: ignore[no-untyped-call]
+
     def model_path(self) -> Path:
         path = find_model(self.settings.model_path or self.settings.model, self.settings.data_dir)
         if path is None:
@@ -190,7 +195,8 @@ class _Generation:
     def _generate(self, emit: Callable[[str | BaseException | None], None]) -> None:
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
         eos = self.llm.token_eos()
-        text = ""
+        window = max((len(s) for s in self.stop), default=0)
+        tail = ""
         for token in self.llm.generate(self.tokens, grammar=self.grammar, **self.sampling):
             if self.cancel.is_set():
                 self.stats.tokens_after_cancel += 1
@@ -199,8 +205,8 @@ class _Generation:
                 break
             self.stats.generated_tokens += 1
             piece = decoder.decode(self.llm.detokenize([token]))
-            text += piece
-            if any(s in text for s in self.stop):
+            tail = (tail + piece)[-(window + len(piece)) :]
+            if window and any(s in tail for s in self.stop):
                 break
             if piece:
                 emit(piece)
