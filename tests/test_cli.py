@@ -109,7 +109,8 @@ def test_json_prints_one_event_per_line(home: Path, work: Path) -> None:
     assert result.returncode == 0, result.stderr
     events = [json.loads(line) for line in result.stdout.splitlines()]
     types = [e["type"] for e in events]
-    assert types[0] == "iteration_start" and types[-1] == "finished"
+    assert types[:2] == ["session", "iteration_start"] and types[-1] == "finished"
+    assert len(events[0]["id"]) == 36 and events[0]["messages"] == 0
     assert "tool_call" in types and "tool_result" in types and "usage" in types
     result_event = next(e for e in events if e["type"] == "tool_result")
     assert "notes.txt" in result_event["content"] and result_event["status"] == "completed"

@@ -24,6 +24,9 @@ from __future__ import annotations
 class OpenheimError(Exception):
     """Base class: a message saying what is wrong and an optional hint saying what to do."""
 
+    usage_error: bool = False
+    """True when the user's input is at fault (the CLI exits 2 instead of 1)."""
+
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)
         self.message = message
@@ -35,6 +38,8 @@ class OpenheimError(Exception):
 
 class ConfigError(OpenheimError):
     """Invalid configuration: a file, a key, a value, a flag or an environment variable."""
+
+    usage_error = True
 
 
 class ProviderError(OpenheimError):

@@ -1,4 +1,4 @@
-"""Assemble a runnable agent from settings: provider, tools, sandbox, system prompt.
+"""Assemble a runnable session from settings: provider, tools, skills, memory, prompt, store.
 
 Surfaces (the CLI today; ACP and the server later) call this instead of wiring parts themselves,
 so they stay thin translations of the event stream.
@@ -7,7 +7,10 @@ so they stay thin translations of the event stream.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import time
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from openheim.approval import AllowAll, ApprovalGate, Resolver
@@ -16,35 +19,31 @@ from openheim.config.providers import resolve_provider
 from openheim.context import ContextFitter
 from openheim.envelope import EnvelopeProvider, protocol_for
 from openheim.errors import ConfigError
+from openheim.fsutil import atomic_write
 from openheim.loop import Agent
+from openheim.memory import memory_tools, open_memory
+from openheim.prompt import PromptBuilder
 from openheim.providers import create_provider
 from openheim.providers.base import Provider, ProviderSettings
 from openheim.providers.fallback import FallbackProvider
 from openheim.providers.retry import RetryingProvider, RetryPolicy
-from openheim.tools.base import ToolContext, ToolSet
+from openheim.session import PersistentHistory, Session
+from openheim.skills import LOAD_SKILL, load_skill_tool, skills_for
+from openheim.store import SessionRecord, SessionStore, import_rust_history, open_store
+from openheim.tools.base import Tool, ToolContext, ToolSet
 from openheim.tools.builtin import builtin_tools
 from openheim.tools.env import child_env
 from openheim.tools.sandbox import PathSandbox
 from openheim.usage import DEFAULT_PRICES, Meter, Price
 
-DEFAULT_SYSTEM_PROMPT = """\
-You are openheim, an AI agent working in the user's project directory.
-Use the tools you are given to inspect and change files instead of guessing: read a file before \
-editing it, keep changes minimal, and say briefly what you did. If a tool fails, read its error \
-and adjust instead of repeating the same call."""
 
-
-def system_prompt(settings: Settings) -> str:
-    """``data_dir/system.md`` when present, else the built-in prompt, plus where we work."""
-    custom = settings.data_dir / "system.md"
-    base = DEFAULT_SYSTEM_PROMPT
-    if custom.is_file():
-        base = custom.read_text(encoding="utf-8").strip() or base
-    return f"{base}\n\nWorking directory: {settings.work_dir}"
-
-
-def select_tools(settings: Settings, patterns: Sequence[str] | None) -> ToolSet:
+def select_tools(
+    settings: Settings, patterns: Sequence[str] | None, extra: Sequence[Tool] = ()
+) -> ToolSet:
+    """The built-in tools plus ``extra`` (skills, memory), narrowed by ``--tools`` patterns."""
     tools = builtin_tools(allow_shell=settings.allow_shell)
+    for tool in extra:
+        tools.add(tool)
     if patterns is None:
         return tools
     selected = tools.select(patterns)
@@ -83,36 +82,157 @@ def make_meter(settings: Settings) -> Meter:
     return Meter(prices, settings.max_cost, settings.max_tokens_per_session)
 
 
+@dataclass(frozen=True)
+class SessionOptions:
+    """Which session a surface runs in, and what it offers the model."""
+
+    resume: str | None = None
+    """A session id (or unique prefix) to continue."""
+    continue_latest: bool = False
+    """Continue the latest session of this working directory."""
+    persist: bool = True
+    """Store the session (``save_sessions = false`` in config also turns this off)."""
+    skills: Sequence[str] = ()
+    """Skills to activate besides ``default_skills`` (and a resumed session's own)."""
+    tool_patterns: Sequence[str] | None = None
+    provider: str | None = None
+    """An explicit provider (a flag): it wins over a resumed session's own."""
+    model: str | None = None
+
+
 @contextlib.asynccontextmanager
-async def open_agent(
+async def open_session(
     settings: Settings,
+    options: SessionOptions | None = None,
     *,
-    tool_patterns: Sequence[str] | None = None,
     gate: ApprovalGate | None = None,
     resolver: Resolver | None = None,
-    provider_settings: ProviderSettings | None = None,
-) -> AsyncIterator[Agent]:
-    """An Agent for ``settings``; the provider's connections are closed on exit."""
-    chosen = provider_settings or resolve_provider(settings)
-    tools = select_tools(settings, tool_patterns)
-    provider = build_provider(settings, chosen)
-    work_dir = Path(settings.work_dir)
-    context = ToolContext(PathSandbox(work_dir), work_dir, child_env())
-    agent = Agent(
-        provider=provider,
-        model=chosen.model,
-        tools=tools,
-        system=system_prompt(settings),
-        gate=gate or AllowAll(),
-        resolver=resolver,
-        context=context,
-        max_iterations=settings.max_iterations,
-        max_tokens=chosen.max_tokens,
-        meter=make_meter(settings),
-    )
-    try:
-        yield agent
-    finally:
-        close = getattr(provider, "aclose", None)
-        if close is not None:
-            await close()
+) -> AsyncIterator[Session]:
+    """A new or resumed session with its agent; everything it opened is closed on exit."""
+    options = options or SessionOptions()
+    async with contextlib.AsyncExitStack() as stack:
+        store = _open_store(settings, options, stack)
+        record = _find_record(store, settings, options)
+        chosen = _choose_provider(settings, options, record)
+        names = _skill_names(settings, options, record)
+        skills = skills_for(settings)
+        memory = stack.enter_context(contextlib.closing(open_memory(settings)))
+        extra = [load_skill_tool(skills), *memory_tools(memory, top_k=settings.memory.top_k)]
+        tools = select_tools(settings, options.tool_patterns, extra)
+        work_dir = Path(settings.work_dir)
+        prompt = PromptBuilder(
+            data_dir=settings.data_dir,
+            cwd=work_dir,
+            skills=skills,
+            active_skills=names,
+            catalog=LOAD_SKILL in tools,
+        )
+        provider = build_provider(settings, chosen)
+        stack.push_async_callback(_close, provider)
+        agent = Agent(
+            provider=provider,
+            model=chosen.model,
+            tools=tools,
+            system=prompt.build(),
+            gate=gate or AllowAll(),
+            resolver=resolver,
+            context=ToolContext(PathSandbox(work_dir), work_dir, child_env()),
+            max_iterations=settings.max_iterations,
+            max_tokens=chosen.max_tokens,
+            meter=make_meter(settings),
+        )
+        yield _session(agent, store, record, chosen, names, work_dir)
+        if store is not None and settings.session_log == "markdown":
+            _write_markdown_log(settings, store, agent)
+
+
+def _open_store(
+    settings: Settings, options: SessionOptions, stack: contextlib.AsyncExitStack
+) -> SessionStore | None:
+    if not (options.persist and settings.save_sessions):
+        if options.resume or options.continue_latest:
+            raise ConfigError(
+                "cannot resume a session with session saving turned off",
+                hint="drop --no-session, or set save_sessions = true in config.toml",
+            )
+        return None
+    store = open_store(settings.data_dir)
+    stack.callback(store.close)
+    history = settings.data_dir / "history"
+    if history.is_dir():
+        import_rust_history(store, history)
+    return store
+
+
+def _find_record(
+    store: SessionStore | None, settings: Settings, options: SessionOptions
+) -> SessionRecord | None:
+    if store is None:
+        return None
+    if options.resume:
+        return store.get(options.resume)
+    if options.continue_latest:
+        record = store.latest(str(settings.work_dir))
+        if record is None:
+            raise ConfigError(
+                f"there is no session to continue in {settings.work_dir}",
+                hint="start one without --continue, or pick one from `openheim sessions list`",
+            )
+        return record
+    return None
+
+
+def _choose_provider(
+    settings: Settings, options: SessionOptions, record: SessionRecord | None
+) -> ProviderSettings:
+    if record is None or options.provider or options.model:
+        return resolve_provider(settings)
+    resumed = dataclasses.replace(settings, provider=record.provider, model=record.model)
+    return resolve_provider(resumed)
+
+
+def _skill_names(
+    settings: Settings, options: SessionOptions, record: SessionRecord | None
+) -> list[str]:
+    base = record.skills if record is not None else settings.default_skills
+    return list(dict.fromkeys([*base, *options.skills]))
+
+
+def _session(
+    agent: Agent,
+    store: SessionStore | None,
+    record: SessionRecord | None,
+    chosen: ProviderSettings,
+    skills: list[str],
+    work_dir: Path,
+) -> Session:
+    if store is None:
+        return Session(agent, [], provider_settings=chosen)
+    if record is None:
+        record = store.create(
+            cwd=str(work_dir), provider=chosen.name, model=chosen.model, skills=skills
+        )
+    else:
+        agent.meter.usage, agent.meter.cost = record.usage, record.cost
+        if skills != record.skills or chosen.model != record.model:
+            store.update(record.id, skills=skills, model=chosen.model, provider=chosen.name)
+    history = PersistentHistory(store, record.id, store.messages(record.id))
+    return Session(agent, history, record=record, store=store, provider_settings=chosen)
+
+
+def _write_markdown_log(settings: Settings, store: SessionStore, agent: Agent) -> None:
+    """``session_log = "markdown"``: each finished session also as a Markdown file."""
+    from openheim.store.export import export_markdown
+
+    for record in store.list(cwd=str(settings.work_dir), limit=1):
+        folder = settings.data_dir / "sessions"
+        folder.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y-%m-%d-%H%M%S", time.localtime(record.created_at))
+        text = export_markdown(store, record.id, system_prompt=agent.system)
+        atomic_write(folder / f"{stamp}-{record.id[:8]}.md", text.encode("utf-8"))
+
+
+async def _close(provider: Provider) -> None:
+    close = getattr(provider, "aclose", None)
+    if close is not None:
+        await close()

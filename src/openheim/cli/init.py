@@ -10,7 +10,7 @@ from openheim.cli import exit_codes
 from openheim.config.load import openheim_home
 from openheim.errors import ConfigError
 from openheim.fsutil import atomic_write
-from openheim.runtime import DEFAULT_SYSTEM_PROMPT
+from openheim.prompt import DEFAULT_IDENTITY
 
 CONFIG_TEMPLATE = """\
 # openheim configuration. Every key is optional; see docs/configuration.md.
@@ -70,7 +70,7 @@ def init_command(args: argparse.Namespace) -> int:
     target = Path(args.dir).expanduser() if args.dir else openheim_home()
     files = {
         target / "config.toml": CONFIG_TEMPLATE,
-        target / "system.md": DEFAULT_SYSTEM_PROMPT + "\n",
+        target / "system.md": DEFAULT_IDENTITY + "\n",
     }
     existing = [str(p) for p in files if p.exists()]
     if existing:

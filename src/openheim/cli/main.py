@@ -38,7 +38,26 @@ def build_parser() -> argparse.ArgumentParser:
     trust.add_argument("--remove", action="store_true", help="stop trusting the folder")
     trust.add_argument("--list", action="store_true", help="list trusted folders")
     _add_models(commands.add_parser("models", help="list models, or add a local GGUF model"))
+    _add_sessions(commands.add_parser("sessions", help="list, show, export and search sessions"))
     return parser
+
+
+def _add_sessions(sessions: argparse.ArgumentParser) -> None:
+    sub = sessions.add_subparsers(dest="sessions_command", metavar="ACTION", parser_class=_Parser)
+    listing = sub.add_parser("list", help="the latest sessions")
+    listing.add_argument("--cwd", action="store_true", help="only sessions of this directory")
+    listing.add_argument("--limit", type=int, default=20, help="how many (default 20)")
+    sub.add_parser("show", help="a session as Markdown").add_argument("id")
+    sub.add_parser("delete", help="delete a session").add_argument("id")
+    export = sub.add_parser("export", help="a session as Markdown or JSON")
+    export.add_argument("id")
+    export.add_argument("--format", choices=["md", "json"], default="md")
+    export.add_argument("-o", "--output", help="write to this file instead of stdout")
+    search = sub.add_parser("search", help="full-text search over messages")
+    search.add_argument("text", nargs="+")
+    search.add_argument("--limit", type=int, default=20)
+    imp = sub.add_parser("import", help="import Rust Openheim history or a JSON export")
+    imp.add_argument("source", nargs="?", help="folder or file (default: data_dir/history)")
 
 
 def _add_models(models: argparse.ArgumentParser) -> None:
@@ -58,6 +77,16 @@ def _add_run(run: argparse.ArgumentParser) -> None:
     run.add_argument("--allow-shell", action="store_true", default=None, help="offer shell tool")
     run.add_argument("--work-dir", help="directory the agent may touch (default: cwd)")
     run.add_argument("--tools", help="comma-separated fnmatch patterns of tools to offer")
+    run.add_argument("--skills", help="comma-separated skills to activate in this session")
+    which = run.add_mutually_exclusive_group()
+    which.add_argument("--session", metavar="ID", help="continue a stored session (id or prefix)")
+    which.add_argument(
+        "--continue",
+        dest="continue_latest",
+        action="store_true",
+        help="continue the latest session of this directory",
+    )
+    which.add_argument("--no-session", action="store_true", help="do not store this session")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -68,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _dispatch(args)
     except OpenheimError as err:
-        code = exit_codes.USAGE if isinstance(err, ConfigError) else exit_codes.ERROR
+        code = exit_codes.USAGE if err.usage_error else exit_codes.ERROR
         return _report(err, code, args)
     except KeyboardInterrupt:
         return exit_codes.CANCELLED
@@ -89,6 +118,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from openheim.cli.init import init_command
 
         return init_command(args)
+    if args.command == "sessions":
+        from openheim.cli.sessions import sessions_command
+
+        return sessions_command(args)
     if args.command == "models":
         from openheim.cli.models import models_command
 

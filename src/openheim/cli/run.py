@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import signal
 import sys
 from pathlib import Path
@@ -12,12 +13,11 @@ from openheim.cli import exit_codes
 from openheim.cli.prompt import build_prompt
 from openheim.cli.render import JsonRenderer, TextRenderer
 from openheim.config.load import Overrides, Settings, load_settings
-from openheim.config.providers import LOCAL_KINDS, resolve_provider
+from openheim.config.providers import LOCAL_KINDS
 from openheim.errors import ConfigError
 from openheim.events import Finished
-from openheim.messages import Message
-from openheim.providers.base import ProviderSettings
-from openheim.runtime import open_agent
+from openheim.runtime import SessionOptions, open_session
+from openheim.session import Session
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -36,34 +36,32 @@ def run_command(args: argparse.Namespace) -> int:
     settings = load_settings(overrides)
     for notice in settings.notices:
         sys.stderr.write(f"openheim: {notice}\n")
-    chosen = resolve_provider(settings)
-    if settings.provider is None and not settings.providers and chosen.kind in LOCAL_KINDS:
-        sys.stderr.write(
-            f"openheim: using the embedded local model {chosen.model} (no provider is "
-            "configured); for a hosted model set OPENAI_API_KEY, ANTHROPIC_API_KEY or "
-            "GEMINI_API_KEY, or run `openheim init`\n"
-        )
-    patterns = [p.strip() for p in args.tools.split(",") if p.strip()] if args.tools else None
-    return asyncio.run(_run(settings, chosen, prompt, patterns, json_mode=args.json))
+    options = SessionOptions(
+        resume=args.session,
+        continue_latest=args.continue_latest,
+        persist=not args.no_session,
+        skills=_split(args.skills) or (),
+        tool_patterns=_split(args.tools),
+        provider=args.provider,
+        model=args.model,
+    )
+    return asyncio.run(_run(settings, options, prompt, json_mode=args.json))
 
 
-async def _run(
-    settings: Settings,
-    chosen: ProviderSettings,
-    prompt: str,
-    patterns: list[str] | None,
-    *,
-    json_mode: bool,
-) -> int:
+def _split(raw: str | None) -> list[str] | None:
+    return [p.strip() for p in raw.split(",") if p.strip()] if raw else None
+
+
+async def _run(settings: Settings, options: SessionOptions, prompt: str, *, json_mode: bool) -> int:
     render = JsonRenderer(sys.stdout) if json_mode else TextRenderer(sys.stdout, sys.stderr)
     cancel = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGINT, cancel.set)
     loop.add_signal_handler(signal.SIGTERM, cancel.set)
     try:
-        async with open_agent(settings, tool_patterns=patterns, provider_settings=chosen) as agent:
-            history = [Message.user(prompt)]
-            async for event in agent.run(history, cancel=cancel):
+        async with open_session(settings, options) as session:
+            _announce(settings, session, json_mode=json_mode)
+            async for event in session.prompt(prompt, cancel=cancel):
                 render(event)
                 if isinstance(event, Finished):
                     return exit_codes.for_stop(event.stop_reason, event.denied)
@@ -71,3 +69,21 @@ async def _run(
         loop.remove_signal_handler(signal.SIGINT)
         loop.remove_signal_handler(signal.SIGTERM)
     return exit_codes.ERROR
+
+
+def _announce(settings: Settings, session: Session, *, json_mode: bool) -> None:
+    """Which session this is (a JSON line, or a stderr line) and, when openheim fell back to
+    the embedded model, one line saying so."""
+    if json_mode and session.id:
+        line = {"type": "session", "id": session.id, "messages": len(session.history)}
+        sys.stdout.write(json.dumps(line) + "\n")
+    elif session.id:
+        sys.stderr.write(f"openheim: session {session.id}\n")
+    chosen = session.provider_settings
+    fell_back = settings.provider is None and not settings.providers
+    if chosen is not None and fell_back and chosen.kind in LOCAL_KINDS:
+        sys.stderr.write(
+            f"openheim: using the embedded local model {chosen.model} (no provider is "
+            "configured); for a hosted model set OPENAI_API_KEY, ANTHROPIC_API_KEY or "
+            "GEMINI_API_KEY, or run `openheim init`\n"
+        )

@@ -63,6 +63,8 @@ class Settings:
     prices: dict[str, PriceEntry] = field(default_factory=dict)
     max_cost: float | None = None
     max_tokens_per_session: int | None = None
+    save_sessions: bool = True
+    session_log: str | None = None
     sources: list[Path] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     project_root: Path | None = None
@@ -194,6 +196,8 @@ def _finish(
         prices=dict(config.prices),
         max_cost=config.max_cost,
         max_tokens_per_session=config.max_tokens_per_session,
+        save_sessions=config.save_sessions is not False,
+        session_log=config.session_log,
         sources=sources,
         notices=notices,
         project_root=paths.project_root,
@@ -262,7 +266,7 @@ def _narrow(
     if out.get("allow_shell") is True and user.get("allow_shell") is not True:
         notices.append(f"ignored allow_shell = true from the untrusted project config {why}")
         del out["allow_shell"]
-    for key in ("mcp_servers", "data_dir"):
+    for key in ("mcp_servers", "data_dir", "memory"):
         if key in out:
             notices.append(f"ignored {key} from the untrusted project config {why}")
             del out[key]

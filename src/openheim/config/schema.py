@@ -95,3 +95,5 @@ class ConfigFile:
     prices: dict[str, PriceEntry] = field(default_factory=dict)
     max_cost: float | None = None
     max_tokens_per_session: int | None = None
+    save_sessions: bool | None = None
+    session_log: Literal["markdown"] | None = None

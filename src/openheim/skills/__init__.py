@@ -1,0 +1,26 @@
+"""Skills: Markdown instructions the agent can be given up front or load on demand.
+
+``skills_for(settings)`` (or ``SkillsManager`` directly) finds them: the user's
+``data_dir/skills``, the project's ``.openheim/skills`` and ``.agents/skills/<name>/SKILL.md``.
+``load_skill_tool`` lets the model read one by name, and ``openheim.prompt.PromptBuilder`` lists
+them in the system prompt.
+"""
+
+from __future__ import annotations
+
+from openheim.skills.manager import Skill, SkillInfo, SkillsManager, SkillSource
+from openheim.skills.names import validate_name
+from openheim.skills.setup import find_repo_root, skills_for
+from openheim.skills.tool import LOAD_SKILL, load_skill_tool
+
+__all__ = [
+    "LOAD_SKILL",
+    "Skill",
+    "SkillInfo",
+    "SkillSource",
+    "SkillsManager",
+    "find_repo_root",
+    "load_skill_tool",
+    "skills_for",
+    "validate_name",
+]

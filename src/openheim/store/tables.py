@@ -1,0 +1,139 @@
+"""SQL on the store's tables, run inside the caller's transaction.
+
+Session rows map to ``SessionRecord``; each message is one JSON row (``Message.to_dict``) with
+its text, if any, in ``messages_fts`` under the same rowid, written and deleted together.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import replace as replaced
+from typing import Any
+
+from openheim.messages import Message, TextBlock, Usage
+from openheim.store.base import SessionExists, SessionRecord
+
+_USAGE = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+_HEAD = ("id", "title", "cwd", "provider", "model", "skills", "created_at", "updated_at")
+COLUMNS = ", ".join((*_HEAD, *_USAGE, "cost", "parent_id", "message_count"))
+UPSERT = (
+    f"INSERT INTO sessions ({COLUMNS}) VALUES ({', '.join('?' * 15)}) ON CONFLICT(id) DO UPDATE "
+    "SET " + ", ".join(f"{c} = excluded.{c}" for c in COLUMNS.split(", ")[1:])
+)
+
+
+def stamp(conn: sqlite3.Connection) -> float:
+    """Now, or just after the newest ``updated_at`` in the store: unique, so a cursor is exact."""
+    newest = conn.execute("SELECT MAX(updated_at) FROM sessions").fetchone()[0]
+    now = time.time()
+    return now if newest is None or now > newest else math.nextafter(newest, math.inf)
+
+
+def exists(conn: sqlite3.Connection, session_id: str) -> bool:
+    return conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
+
+
+def filters(*, cwd: str | None, before: float | None) -> tuple[str, list[Any]]:
+    """The WHERE clause of a session listing, and its parameters."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    if cwd is not None:
+        clauses.append("cwd = ?")
+        params.append(cwd)
+    if before is not None:
+        clauses.append("updated_at < ?")
+        params.append(before)
+    return ("WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+
+def load_messages(conn: sqlite3.Connection, session_id: str) -> list[Message]:
+    rows = conn.execute(
+        "SELECT body FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)
+    ).fetchall()
+    return [Message.from_dict(json.loads(row[0])) for row in rows]
+
+
+def insert_messages(
+    conn: sqlite3.Connection, session_id: str, seq: int, messages: Iterable[Message], now: float
+) -> None:
+    """Store ``messages`` numbered from ``seq``, each with its text indexed for search."""
+    for offset, message in enumerate(messages):
+        body = json.dumps(message.to_dict(), ensure_ascii=False, separators=(",", ":"))
+        row_id = conn.execute(
+            "INSERT INTO messages (session_id, seq, role, body, created_at) VALUES (?, ?, ?, ?, ?)",
+            (session_id, seq + offset, message.role, body, now),
+        ).lastrowid
+        text = "\n".join(b.text for b in message.content if isinstance(b, TextBlock))
+        if text.strip():
+            conn.execute("INSERT INTO messages_fts (rowid, text) VALUES (?, ?)", (row_id, text))
+
+
+def delete_messages(conn: sqlite3.Connection, session_id: str, *, from_seq: int) -> None:
+    """Delete the session's messages numbered ``from_seq`` and up, with their search rows."""
+    where = "session_id = ? AND seq >= ?"
+    params = (session_id, from_seq)
+    conn.execute(
+        f"DELETE FROM messages_fts WHERE rowid IN (SELECT id FROM messages WHERE {where})", params
+    )
+    conn.execute(f"DELETE FROM messages WHERE {where}", params)
+
+
+def restore(
+    conn: sqlite3.Connection, record: SessionRecord, messages: Sequence[Message], *, replace: bool
+) -> SessionRecord:
+    """Write a whole session; a ``parent_id`` missing here is dropped. Returns it as stored."""
+    if exists(conn, record.id):
+        if not replace:
+            raise SessionExists(record.id)
+        delete_messages(conn, record.id, from_seq=0)
+    parent = record.parent_id
+    if parent is not None and (parent == record.id or not exists(conn, parent)):
+        parent = None
+    stored = replaced(
+        record,
+        skills=list(record.skills),
+        updated_at=_free_stamp(conn, record.id, record.updated_at),
+        parent_id=parent,
+        message_count=len(messages),
+    )
+    conn.execute(UPSERT, values(stored))
+    insert_messages(conn, record.id, 0, messages, time.time())
+    return stored
+
+
+def _free_stamp(conn: sqlite3.Connection, session_id: str, value: float) -> float:
+    """``value``, nudged up until no other session has it (keeps ``updated_at`` unique)."""
+    query = "SELECT 1 FROM sessions WHERE updated_at = ? AND id != ?"
+    while conn.execute(query, (value, session_id)).fetchone() is not None:
+        value = math.nextafter(value, math.inf)
+    return value
+
+
+def values(record: SessionRecord) -> tuple[Any, ...]:
+    """The record as ``UPSERT`` parameters, in ``COLUMNS`` order."""
+    head = (record.id, record.title, record.cwd, record.provider, record.model)
+    times = (json.dumps(list(record.skills)), record.created_at, record.updated_at)
+    tail = (record.cost, record.parent_id, record.message_count)
+    usage = record.usage.to_dict()
+    return (*head, *times, *(usage[k] for k in _USAGE), *tail)
+
+
+def record(row: sqlite3.Row) -> SessionRecord:
+    return SessionRecord(
+        id=row["id"],
+        title=row["title"],
+        cwd=row["cwd"],
+        provider=row["provider"],
+        model=row["model"],
+        skills=json.loads(row["skills"]),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        usage=Usage(*(row[k] for k in _USAGE)),
+        cost=row["cost"],
+        parent_id=row["parent_id"],
+        message_count=row["message_count"],
+    )

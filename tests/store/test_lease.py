@@ -1,0 +1,158 @@
+"""Prompt leases: one holder per session across processes, stale holders taken over."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from openheim.store import SessionBusy, SessionNotFound
+from openheim.store.lease import process_started, this_host
+from openheim.store.sqlite import SQLiteStore
+
+from .support import Child, call, raw
+
+
+def holder_code(session_id: str) -> str:
+    return f"""
+        from openheim.store.sqlite import SQLiteStore
+        store = SQLiteStore(db)
+        lease = store.acquire({session_id!r})
+        signal("held")
+        sys.stdin.read()
+        lease.release()
+        store.close()
+    """
+
+
+def new(store: SQLiteStore) -> str:
+    return store.create(cwd="/", provider="p", model="m").id
+
+
+def put_lease(store: SQLiteStore, session_id: str, **row: object) -> None:
+    """Write a lease row as some other holder would have."""
+    values = {"token": "t", "pid": os.getpid(), "host": this_host(), "started": None}
+    values |= {"acquired_at": time.time(), "heartbeat_at": time.time(), **row}
+    with raw(store.path) as conn:
+        conn.execute(
+            "INSERT OR REPLACE INTO leases VALUES (:session_id, :token, :pid, :host, :started,"
+            " :acquired_at, :heartbeat_at)",
+            {"session_id": session_id, **values},
+        )
+
+
+def test_a_live_holder_in_another_process_makes_the_session_busy(store: SQLiteStore) -> None:
+    sid = new(store)
+    child = Child(store.path, holder_code(sid))
+    try:
+        child.expect("held")
+        with pytest.raises(SessionBusy) as caught:
+            store.acquire(sid)
+        assert (caught.value.pid, caught.value.host) == (child.pid, this_host())
+        assert f"process {child.pid} on {this_host()}" in str(caught.value)
+    finally:
+        assert child.finish() == 0
+    with store.acquire(sid) as lease:
+        assert lease.session_id == sid
+
+
+def test_the_lease_of_a_killed_process_is_taken_over(
+    store: SQLiteStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    sid = new(store)
+    child = Child(store.path, holder_code(sid))
+    child.expect("held")
+    child.kill()
+    with caplog.at_level(logging.WARNING), store.acquire(sid):
+        pass
+    assert f"from process {child.pid}" in caplog.text
+
+
+def test_a_second_acquire_in_the_same_process_is_busy_until_release(store: SQLiteStore) -> None:
+    sid = new(store)
+    lease = store.acquire(sid)
+    with pytest.raises(SessionBusy) as caught:
+        store.acquire(sid)
+    assert caught.value.pid == os.getpid()
+    lease.release()
+    lease.release()  # twice is harmless
+    store.acquire(sid).release()
+
+
+def test_the_context_manager_releases_on_error(store: SQLiteStore) -> None:
+    sid = new(store)
+    with pytest.raises(RuntimeError), store.acquire(sid):
+        raise RuntimeError("prompt failed")
+    store.acquire(sid).release()
+
+
+def test_another_host_is_trusted_until_its_heartbeat_times_out(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "db", lease_timeout=60) as store:
+        sid = new(store)
+        put_lease(store, sid, host="elsewhere", pid=1, heartbeat_at=time.time() - 30)
+        with pytest.raises(SessionBusy) as caught:
+            store.acquire(sid)
+        assert (caught.value.pid, caught.value.host) == (1, "elsewhere")
+        put_lease(store, sid, host="elsewhere", pid=1, heartbeat_at=time.time() - 61)
+        store.acquire(sid).release()
+
+
+@pytest.mark.skipif(process_started(os.getpid()) is None, reason="needs /proc")
+def test_a_reused_pid_does_not_keep_a_lease(store: SQLiteStore) -> None:
+    sid = new(store)
+    put_lease(store, sid, started="another-boot:12345")  # our pid, but not our process
+    store.acquire(sid).release()
+    put_lease(store, sid, started=process_started(os.getpid()))  # really us: still busy
+    with pytest.raises(SessionBusy):
+        store.acquire(sid)
+
+
+def test_refresh_moves_the_heartbeat_and_notices_a_takeover(store: SQLiteStore) -> None:
+    sid = new(store)
+    lease = store.acquire(sid)
+    put_lease(store, sid, token="mine-no-more")  # someone else's now
+    with pytest.raises(SessionBusy):
+        lease.refresh()
+    lease.release()  # must not delete the new holder's row
+    with raw(store.path) as conn:
+        assert conn.execute("SELECT token FROM leases").fetchall() == [("mine-no-more",)]
+
+
+def test_refresh_updates_the_heartbeat(store: SQLiteStore) -> None:
+    sid = new(store)
+    with store.acquire(sid) as lease, raw(store.path) as conn:
+        conn.execute("UPDATE leases SET heartbeat_at = 0")
+        lease.refresh()
+        assert conn.execute("SELECT heartbeat_at FROM leases").fetchone()[0] > time.time() - 60
+        store.delete(sid)
+        with pytest.raises(SessionNotFound):
+            lease.refresh()
+
+
+def test_delete_refuses_while_another_process_prompts(store: SQLiteStore) -> None:
+    sid = new(store)
+    child = Child(store.path, holder_code(sid))
+    try:
+        child.expect("held")
+        with pytest.raises(SessionBusy):
+            store.delete(sid)
+    finally:
+        child.finish()
+    store.delete(sid)
+
+
+def test_no_repair_is_stored_while_another_process_may_run_the_tool(store: SQLiteStore) -> None:
+    sid = new(store)
+    store.append(sid, call("c1"))
+    child = Child(store.path, holder_code(sid))
+    try:
+        child.expect("held")
+        assert len(store.messages(sid)) == 2  # shown repaired...
+        assert store.get(sid).message_count == 1  # ...but not written under a live prompt
+    finally:
+        child.finish()
+    assert store.messages(sid)[0] == call("c1")
+    assert store.get(sid).message_count == 2
