@@ -324,7 +324,7 @@ async def test_deny_all_gate(ctx: ToolContext) -> None:
 async def test_gate_ask_is_resolved_by_the_driver(ctx: ToolContext, answer: str) -> None:
     asked: list[str] = []
 
-    async def resolver(request: ApprovalRequest) -> Allow | Deny:
+    async def resolver(request: ApprovalRequest, verdict: Ask) -> Allow | Deny:
         asked.append(request.tool_call_id)
         return Deny("user said no") if answer == "deny" else Allow()
 
@@ -491,3 +491,28 @@ async def test_forced_tool_choice_applies_to_the_first_call_only(ctx: ToolContex
     provider = ScriptedProvider([Reply(tool_calls=[tool_call("echo", {"text": "x"})]), "done"])
     await run(make_agent(provider, ctx, echo, tool_choice="required"))
     assert [r.tool_choice for r in provider.requests] == ["required", "auto"]
+
+
+async def test_always_answers_are_learned_by_the_gate(ctx: ToolContext) -> None:
+    class Learning(Gate):
+        def __init__(self) -> None:
+            super().__init__(Ask("ok?", ("a reason",)))
+            self.learned: list[tuple[str, bool]] = []
+
+        def learn(self, request: ApprovalRequest, answer: Allow | Deny) -> None:
+            self.learned.append((request.tool, isinstance(answer, Allow)))
+            self.verdict = Allow()
+
+    seen: list[tuple[str, ...]] = []
+
+    async def resolver(request: ApprovalRequest, verdict: Ask) -> Allow | Deny:
+        seen.append(verdict.reasons)
+        return Allow(always=True)
+
+    gate = Learning()
+    calls = [Reply(tool_calls=[tool_call("echo", {"text": str(i)})]) for i in range(2)]
+    provider = ScriptedProvider([*calls, "ok"])
+    await run(make_agent(provider, ctx, echo, gate=gate, resolver=resolver))
+    assert gate.learned == [("echo", True)]
+    assert seen == [("a reason",)]  # asked once; the second call was allowed by the new rule
+    assert gate.seen[0].cwd == str(ctx.cwd)

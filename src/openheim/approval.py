@@ -22,29 +22,43 @@ class ApprovalRequest:
     arguments: Mapping[str, Any]
     read_only: bool
     kind: str
+    cwd: str = ""
+    """The session's working directory, against which relative paths in arguments resolve."""
 
 
 @dataclass(frozen=True, slots=True)
 class Allow:
-    pass
+    always: bool = False
+    """From a resolver: the user said "always", so the gate should stop asking for such calls."""
 
 
 @dataclass(frozen=True, slots=True)
 class Deny:
     reason: str = "the user denied this tool call"
+    always: bool = False
+    """From a resolver: the user said "never", so the gate should refuse such calls."""
 
 
 @dataclass(frozen=True, slots=True)
 class Ask:
     prompt: str = ""
+    reasons: tuple[str, ...] = ()
+    """Why the call needs a person's decision (risks found), shown to whoever answers."""
 
 
 Verdict: TypeAlias = Allow | Deny | Ask
-Resolver: TypeAlias = Callable[[ApprovalRequest], Awaitable[Allow | Deny]]
+Resolver: TypeAlias = Callable[[ApprovalRequest, Ask], Awaitable[Allow | Deny]]
+"""Settles an ``Ask``: a terminal prompt, an ACP permission request, a callback."""
 
 
 class ApprovalGate(Protocol):
     async def check(self, request: ApprovalRequest) -> Verdict: ...
+
+
+class LearningGate(ApprovalGate, Protocol):
+    """A gate that turns "always" / "never" answers into rules."""
+
+    def learn(self, request: ApprovalRequest, answer: Allow | Deny) -> None: ...
 
 
 class AllowAll:
@@ -73,4 +87,8 @@ async def decide(
         return verdict
     if resolver is None:
         return Deny(f"{request.tool} needs approval and there is no one to ask in this session")
-    return await resolver(request)
+    answer = await resolver(request, verdict)
+    learn = getattr(gate, "learn", None)
+    if answer.always and learn is not None:
+        learn(request, answer)
+    return answer

@@ -326,7 +326,10 @@ class _Run:
             await self._record(call, str(err), "failed")
             return None
         caps = tool.capabilities
-        request = ApprovalRequest(call.id, call.name, call.arguments, caps.read_only, caps.kind)
+        cwd = str(self.agent.context.cwd)
+        request = ApprovalRequest(
+            call.id, call.name, call.arguments, caps.read_only, caps.kind, cwd
+        )
         verdict = await decide(self.agent.gate, request, self.agent.resolver)
         if isinstance(verdict, Deny):
             self.denied += 1
