@@ -254,3 +254,20 @@ def test_a_busy_session_is_refused(home: Path, work: Path, server: FakeLLMServer
         kill(holder)
     assert busy.returncode == 1
     assert "busy" in busy.stderr and str(holder.pid) in busy.stderr
+
+
+def test_a_session_keeps_its_skills(home: Path, work: Path, server: FakeLLMServer) -> None:
+    (home / "skills").mkdir()
+    (home / "skills" / "haiku.md").write_text("Answer in haiku.\n\nAlways three lines.\n")
+    configure(home, server)
+    server.add("one", "two")
+    first = openheim("run", "--skills", "haiku", "hello", home=home, cwd=work)
+    assert first.returncode == 0, first.stderr
+    again = openheim("run", "--continue", "more", home=home, cwd=work)
+    assert again.returncode == 0, again.stderr
+    for request in server.requests:
+        system = request.messages[0]["content"]
+        assert "## Skill: haiku" in system and "Always three lines." in system
+    unknown = openheim("run", "--skills", "nope", "x", home=home, cwd=work)
+    assert unknown.returncode == 2 and "unknown skill 'nope'" in unknown.stderr
+    assert "haiku" in unknown.stderr

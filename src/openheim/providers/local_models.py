@@ -4,7 +4,6 @@ machine-based defaults for running them. Nothing here imports llama.cpp.
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 import os
 import re
@@ -50,6 +49,8 @@ def shipped_model_path() -> Path | None:
         found = sorted(Path(folder).glob("*.gguf"))
         if found:
             return found[0]
+    import importlib.metadata  # only when the package is not importable as laid out
+
     try:
         files = importlib.metadata.files(SHIPPED_DISTRIBUTION) or []
     except importlib.metadata.PackageNotFoundError:
