@@ -49,11 +49,11 @@ def shipped_model_path() -> Path | None:
         found = sorted(Path(folder).glob("*.gguf"))
         if found:
             return found[0]
-    import importlib.metadata  # only when the package is not importable as laid out
+    from importlib import metadata  # only when the package is not laid out as expected
 
     try:
-        files = importlib.metadata.files(SHIPPED_DISTRIBUTION) or []
-    except importlib.metadata.PackageNotFoundError:
+        files = metadata.files(SHIPPED_DISTRIBUTION) or []
+    except metadata.PackageNotFoundError:
         return None
     for file in files:
         if file.name.endswith(".gguf"):
