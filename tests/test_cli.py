@@ -301,3 +301,15 @@ def test_untrusted_project_cannot_enable_shell(home: Path, work: Path) -> None:
     assert trusted.returncode == 0
     names = [[t["function"]["name"] for t in r.body["tools"]] for r in server.requests]
     assert "execute_command" not in names[0] and "execute_command" in names[1]
+
+
+def test_staged_file_changes_swap_the_write_tools(home: Path, work: Path) -> None:
+    with FakeLLMServer(["ok"]) as server:
+        configure(home, server)
+        text = (home / "config.toml").read_text()
+        (home / "config.toml").write_text('file_changes = "staged"\n' + text)
+        result = openheim("run", "hi", home=home, cwd=work)
+    assert result.returncode == 0, result.stderr
+    names = {t["function"]["name"] for t in server.requests[0].body["tools"]}
+    assert {"preview_write_file", "preview_edit_file", "apply_file_change", "web_fetch"} <= names
+    assert not names & {"write_file", "edit_file"}

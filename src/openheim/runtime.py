@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ from openheim.providers import create_provider
 from openheim.providers.base import Provider, ProviderSettings
 from openheim.providers.fallback import FallbackProvider
 from openheim.providers.retry import RetryingProvider, RetryPolicy
+from openheim.safety.staging import StagingArea, staging_tools
 from openheim.session import PersistentHistory, Session
 from openheim.skills import LOAD_SKILL, load_skill_tool, skills_for
 from openheim.store import SessionRecord, SessionStore, import_rust_history, open_store
@@ -40,8 +42,13 @@ from openheim.usage import DEFAULT_PRICES, Meter, Price
 def select_tools(
     settings: Settings, patterns: Sequence[str] | None, extra: Sequence[Tool] = ()
 ) -> ToolSet:
-    """The built-in tools plus ``extra`` (skills, memory), narrowed by ``--tools`` patterns."""
+    """The built-in tools plus ``extra`` (skills, memory), narrowed by ``--tools`` patterns.
+
+    With ``file_changes = "staged"`` the model gets preview/apply tools instead of writing
+    files directly."""
     tools = builtin_tools(allow_shell=settings.allow_shell)
+    if settings.file_changes == "staged":
+        tools = ToolSet(t for t in tools if t.name not in ("write_file", "edit_file"))
     for tool in extra:
         tools.add(tool)
     if patterns is None:
@@ -53,6 +60,16 @@ def select_tools(
             hint="use fnmatch patterns such as 'read_*,search'",
         )
     return selected
+
+
+def _optional_tools(settings: Settings) -> list[Tool]:
+    """Staging tools (``file_changes = "staged"``) and ``web_fetch``."""
+    from openheim.safety.web_fetch import web_fetch_tool
+
+    tools = [web_fetch_tool(allow_hosts=settings.web_fetch_allow)]
+    if settings.file_changes == "staged":
+        tools += staging_tools(StagingArea(uuid.uuid4().hex))
+    return tools
 
 
 def build_provider(settings: Settings, chosen: ProviderSettings) -> Provider:
@@ -118,6 +135,7 @@ async def open_session(
         skills = skills_for(settings)
         memory = stack.enter_context(contextlib.closing(open_memory(settings)))
         extra = [load_skill_tool(skills), *memory_tools(memory, top_k=settings.memory.top_k)]
+        extra += _optional_tools(settings)
         tools = select_tools(settings, options.tool_patterns, extra)
         work_dir = Path(settings.work_dir)
         prompt = PromptBuilder(

@@ -37,6 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     trust.add_argument("path", nargs="?", default=".", help="the project folder (default: .)")
     trust.add_argument("--remove", action="store_true", help="stop trusting the folder")
     trust.add_argument("--list", action="store_true", help="list trusted folders")
+    untrust = commands.add_parser("untrust", help="stop trusting a project folder")
+    untrust.add_argument("path", nargs="?", default=".", help="the project folder (default: .)")
     _add_models(commands.add_parser("models", help="list models, or add a local GGUF model"))
     _add_sessions(commands.add_parser("sessions", help="list, show, export and search sessions"))
     return parser
@@ -128,6 +130,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return models_command(args)
     from openheim.cli.trust import trust_command
 
+    if args.command == "untrust":
+        args.remove, args.list = True, False
     return trust_command(args)
 
 

@@ -65,6 +65,8 @@ class Settings:
     max_tokens_per_session: int | None = None
     save_sessions: bool = True
     session_log: str | None = None
+    file_changes: str = "direct"
+    web_fetch_allow: list[str] = field(default_factory=list)
     sources: list[Path] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     project_root: Path | None = None
@@ -198,6 +200,8 @@ def _finish(
         max_tokens_per_session=config.max_tokens_per_session,
         save_sessions=config.save_sessions is not False,
         session_log=config.session_log,
+        file_changes=config.file_changes or "direct",
+        web_fetch_allow=list(config.web_fetch_allow),
         sources=sources,
         notices=notices,
         project_root=paths.project_root,
@@ -266,7 +270,7 @@ def _narrow(
     if out.get("allow_shell") is True and user.get("allow_shell") is not True:
         notices.append(f"ignored allow_shell = true from the untrusted project config {why}")
         del out["allow_shell"]
-    for key in ("mcp_servers", "data_dir", "memory"):
+    for key in ("mcp_servers", "data_dir", "memory", "web_fetch_allow"):
         if key in out:
             notices.append(f"ignored {key} from the untrusted project config {why}")
             del out[key]

@@ -97,3 +97,5 @@ class ConfigFile:
     max_tokens_per_session: int | None = None
     save_sessions: bool | None = None
     session_log: Literal["markdown"] | None = None
+    file_changes: Literal["direct", "staged"] | None = None
+    web_fetch_allow: list[str] = field(default_factory=list)

@@ -1,0 +1,1 @@
+"""Safety layers: policy, risk, staging, trust and guarded web access."""

@@ -1,0 +1,281 @@
+"""File staging: preview a change as a diff, then apply it with a one-time token.
+
+``preview_write_file`` and ``preview_edit_file`` read the file, compute its new content with the
+same rules as ``write_file`` / ``edit_file`` and keep it in the session's ``StagingArea`` under a
+random token; nothing is written. ``apply_file_change(token)`` writes the staged content
+atomically. Because the model must show the exact diff before anything changes, a policy may
+treat "apply a valid token" (``APPLY_TOOL_NAME`` with ``StagingArea.is_valid``) as the explicit
+approval in headless mode.
+
+A token is used at most once and only in the area that issued it. Apply refuses it when unknown
+(never issued here, already used, evicted), expired (``TOKEN_TTL``) or stale: the file's sha256,
+or its absence, differs from what the preview saw, or its path now resolves elsewhere. An area
+holds at most ``MAX_STAGED`` changes; the oldest is evicted first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import hashlib
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+from openheim.errors import ToolError
+from openheim.tools.base import Tool, ToolContext, ToolKind
+from openheim.tools.builtin.files import _crlf_fallback, _read_for_edit, _write
+from openheim.tools.builtin.fs import looks_binary, open_regular, read_error
+from openheim.tools.decorator import tool
+
+APPLY_TOOL_NAME = "apply_file_change"
+"""The tool whose call with a valid token is the explicit approval of a previewed change."""
+TOKEN_TTL = 600.0
+"""Seconds a staged change stays applicable."""
+MAX_STAGED = 50
+"""Staged changes kept per area; staging one more evicts the oldest."""
+
+
+@dataclass(frozen=True, slots=True)
+class StagedChange:
+    """One previewed change: where it goes, what it writes and what the file was then."""
+
+    token: str
+    path: Path
+    """The sandbox-resolved target at preview time (no symlinks)."""
+    shown: str
+    """The path as the model sees it (relative to the work dir)."""
+    content: bytes
+    base_digest: str | None
+    """sha256 of the file when previewed; None when it did not exist."""
+    staged_at: float
+
+
+class StagingArea:
+    """The staged changes of one session, in memory, keyed by token.
+
+    Methods may be called from any thread: the registry has its own lock, and applies hold a
+    second lock across the stale check and the write so two changes of one file cannot both pass
+    the check against the same old content. ``clock`` (monotonic seconds) is injectable so
+    tests can expire tokens without waiting.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.session_id = session_id
+        self._clock = clock
+        self._changes: OrderedDict[str, StagedChange] = OrderedDict()
+        self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
+
+    def stage(self, path: Path, shown: str, content: bytes, base_digest: str | None) -> str:
+        """Keep a change and return its new token, evicting the oldest one past the limit."""
+        token = f"chg_{secrets.token_hex(8)}"
+        change = StagedChange(token, path, shown, content, base_digest, self._clock())
+        with self._lock:
+            self._changes[token] = change
+            while len(self._changes) > MAX_STAGED:
+                self._changes.popitem(last=False)
+        return token
+
+    def pending(self, token: str) -> StagedChange | None:
+        """The change ``token`` stands for, if this area issued it and it is still applicable."""
+        with self._lock:
+            change = self._changes.get(token)
+        return change if change is not None and not self._expired(change) else None
+
+    def is_valid(self, token: str) -> bool:
+        """Whether ``token`` was issued here and is neither used, evicted nor expired.
+
+        Staleness needs the file, so it is checked only when the change is applied.
+        """
+        return self.pending(token) is not None
+
+    def claim(self, token: str) -> StagedChange:
+        """Take ``token``'s change out of the area (so it is used once) or say why not."""
+        with self._lock:
+            change = self._changes.pop(token, None)
+        if change is None:
+            raise ToolError(
+                f"unknown change token {token!r}: it was not issued in this session, "
+                "was already applied, or was evicted",
+                hint="call preview_write_file or preview_edit_file to stage the change again",
+            )
+        if self._expired(change):
+            raise ToolError(
+                f"change token {token} for {change.shown} expired "
+                f"(tokens last {TOKEN_TTL / 60:g} minutes)",
+                hint="preview the change again and apply the new token",
+            )
+        return change
+
+    def commit(self, change: StagedChange, ctx: ToolContext) -> bool:
+        """Write a claimed change if its file is as previewed; whether a file was replaced."""
+        with self._write_lock:
+            target = ctx.sandbox.resolve(str(change.path), ctx.cwd, write=True)
+            if target != change.path or file_digest(target, change.shown) != change.base_digest:
+                raise ToolError(
+                    f"{change.shown} changed since the preview of {change.token}",
+                    hint="read the file and preview the change again",
+                )
+            return _write(target, change.shown, change.content)
+
+    def _expired(self, change: StagedChange) -> bool:
+        return self._clock() - change.staged_at > TOKEN_TTL
+
+
+def file_digest(path: Path, shown: str) -> str | None:
+    """sha256 of a regular file's bytes, or None when nothing is there."""
+    try:
+        with open_regular(path) as fh:
+            digest = hashlib.sha256()
+            while chunk := fh.read(1 << 20):
+                digest.update(chunk)
+            return digest.hexdigest()
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise read_error(err, shown) from None
+
+
+def _current(target: Path, shown: str) -> bytes | None:
+    """The bytes a write would replace, or None for a new file."""
+    try:
+        with open_regular(target) as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise read_error(err, shown) from None
+
+
+def _split(text: str) -> list[str]:
+    """Lines with their ``\\n`` (only ``\\n`` splits: a lone ``\\r`` stays in its line)."""
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    return [*lines, parts[-1]] if parts[-1] else lines
+
+
+def unified_diff(old: bytes | None, new: bytes, shown: str) -> str:
+    """A git-style diff of ``old`` (None: a new file) to ``new``, readable as text."""
+    if old is not None and (looks_binary(old) or looks_binary(new)):
+        return f"Binary files a/{shown} and b/{shown} differ\n"
+    before = _split(old.decode("utf-8", "replace")) if old is not None else []
+    after = _split(new.decode("utf-8", "replace"))
+    source = f"a/{shown}" if old is not None else "/dev/null"
+    lines = ["new file\n"] if old is None else []
+    for line in difflib.unified_diff(before, after, source, f"b/{shown}"):
+        lines.append(line if line.endswith("\n") else f"{line}\n\\ No newline at end of file\n")
+    return "".join(lines)
+
+
+def _edited(text: str, shown: str, old: str, new: str, replace_all: bool) -> str:
+    """``text`` with ``old`` replaced by ``new``, under edit_file's matching rules."""
+    old, new = _crlf_fallback(text, old, new)
+    count = text.count(old)
+    if count == 0:
+        raise ToolError(
+            f"old_string was not found in {shown}",
+            hint="call read_file to see the current text and copy it exactly, "
+            "including whitespace and indentation",
+        )
+    if count > 1 and not replace_all:
+        raise ToolError(
+            f"old_string occurs {count} times in {shown}",
+            hint="include more surrounding lines so it matches exactly once, "
+            "or set replace_all=true to change every occurrence",
+        )
+    return text.replace(old, new)
+
+
+def _preview(area: StagingArea, target: Path, shown: str, old: bytes | None, new: bytes) -> str:
+    """Stage ``new`` for ``target`` and describe it: token, expiry, then the diff."""
+    if old == new:
+        return f"no change: {shown} already has this content (nothing was staged)"
+    digest = hashlib.sha256(old).hexdigest() if old is not None else None
+    token = area.stage(target, shown, new, digest)
+    return (
+        f"staged {'a new file' if old is None else 'a change to'} {shown} as token {token}; "
+        f"nothing is written until {APPLY_TOOL_NAME} is called with this token "
+        f"(valid {TOKEN_TTL / 60:g} minutes, refused if the file changes meanwhile)\n"
+        + unified_diff(old, new, shown)
+    )
+
+
+def _preview_write(area: StagingArea, target: Path, shown: str, content: str) -> str:
+    if target.is_dir():
+        raise ToolError(f"{shown} is a directory", hint="give the path of a file")
+    return _preview(area, target, shown, _current(target, shown), content.encode("utf-8"))
+
+
+def _preview_edit(
+    area: StagingArea, target: Path, shown: str, old: str, new: str, replace_all: bool
+) -> str:
+    text = _read_for_edit(target, shown)
+    updated = _edited(text, shown, old, new, replace_all)
+    encode = "utf-8", "surrogateescape"  # undecodable bytes round-trip unchanged
+    return _preview(area, target, shown, text.encode(*encode), updated.encode(*encode))
+
+
+def staging_tools(area: StagingArea) -> list[Tool]:
+    """The preview and apply tools of one session's staging area."""
+
+    @tool(read_only=True, kind=ToolKind.EDIT)
+    async def preview_write_file(
+        ctx: ToolContext,
+        path: Annotated[str, "File to create or overwrite, relative to the working directory"],
+        content: Annotated[str, "The complete new content of the file"],
+    ) -> str:
+        """Stage the complete new content of a file without writing it. Returns a unified diff
+        and a token; call apply_file_change with the token to write the file. Missing folders
+        are created on apply."""
+        target = ctx.path(path, write=True)
+        shown = ctx.display(target)
+        return await asyncio.to_thread(_preview_write, area, target, shown, content)
+
+    @tool(read_only=True, kind=ToolKind.EDIT)
+    async def preview_edit_file(
+        ctx: ToolContext,
+        path: Annotated[str, "File to edit, relative to the working directory"],
+        old_string: Annotated[str, "Exact text to replace; must occur once unless replace_all"],
+        new_string: Annotated[str, "Text to put in its place (must differ from old_string)"],
+        replace_all: Annotated[bool, "Replace every occurrence instead of exactly one"] = False,
+    ) -> str:
+        """Stage an exact text replacement in a file without writing it, under edit_file's
+        rules (old_string must match character for character and occur once unless
+        replace_all). Returns a unified diff and a token for apply_file_change."""
+        if not old_string:
+            raise ToolError("old_string is empty", hint="use preview_write_file for whole files")
+        if old_string == new_string:
+            raise ToolError(
+                "old_string and new_string are identical", hint="put the changed text in new_string"
+            )
+        target = ctx.path(path, write=True)
+        shown = ctx.display(target)
+        return await asyncio.to_thread(
+            _preview_edit, area, target, shown, old_string, new_string, replace_all
+        )
+
+    @tool(name=APPLY_TOOL_NAME, kind=ToolKind.EDIT)
+    async def apply_file_change(
+        ctx: ToolContext,
+        token: Annotated[str, "The token returned by preview_write_file or preview_edit_file"],
+    ) -> str:
+        """Write a change staged by preview_write_file or preview_edit_file, atomically. Each
+        token works once, in this session, for 10 minutes, and only while the file is still as
+        it was at the preview."""
+        change = area.claim(token)
+        replaced = await asyncio.to_thread(area.commit, change, ctx)
+        verb = "replaced" if replaced else "created"
+        return f"applied {token}: wrote {len(change.content)} bytes to {change.shown} ({verb})"
+
+    return [preview_write_file, preview_edit_file, apply_file_change]
