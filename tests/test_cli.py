@@ -59,6 +59,7 @@ def openheim(
         capture_output=True,
         text=True,
         timeout=60,
+        start_new_session=True,  # no controlling terminal: approvals are headless
     )
 
 

@@ -300,7 +300,7 @@ def test_unknown_model_is_refused(home: Path, project: Path) -> None:
 def test_keys_never_reach_log_lines() -> None:
     register_secret("sk-very-secret-value")
     record = logging.LogRecord("x", logging.INFO, "f", 1, "key=%s", ("sk-very-secret-value",), None)
-    assert RedactingFormatter("%(message)s").format(record) == "key=***"
+    assert RedactingFormatter("%(message)s").format(record) == "key=[REDACTED]"
 
 
 def test_prices_and_budgets(home: Path, project: Path) -> None:

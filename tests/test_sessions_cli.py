@@ -152,6 +152,7 @@ def start(home: Path, work: Path, *args: str) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,
     )
 
 
@@ -173,6 +174,22 @@ def wait_for_messages(home: Path, count: int, seconds: float = 30) -> str:
                     return records[0].id
         time.sleep(0.02)
     raise AssertionError(f"no session reached {count} messages")
+
+
+def wait_for_reader(fifo: Path, seconds: float = 30) -> None:
+    """Poll the process table (bounded) until some process has ``fifo`` in its command line."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                if str(fifo).encode() in cmdline.read_bytes() and b"cat" in cmdline.read_bytes():
+                    return
+            except OSError:
+                continue
+        time.sleep(0.02)
+    raise AssertionError("the tool never started reading the FIFO")
 
 
 def check_integrity(home: Path) -> None:
@@ -204,9 +221,10 @@ def test_killed_while_a_tool_blocks(home: Path, work: Path, server: FakeLLMServe
     configure(home, server)
     call = FakeToolCall("execute_command", {"command": f"cat {fifo}"}, id="call_fifo")
     server.add(FakeReply(tool_calls=[call]), "carrying on")
-    proc = start(home, work, "--allow-shell", "read the pipe")
+    proc = start(home, work, "--allow-shell", "--approve", "auto", "read the pipe")
     try:
-        sid = wait_for_messages(home, 2)  # the prompt and the call are stored; the tool blocks
+        sid = wait_for_messages(home, 2)  # the prompt and the call are stored
+        wait_for_reader(fifo)  # the tool is running, blocked on the FIFO
         kill(proc)
     finally:
         with open(fifo, "w") as writer:  # let the orphaned `cat` finish
@@ -217,7 +235,8 @@ def test_killed_while_a_tool_blocks(home: Path, work: Path, server: FakeLLMServe
     repaired = messages[2]["content"][0]
     assert repaired["tool_use_id"] == "call_fifo" and repaired["content"] == INTERRUPTED
     result = openheim("run", "--session", sid, "go on", home=home, cwd=work)
-    assert result.returncode == 0 and "carrying on" in result.stdout
+    assert result.returncode == 0, result.stderr
+    assert "carrying on" in result.stdout
     sent = server.requests[-1].messages
     assert any(m.get("role") == "tool" and INTERRUPTED in str(m.get("content")) for m in sent)
 

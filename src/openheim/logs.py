@@ -1,8 +1,9 @@
 """Logging set-up: level from ``OPENHEIM_LOG`` / ``--log-level``, secrets masked in every line.
 
 Headless commands log to stderr; interactive surfaces log to ``data_dir/openheim.log`` so the
-screen stays clean. Every API key that config resolution hands out is registered here and
-replaced by ``***`` in any log record, whatever logger or library produced it.
+screen stays clean. Every line, whatever logger or library produced it (exception tracebacks
+included), passes the process-wide redactor of ``openheim.safety.secrets``: each API key config
+resolution hands out (``register_secret``) and every common key format become ``[REDACTED]``.
 """
 
 from __future__ import annotations
@@ -11,25 +12,16 @@ import logging
 import os
 from pathlib import Path
 
-_SECRETS: set[str] = set()
+from openheim.safety.secrets import redact
+from openheim.safety.secrets import register_secret as register_secret
+
 _LEVELS = ("debug", "info", "warning", "error", "critical")
 DEFAULT_LEVEL = "warning"
 
 
-def register_secret(value: str) -> None:
-    """Never let ``value`` reach a log line (short values are ignored: too many false hits)."""
-    if len(value) >= 8:
-        _SECRETS.add(value)
-
-
-def redact(text: str) -> str:
-    for secret in _SECRETS:
-        if secret in text:
-            text = text.replace(secret, "***")
-    return text
-
-
 class RedactingFormatter(logging.Formatter):
+    """A formatter whose every formatted record is redacted."""
+
     def format(self, record: logging.LogRecord) -> str:
         return redact(super().format(record))
 

@@ -52,6 +52,7 @@ from openheim.messages import (
     tool_results_message,
 )
 from openheim.providers.base import ModelRequest, ModelResponse, Provider, ToolChoice
+from openheim.safety.secrets import redact
 from openheim.tools.base import Tool, ToolContext, ToolSet, cap_output
 from openheim.tools.env import child_env
 from openheim.tools.sandbox import PathSandbox
@@ -372,6 +373,7 @@ class _Run:
         await self._record(call, cap_output(output.content), status)
 
     async def _record(self, call: ToolUseBlock, content: str, status: ToolStatus) -> None:
+        content = redact(content)  # secrets never reach the model, the history or the events
         is_error = status != "completed"
         self.results[call.id] = ToolResultBlock(call.id, content, is_error)
         await self.emit(ToolResult(call.id, call.name, content, is_error, status))

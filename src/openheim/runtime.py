@@ -13,8 +13,9 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
-from openheim.approval import AllowAll, ApprovalGate, Resolver
+from openheim.approval import ApprovalGate, Resolver
 from openheim.config.load import Settings
 from openheim.config.providers import resolve_provider
 from openheim.context import ContextFitter
@@ -28,6 +29,9 @@ from openheim.providers import create_provider
 from openheim.providers.base import Provider, ProviderSettings
 from openheim.providers.fallback import FallbackProvider
 from openheim.providers.retry import RetryingProvider, RetryPolicy
+from openheim.safety.permissions import add_rule, load_rules, project_permissions
+from openheim.safety.policy import ApprovalMode, PolicyGate
+from openheim.safety.secrets import SecretPolicy
 from openheim.safety.staging import StagingArea, staging_tools
 from openheim.session import PersistentHistory, Session
 from openheim.skills import LOAD_SKILL, load_skill_tool, skills_for
@@ -60,6 +64,22 @@ def select_tools(
             hint="use fnmatch patterns such as 'read_*,search'",
         )
     return selected
+
+
+def policy_gate(settings: Settings, sandbox: PathSandbox) -> PolicyGate:
+    """The approval policy: mode from config/flags, rules from the permissions files."""
+    root = settings.project_root or Path(settings.work_dir)
+    rules, notices = load_rules(settings.data_dir, root, settings.project_trusted)
+    settings.notices.extend(notices)
+    return PolicyGate(cast("ApprovalMode", settings.approval), rules, sandbox)
+
+
+def remember_rules(settings: Settings, gate: object) -> list[str]:
+    """``--remember``: write the session's "always" rules to the project's permissions file."""
+    if not isinstance(gate, PolicyGate) or not gate.learned:
+        return []
+    path = project_permissions(settings.project_root or Path(settings.work_dir))
+    return [str(rule) for rule in gate.learned if add_rule(path, rule)]
 
 
 def _optional_tools(settings: Settings) -> list[Tool]:
@@ -138,6 +158,7 @@ async def open_session(
         extra += _optional_tools(settings)
         tools = select_tools(settings, options.tool_patterns, extra)
         work_dir = Path(settings.work_dir)
+        sandbox = PathSandbox(work_dir)
         prompt = PromptBuilder(
             data_dir=settings.data_dir,
             cwd=work_dir,
@@ -152,9 +173,14 @@ async def open_session(
             model=chosen.model,
             tools=tools,
             system=prompt.build(),
-            gate=gate or AllowAll(),
+            gate=gate or policy_gate(settings, sandbox),
             resolver=resolver,
-            context=ToolContext(PathSandbox(work_dir), work_dir, child_env()),
+            context=ToolContext(
+                sandbox,
+                work_dir,
+                child_env(allow=settings.shell_env_allow),
+                secret_policy=SecretPolicy.from_config(settings.deny_read, home=settings.home),
+            ),
             max_iterations=settings.max_iterations,
             max_tokens=chosen.max_tokens,
             meter=make_meter(settings),

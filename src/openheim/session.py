@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, Iterable
 from typing import TYPE_CHECKING
 
 from openheim.events import Event, IterationStart
 from openheim.messages import Message
+from openheim.safety.secrets import redact_message
 
 if TYPE_CHECKING:
     from openheim.loop import Agent
@@ -23,7 +24,11 @@ if TYPE_CHECKING:
 
 
 class PersistentHistory(list[Message]):
-    """A history whose ``append`` stores the message first (one row, one transaction)."""
+    """A history whose ``append`` stores the message first (one row, one transaction).
+
+    The stored copy is redacted (``redact_message``); the list keeps the message as the model
+    sent or will see it.
+    """
 
     def __init__(self, store: SessionStore, session_id: str, messages: Iterable[Message]) -> None:
         super().__init__(messages)
@@ -31,7 +36,7 @@ class PersistentHistory(list[Message]):
         self.session_id = session_id
 
     def append(self, message: Message) -> None:
-        self.store.append(self.session_id, message)
+        self.store.append(self.session_id, redact_message(message))
         super().append(message)
 
 
@@ -63,7 +68,7 @@ class Session:
 
     async def prompt(
         self, content: str | Message, *, cancel: asyncio.Event | None = None
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncGenerator[Event, None]:
         """Run one prompt; yields the run's events (the last one is ``Finished``)."""
         message = content if isinstance(content, Message) else Message.user(content)
         with self._lease() as lease:

@@ -80,6 +80,16 @@ def _add_run(run: argparse.ArgumentParser) -> None:
     run.add_argument("--work-dir", help="directory the agent may touch (default: cwd)")
     run.add_argument("--tools", help="comma-separated fnmatch patterns of tools to offer")
     run.add_argument("--skills", help="comma-separated skills to activate in this session")
+    run.add_argument(
+        "--approve",
+        choices=["ask", "auto", "deny"],
+        help="approval mode: ask (default; denied when no terminal), auto or deny",
+    )
+    run.add_argument(
+        "--remember",
+        action="store_true",
+        help="write 'always' answers to the project's .openheim/permissions.toml",
+    )
     which = run.add_mutually_exclusive_group()
     which.add_argument("--session", metavar="ID", help="continue a stored session (id or prefix)")
     which.add_argument(
@@ -136,14 +146,15 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _report(err: OpenheimError, code: int, args: argparse.Namespace) -> int:
+    from openheim.safety.secrets import redact
+
     if args.debug:
-        traceback.print_exc()
+        sys.stderr.write(redact(traceback.format_exc()))
     if getattr(args, "json", False):
         import json
 
-        line = {"type": "error", "message": err.message, "hint": err.hint, "exit_code": code}
+        hint = None if err.hint is None else redact(err.hint)
+        line = {"type": "error", "message": redact(err.message), "hint": hint, "exit_code": code}
         print(json.dumps(line), flush=True)
-    from openheim.logs import redact
-
     sys.stderr.write(f"openheim: error: {redact(str(err))}\n")
     return code

@@ -1,4 +1,8 @@
-"""Render run events: the answer to stdout as it streams, tool activity to stderr."""
+"""Render run events: the answer to stdout as it streams, tool activity to stderr.
+
+Everything written is redacted (``openheim.safety.secrets``). Text deltas are redacted one by
+one, so a secret the model streams across two deltas is not recognised in the stream.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from openheim.events import (
     ToolResult,
     event_to_dict,
 )
+from openheim.safety.secrets import redact, redact_data
 
 _MAX_ARGS_SHOWN = 120
 
@@ -30,17 +35,18 @@ class TextRenderer:
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, TextDelta):
-            self.out.write(event.text)
+            self.out.write(redact(event.text))
             self.out.flush()
             if event.text:
                 self._ends_with_newline = event.text.endswith("\n")
         elif isinstance(event, ToolCall):
-            args = json.dumps(dict(event.arguments), ensure_ascii=False)
+            args = redact(json.dumps(dict(event.arguments), ensure_ascii=False))
             if len(args) > _MAX_ARGS_SHOWN:
                 args = args[: _MAX_ARGS_SHOWN - 1] + "…"
             self._line(f"→ {event.name} {args}")
         elif isinstance(event, ToolResult):
-            first = event.content.strip().splitlines()[0] if event.content.strip() else ""
+            content = redact(event.content).strip()  # before cutting: a cut secret hides
+            first = content.splitlines()[0] if content else ""
             mark = "✓" if not event.is_error else "✗"
             self._line(
                 f"  {mark} {event.name}: {event.status}"
@@ -68,7 +74,7 @@ class TextRenderer:
             self.out.write("\n")
             self.out.flush()
             self._ends_with_newline = True
-        self.err.write(text + "\n")
+        self.err.write(redact(text) + "\n")
         self.err.flush()
 
 
@@ -79,5 +85,6 @@ class JsonRenderer:
         self.out = out
 
     def __call__(self, event: Event) -> None:
-        self.out.write(json.dumps(event_to_dict(event), ensure_ascii=False) + "\n")
+        line = redact_data(event_to_dict(event))
+        self.out.write(json.dumps(line, ensure_ascii=False) + "\n")
         self.out.flush()

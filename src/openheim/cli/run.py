@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import signal
 import sys
 from pathlib import Path
 
 from openheim.cli import exit_codes
+from openheim.cli.approve import TerminalResolver, open_terminal
 from openheim.cli.prompt import build_prompt
 from openheim.cli.render import JsonRenderer, TextRenderer
 from openheim.config.load import Overrides, Settings, load_settings
 from openheim.config.providers import LOCAL_KINDS
 from openheim.errors import ConfigError
 from openheim.events import Finished
-from openheim.runtime import SessionOptions, open_session
+from openheim.runtime import SessionOptions, open_session, remember_rules
 from openheim.session import Session
 
 
@@ -32,6 +34,7 @@ def run_command(args: argparse.Namespace) -> int:
         max_iterations=args.max_iterations,
         allow_shell=args.allow_shell,
         work_dir=args.work_dir,
+        approval=args.approve,
     )
     settings = load_settings(overrides)
     for notice in settings.notices:
@@ -45,30 +48,47 @@ def run_command(args: argparse.Namespace) -> int:
         provider=args.provider,
         model=args.model,
     )
-    return asyncio.run(_run(settings, options, prompt, json_mode=args.json))
+    return asyncio.run(_run(settings, options, prompt, json_mode=args.json, remember=args.remember))
 
 
 def _split(raw: str | None) -> list[str] | None:
     return [p.strip() for p in raw.split(",") if p.strip()] if raw else None
 
 
-async def _run(settings: Settings, options: SessionOptions, prompt: str, *, json_mode: bool) -> int:
+async def _run(
+    settings: Settings, options: SessionOptions, prompt: str, *, json_mode: bool, remember: bool
+) -> int:
     render = JsonRenderer(sys.stdout) if json_mode else TextRenderer(sys.stdout, sys.stderr)
     cancel = asyncio.Event()
+    terminal = open_terminal()
+    resolver = TerminalResolver(terminal, cancel) if terminal is not None else None
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGINT, cancel.set)
     loop.add_signal_handler(signal.SIGTERM, cancel.set)
+    len_notices = len(settings.notices)
     try:
-        async with open_session(settings, options) as session:
+        async with open_session(settings, options, resolver=resolver) as session:
             _announce(settings, session, json_mode=json_mode)
-            async for event in session.prompt(prompt, cancel=cancel):
-                render(event)
-                if isinstance(event, Finished):
-                    return exit_codes.for_stop(event.stop_reason, event.denied)
+            for notice in settings.notices[len_notices:]:
+                sys.stderr.write(f"openheim: {notice}\n")
+            async with contextlib.aclosing(session.prompt(prompt, cancel=cancel)) as events:
+                async for event in events:
+                    render(event)
+                    if isinstance(event, Finished):
+                        _remember(settings, session, remember)
+                        return exit_codes.for_stop(event.stop_reason, event.denied)
     finally:
+        if terminal is not None:
+            terminal.close()
         loop.remove_signal_handler(signal.SIGINT)
         loop.remove_signal_handler(signal.SIGTERM)
     return exit_codes.ERROR
+
+
+def _remember(settings: Settings, session: Session, remember: bool) -> None:
+    if remember:
+        for rule in remember_rules(settings, session.agent.gate):
+            sys.stderr.write(f"openheim: remembered {rule} in .openheim/permissions.toml\n")
 
 
 def _announce(settings: Settings, session: Session, *, json_mode: bool) -> None:

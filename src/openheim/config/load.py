@@ -25,9 +25,11 @@ from openheim.config.schema import (
 )
 from openheim.config.trust import is_trusted
 from openheim.errors import ConfigError
+from openheim.safety.secrets import DEFAULT_DENY_READ
 from openheim.typed import TypeCheckError, from_mapping
 
 DEFAULT_MAX_ITERATIONS = 10
+PROJECT_FILES = ("config.toml", "permissions.toml")
 _ENDPOINT_KEYS = ("kind", "api_base", "env_var", "api_key")
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -42,6 +44,7 @@ class Overrides:
     max_iterations: int | None = None
     allow_shell: bool | None = None
     work_dir: str | None = None
+    approval: str | None = None
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,10 @@ class Settings:
     session_log: str | None = None
     file_changes: str = "direct"
     web_fetch_allow: list[str] = field(default_factory=list)
+    approval: str = "ask"
+    deny_read: list[str] | None = None
+    shell_env_allow: list[str] = field(default_factory=list)
+    project_trusted: bool = False
     sources: list[Path] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     project_root: Path | None = None
@@ -100,12 +107,13 @@ def read_config_file(path: Path) -> dict[str, Any]:
 
 
 def find_project_root(cwd: Path, home: Path) -> Path | None:
-    """The nearest folder at or above ``cwd`` holding ``.openheim/config.toml``."""
+    """The nearest folder at or above ``cwd`` holding ``.openheim/config.toml`` or
+    ``.openheim/permissions.toml``."""
     for folder in (cwd, *cwd.parents):
         candidate = folder / ".openheim"
         if candidate.resolve() == home.resolve():
             continue  # that is the user's own data dir, not a project
-        if (candidate / "config.toml").is_file():
+        if any((candidate / name).is_file() for name in PROJECT_FILES):
             return folder
     return None
 
@@ -123,6 +131,7 @@ def load_settings(
     notices: list[str] = []
     sources: list[Path] = []
     merged: dict[str, Any] = {}
+    trusted = False
     user_file = home / "config.toml"
     if user_file.is_file():
         merged = read_config_file(user_file)
@@ -134,15 +143,17 @@ def load_settings(
     root = find_project_root(cwd, home)
     if root is not None:
         project_file = root / ".openheim" / "config.toml"
-        project = read_config_file(project_file)
-        sources.append(project_file)
+        project: dict[str, Any] = {}
+        if project_file.is_file():
+            project = read_config_file(project_file)
+            sources.append(project_file)
         trusted = is_trusted(root, data_dir)
         if not trusted:
             project = _narrow(project, merged, notices, root)
         work_dir = _project_work_dir(project, root, work_dir, trusted, notices)
         data_dir = _dir_setting(project.get("data_dir"), root, "data_dir", project_file) or data_dir
         merged = _deep_merge(merged, project)
-    paths = _Paths(cwd, home, data_dir, work_dir, root)
+    paths = _Paths(cwd, home, data_dir, work_dir, root, trusted)
     return _finish(merged, overrides, env, paths, sources, notices)
 
 
@@ -153,6 +164,7 @@ class _Paths:
     data_dir: Path
     work_dir: Path
     project_root: Path | None
+    project_trusted: bool = False
 
 
 def _finish(
@@ -202,6 +214,10 @@ def _finish(
         session_log=config.session_log,
         file_changes=config.file_changes or "direct",
         web_fetch_allow=list(config.web_fetch_allow),
+        approval=overrides.approval or env.get("OPENHEIM_APPROVAL") or config.approval or "ask",
+        deny_read=config.deny_read,
+        shell_env_allow=list(config.shell_env_allow),
+        project_trusted=paths.project_trusted,
         sources=sources,
         notices=notices,
         project_root=paths.project_root,
@@ -270,7 +286,16 @@ def _narrow(
     if out.get("allow_shell") is True and user.get("allow_shell") is not True:
         notices.append(f"ignored allow_shell = true from the untrusted project config {why}")
         del out["allow_shell"]
-    for key in ("mcp_servers", "data_dir", "memory", "web_fetch_allow"):
+    _narrow_approval(out, user, notices, why)
+    if "deny_read" in out:
+        kept = user.get("deny_read")
+        base = list(kept) if isinstance(kept, list) else None
+        if base is not None:
+            out["deny_read"] = list(dict.fromkeys([*base, *out["deny_read"]]))
+        else:
+            notices.append(f"kept the default deny_read patterns too {why}")
+            out["deny_read"] = [*DEFAULT_DENY_READ, *out["deny_read"]]
+    for key in ("mcp_servers", "data_dir", "memory", "web_fetch_allow", "shell_env_allow"):
         if key in out:
             notices.append(f"ignored {key} from the untrusted project config {why}")
             del out[key]
@@ -287,6 +312,22 @@ def _narrow(
     if providers:
         out["providers"] = providers
     return out
+
+
+_STRICTNESS = {"auto": 0, "ask": 1, "deny": 2}
+
+
+def _narrow_approval(
+    out: dict[str, Any], user: dict[str, Any], notices: list[str], why: str
+) -> None:
+    """An untrusted project may make approval stricter (auto → ask → deny), never looser."""
+    wanted = out.get("approval")
+    if wanted is None:
+        return
+    current = user.get("approval") or "ask"
+    if _STRICTNESS.get(str(wanted), 0) < _STRICTNESS.get(str(current), 1):
+        notices.append(f"ignored approval = {wanted!r} from the untrusted project config {why}")
+        del out["approval"]
 
 
 def _deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:

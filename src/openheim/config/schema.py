@@ -99,3 +99,6 @@ class ConfigFile:
     session_log: Literal["markdown"] | None = None
     file_changes: Literal["direct", "staged"] | None = None
     web_fetch_allow: list[str] = field(default_factory=list)
+    approval: Literal["ask", "auto", "deny"] | None = None
+    deny_read: list[str] | None = None
+    shell_env_allow: list[str] = field(default_factory=list)

@@ -1,5 +1,8 @@
 """Export a session as JSON (round-trippable through ``import_json``) or as Markdown to read.
 
+Both are redacted (``openheim.safety.secrets``): sessions stored before redaction existed, or
+imported from Rust Openheim history, may still hold secrets.
+
 The JSON document is ``{"format": "openheim.session", "version": 1, "session": {...},
 "messages": [...]}`` with the record's fields and each message as ``Message.to_dict`` gives it,
 so nothing a provider needs (signatures, call ids, raw arguments) is lost.
@@ -26,6 +29,7 @@ from openheim.messages import (
     ToolUseBlock,
     Usage,
 )
+from openheim.safety.secrets import redact, redact_data, redact_message
 from openheim.store.base import SessionRecord, SessionStore
 
 FORMAT = "openheim.session"
@@ -42,8 +46,8 @@ def export_json(store: SessionStore, session_id: str) -> str:
     document = {
         "format": FORMAT,
         "version": VERSION,
-        "session": dataclasses.asdict(record),
-        "messages": [m.to_dict() for m in store.messages(record.id)],
+        "session": redact_data(dataclasses.asdict(record)),
+        "messages": [redact_message(m).to_dict() for m in store.messages(record.id)],
     }
     return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
 
@@ -102,13 +106,13 @@ def export_markdown(
     result below it, and failed calls are marked **Error**.
     """
     record = store.get(session_id)
-    parts = [_header(record)]
+    parts = [redact(_header(record))]
     if system_prompt:
-        parts.append("## System prompt\n\n" + fenced(system_prompt, "text"))
+        parts.append("## System prompt\n\n" + fenced(redact(system_prompt), "text"))
     parts.append("## Conversation")
     names: dict[str, str] = {}
     for message in store.messages(record.id):
-        parts.extend(_message(message, names))
+        parts.extend(_message(redact_message(message), names))
     return "\n\n".join(parts) + "\n"
 
 

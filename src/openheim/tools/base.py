@@ -13,6 +13,7 @@ from typing import Any
 
 from openheim.errors import ArgumentError
 from openheim.providers.base import ToolSpec
+from openheim.safety.secrets import SecretPolicy
 from openheim.tools.env import child_env
 from openheim.tools.sandbox import PathSandbox
 from openheim.typed import TypeCheckError, from_mapping, json_schema
@@ -50,10 +51,21 @@ class ToolContext:
     cwd: Path
     env: Mapping[str, str] = field(default_factory=child_env)
     """The environment of child processes: the parent's, without secrets (``child_env``)."""
+    secret_policy: SecretPolicy | None = field(default_factory=SecretPolicy.from_config)
+    """Deny-read globs: files no tool reads or writes (None: no file is held back)."""
 
     def path(self, raw: str, *, write: bool = False) -> Path:
-        """Resolve a path argument inside the sandbox (raises SandboxError)."""
-        return self.sandbox.resolve(raw, self.cwd, write=write)
+        """Resolve a path argument inside the sandbox; a file matching the secret policy is
+        refused, a folder may still be listed (raises SandboxError)."""
+        resolved = self.sandbox.resolve(raw, self.cwd, write=write)
+        if self.secret_policy is not None:
+            self.secret_policy.check(resolved, self.display(resolved))
+        return resolved
+
+    def is_secret(self, path: Path) -> bool:
+        """Whether a file met on a walk matches the secret policy (its name may be shown)."""
+        policy = self.secret_policy
+        return policy is not None and policy.match(path, self.display(path)) is not None
 
     def display(self, path: Path) -> str:
         """A path as the model should see it: relative to the work dir when inside it."""

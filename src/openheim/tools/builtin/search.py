@@ -3,7 +3,8 @@
 Ignore rules follow git: every ``.gitignore`` from the work dir down applies to the paths below
 its folder, and a deeper file takes precedence over a shallower one (so a nested ``!keep.log``
 re-includes what the root file excluded). An ignored folder is not entered. ``.git``, symlinks,
-binary files and files over 10 MiB are skipped.
+binary files and files over 10 MiB are skipped, and so are files matching the secret policy
+(``ToolContext.is_secret``; a note counts them).
 """
 
 from __future__ import annotations
@@ -83,13 +84,18 @@ class _Search:
     matches: list[str] = field(default_factory=list)
     files: int = 0
     too_big: int = 0
+    secret: int = 0
 
     @property
     def full(self) -> bool:
         return len(self.matches) >= MAX_MATCHES
 
     def scan(self, path: Path) -> None:
-        """Add the matching lines of one file; binary, huge and unreadable files are skipped."""
+        """Add the matching lines of one file; secret, binary, huge and unreadable files are
+        skipped."""
+        if self.ctx.is_secret(path):
+            self.secret += 1
+            return
         try:
             with open_regular(path) as fh:
                 if os.fstat(fh.fileno()).st_size > MAX_FILE_BYTES:
@@ -172,6 +178,9 @@ def _report(run: _Search, shown: str) -> str:
         notes.append(f"[stopped at {MAX_MATCHES} matches; narrow the pattern, path or glob]")
     if run.too_big:
         notes.append(f"[skipped {run.too_big} files over 10 MiB]")
+    if run.secret:
+        files = "file" if run.secret == 1 else "files"
+        notes.append(f"[skipped {run.secret} {files} matching secret patterns; never shown]")
     if not run.matches:
         where = f"{run.files} file{'s' if run.files != 1 else ''} under {shown}"
         notes.insert(0, f"no matches for {run.regex.pattern!r} in {where}")

@@ -1,0 +1,162 @@
+"""``permissions.toml``: permission rules kept in files, for the user and for a project.
+
+Two files, both optional: the user's ``DATA_DIR/permissions.toml`` and the project's
+``PROJECT/.openheim/permissions.toml``. Each has one table::
+
+    [rules]
+    allow = ["tool read_*", 'command "git status"', 'path "src/**"']
+    deny = ['command "git push"', 'path "secrets/**"']
+
+Entries use the rule syntax of ``rules`` without the effect word, which the list gives (writing
+it, as in ``"allow tool read_*"``, is accepted when it agrees). TOML literal strings ``'…'``
+avoid escaping the quotes. Unknown keys and malformed rules are errors naming the file and the
+entry.
+
+Until the user trusts the project (``openheim trust``), a project file may only add deny rules:
+its allow rules are ignored and each is reported in the notices, so a cloned repository cannot
+approve commands for itself. ``add_rule`` / ``remove_rule`` rewrite a file atomically in a
+canonical layout (comments are not kept).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from openheim.errors import ConfigError
+from openheim.fsutil import atomic_write
+from openheim.safety.rules import EFFECTS, Effect, Rule, RuleSet, parse_rule
+from openheim.typed import TypeCheckError, from_mapping
+
+PERMISSIONS_FILE = "permissions.toml"
+_HEADER = (
+    '# openheim permission rules: tool PATTERN, command "WORDS", path "GLOB".\n'
+    "# Rewritten by `openheim permissions add|remove`; comments are not kept.\n"
+)
+
+
+@dataclass(frozen=True)
+class RulesTable:
+    """``[rules]``: the allow and deny lists."""
+
+    allow: list[str] = field(default_factory=list)
+    deny: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PermissionsFile:
+    """The whole ``permissions.toml``."""
+
+    rules: RulesTable = field(default_factory=RulesTable)
+
+
+def user_permissions(data_dir: Path) -> Path:
+    return data_dir / PERMISSIONS_FILE
+
+
+def project_permissions(project_root: Path) -> Path:
+    return project_root / ".openheim" / PERMISSIONS_FILE
+
+
+def read_rules(path: Path) -> list[Rule]:
+    """The rules in one file (none if it does not exist); raises ConfigError naming the entry."""
+    if not path.is_file():
+        return []
+    try:
+        with path.open("rb") as fh:
+            raw = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(
+            f"{path}: invalid TOML: {err}", hint="fix the syntax at that line"
+        ) from None
+    except OSError as err:
+        raise ConfigError(f"cannot read {path}: {err.strerror}", hint="check the file") from None
+    try:
+        table = from_mapping(PermissionsFile, raw).rules
+    except TypeCheckError as err:
+        hint = f"did you mean {err.suggestion!r}?" if err.suggestion else _layout_hint()
+        raise ConfigError(f"{path}: {err.path}: {err.problem}", hint=hint) from None
+    rules: list[Rule] = []
+    for effect in EFFECTS:
+        for i, text in enumerate(table.allow if effect == "allow" else table.deny):
+            try:
+                rules.append(parse_rule(text, effect, source=str(path)))
+            except ConfigError as err:
+                where = f"{path}: rules.{effect}[{i}]"
+                raise ConfigError(f"{where}: {err.message}", hint=err.hint) from None
+    return rules
+
+
+def load_rules(
+    data_dir: Path, project_root: Path | None, trusted: bool
+) -> tuple[RuleSet, list[str]]:
+    """The user's rules, then the project's; allow rules of an untrusted project are dropped.
+
+    Returns the rules and notices saying what was ignored and why.
+    """
+    rules = read_rules(user_permissions(data_dir))
+    notices: list[str] = []
+    if project_root is not None:
+        for rule in read_rules(project_permissions(project_root)):
+            if rule.effect == "allow" and not trusted:
+                notices.append(
+                    f"ignored `{rule}` from the untrusted project file {rule.source} "
+                    f"(run `openheim trust {project_root}` to allow it)"
+                )
+            else:
+                rules.append(rule)
+    unique = dict.fromkeys(rules)
+    return RuleSet(tuple(unique)), notices
+
+
+def add_rule(path: Path, rule: Rule) -> bool:
+    """Add ``rule`` to the file (created if missing); False when it was already there."""
+    rules = read_rules(path)
+    if rule in rules:
+        return False
+    _write(path, [*rules, rule])
+    return True
+
+
+def remove_rule(path: Path, rule: Rule) -> bool:
+    """Remove ``rule`` from the file; False when it was not there."""
+    rules = read_rules(path)
+    if rule not in rules:
+        return False
+    _write(path, [r for r in rules if r != rule])
+    return True
+
+
+def _write(path: Path, rules: list[Rule]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [_HEADER, "[rules]"]
+    for effect in EFFECTS:
+        lines.append(_array(effect, [r.body for r in rules if r.effect == effect]))
+    atomic_write(path, ("\n".join(lines) + "\n").encode())
+
+
+def _array(effect: Effect, bodies: list[str]) -> str:
+    if not bodies:
+        return f"{effect} = []"
+    items = "".join(f"    {_toml_string(b)},\n" for b in bodies)
+    return f"{effect} = [\n{items}]"
+
+
+def _toml_string(text: str) -> str:
+    """A TOML literal string when possible (no escapes to read), else a basic one."""
+    if "'" not in text and text.isprintable():
+        return f"'{text}'"
+    return '"' + "".join(_escape(c) for c in text) + '"'
+
+
+def _escape(char: str) -> str:
+    if char in '"\\':
+        return "\\" + char
+    if char.isprintable():
+        return char
+    return f"\\u{ord(char):04x}" if ord(char) <= 0xFFFF else f"\\U{ord(char):08x}"
+
+
+def _layout_hint() -> str:
+    return "the file holds one [rules] table with allow = [...] and deny = [...] lists of rules"
