@@ -170,3 +170,9 @@ def test_display(box: PathSandbox, work: Path) -> None:
     assert box.display(work) == "."
     assert box.display(work / "sub" / "file.txt") == "sub/file.txt"
     assert box.display(Path("/etc/passwd")) == "/etc/passwd"
+
+
+def test_a_name_too_long_is_a_sandbox_error(tmp_path: Path) -> None:
+    box = PathSandbox(tmp_path)
+    with pytest.raises(SandboxError, match="cannot be used"):
+        box.resolve("x" * 300 + "/y", tmp_path.resolve())

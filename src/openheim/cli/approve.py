@@ -12,6 +12,7 @@ import difflib
 import json
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -21,19 +22,38 @@ MAX_SHOWN = 4000
 CHOICES = "[y]es / [n]o / [a]lways / [c]ancel"
 
 
-def open_terminal(path: str = "/dev/tty") -> IO[str] | None:
-    """The controlling terminal for reading and writing, or None when there is none."""
+@dataclass
+class Terminal:
+    """The controlling terminal, opened once for reading and once for writing."""
+
+    reader: IO[str]
+    writer: IO[str]
+
+    def close(self) -> None:
+        self.reader.close()
+        self.writer.close()
+
+
+def open_terminal(path: str = "/dev/tty") -> Terminal | None:
+    """The controlling terminal, or None when the process has none (headless)."""
     try:
-        return open(path, "r+", encoding="utf-8", errors="replace", buffering=1)
+        reader = open(path, encoding="utf-8", errors="replace")  # noqa: SIM115
     except OSError:
         return None
+    try:
+        writer = open(path, "w", encoding="utf-8", errors="replace")  # noqa: SIM115
+    except OSError:
+        reader.close()
+        return None
+    return Terminal(reader, writer)
 
 
 class TerminalResolver:
     """Settles ``Ask`` verdicts by asking on a terminal; "cancel" stops the whole run."""
 
-    def __init__(self, terminal: IO[str], cancel: asyncio.Event) -> None:
-        self.terminal = terminal
+    def __init__(self, terminal: Terminal, cancel: asyncio.Event) -> None:
+        self.terminal = terminal.writer
+        self.source = terminal.reader
         self.cancel = cancel
 
     async def __call__(self, request: ApprovalRequest, verdict: Ask) -> Allow | Deny:
@@ -63,7 +83,7 @@ class TerminalResolver:
                 done.set_result(line)
 
         def read() -> None:
-            loop.call_soon_threadsafe(settle, self.terminal.readline())
+            loop.call_soon_threadsafe(settle, self.source.readline())
 
         threading.Thread(target=read, name="approval-prompt", daemon=True).start()
         return await done

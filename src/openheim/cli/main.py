@@ -41,7 +41,24 @@ def build_parser() -> argparse.ArgumentParser:
     untrust.add_argument("path", nargs="?", default=".", help="the project folder (default: .)")
     _add_models(commands.add_parser("models", help="list models, or add a local GGUF model"))
     _add_sessions(commands.add_parser("sessions", help="list, show, export and search sessions"))
+    _add_permissions(commands.add_parser("permissions", help="approval rules: list, add, check"))
     return parser
+
+
+def _add_permissions(permissions: argparse.ArgumentParser) -> None:
+    sub = permissions.add_subparsers(
+        dest="permissions_command", metavar="ACTION", parser_class=_Parser
+    )
+    sub.add_parser("list", help="the approval mode and the rules in force")
+    for action in ("add", "remove"):
+        edit = sub.add_parser(
+            action, help=f"{action} a rule such as 'allow command \"git status\"'"
+        )
+        edit.add_argument("rule", help="[allow|deny] tool|command|path PATTERN")
+        edit.add_argument("--project", action="store_true", help="the project's file, not yours")
+    check = sub.add_parser("check", help="which rule decides a call, and why")
+    check.add_argument("tool", help="a tool name, e.g. execute_command")
+    check.add_argument("arguments", help='its arguments as JSON, e.g. \'{"command": "ls"}\'')
 
 
 def _add_sessions(sessions: argparse.ArgumentParser) -> None:
@@ -134,6 +151,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from openheim.cli.sessions import sessions_command
 
         return sessions_command(args)
+    if args.command == "permissions":
+        from openheim.cli.permissions import permissions_command
+
+        return permissions_command(args)
     if args.command == "models":
         from openheim.cli.models import models_command
 

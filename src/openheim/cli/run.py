@@ -86,9 +86,11 @@ async def _run(
 
 
 def _remember(settings: Settings, session: Session, remember: bool) -> None:
-    if remember:
-        for rule in remember_rules(settings, session.agent.gate):
-            sys.stderr.write(f"openheim: remembered {rule} in .openheim/permissions.toml\n")
+    if not remember:
+        return
+    later = "" if settings.project_trusted else " (used once you `openheim trust` this folder)"
+    for rule in remember_rules(settings, session.agent.gate):
+        sys.stderr.write(f"openheim: remembered {rule} in .openheim/permissions.toml{later}\n")
 
 
 def _announce(settings: Settings, session: Session, *, json_mode: bool) -> None:

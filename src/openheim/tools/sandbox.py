@@ -64,7 +64,12 @@ class PathSandbox:
                 f"path {raw!r} is outside the work dir {self.root}",
                 hint="use a path inside the work dir",
             )
-        resolved = self._walk(self.root, rel.parts, raw)
+        try:
+            resolved = self._walk(self.root, rel.parts, raw)
+        except OSError as err:  # e.g. a name too long for the filesystem
+            raise SandboxError(
+                f"path {raw!r} cannot be used: {err.strerror or err}", hint="use a valid path"
+            ) from None
         if write and resolved == self.root:
             raise SandboxError("cannot write to the work dir itself", hint="name a file inside it")
         return resolved

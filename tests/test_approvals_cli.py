@@ -1,0 +1,165 @@
+"""Approvals from the command line: headless fails closed, a terminal is asked (through a real
+pseudo-terminal), "always" is remembered, and ``openheim permissions`` edits and explains rules."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
+from tests.test_cli import configure, env_for, openheim
+
+PROMPT_END = b"[c]ancel: "
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    path = tmp_path / "home"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    path = tmp_path / "work"
+    path.mkdir()
+    return path
+
+
+def write(name: str, content: str = "hello\n") -> FakeReply:
+    return FakeReply(tool_calls=[FakeToolCall("write_file", {"path": name, "content": content})])
+
+
+def run_in_pty(args: list[str], env: dict[str, str], cwd: Path, answers: list[str]) -> Any:
+    """Run openheim with a pseudo-terminal as its controlling terminal; answer each prompt."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the pty is now its controlling terminal and stdio
+        os.chdir(cwd)
+        os.execve(sys.executable, [sys.executable, "-m", "openheim", *args], env)
+    output = b""
+    asked = 0
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 5)
+        if not ready:
+            continue
+        try:
+            data = os.read(fd, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        output += data
+        if output.count(PROMPT_END) > asked:
+            os.write(fd, answers[asked].encode() + b"\n")
+            asked += 1
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    return os.waitstatus_to_exitcode(status), output.decode(errors="replace"), asked
+
+
+def test_headless_ask_denies_at_once_with_its_exit_code(home: Path, work: Path) -> None:
+    with FakeLLMServer([write("a.txt"), "could not write"]) as server:
+        configure(home, server)
+        result = openheim("run", "write a.txt", home=home, cwd=work)
+    assert result.returncode == 6, result.stderr
+    assert not (work / "a.txt").exists()
+    told = [m for m in server.requests[1].messages if m.get("role") == "tool"]
+    assert "no one to ask" in told[0]["content"]
+
+
+def test_auto_mode_runs_the_write(home: Path, work: Path) -> None:
+    with FakeLLMServer([write("a.txt"), "done"]) as server:
+        configure(home, server)
+        result = openheim("run", "--approve", "auto", "write a.txt", home=home, cwd=work)
+    assert result.returncode == 0, result.stderr
+    assert (work / "a.txt").read_text() == "hello\n"
+
+
+def test_risky_commands_are_refused_even_in_auto_mode(home: Path, work: Path) -> None:
+    call = FakeToolCall("execute_command", {"command": "rm -rf /"})
+    with FakeLLMServer([FakeReply(tool_calls=[call]), "ok"]) as server:
+        configure(home, server)
+        result = openheim(
+            "run", "--allow-shell", "--approve", "auto", "clean up", home=home, cwd=work
+        )
+    assert result.returncode == 6
+    told = next(m for m in server.requests[1].messages if m.get("role") == "tool")["content"]
+    assert "rm -rf" in told and "outside" in told
+
+
+@pytest.mark.parametrize(
+    ("answer", "code", "written"), [("y", 0, True), ("n", 6, False), ("c", 130, False)]
+)
+def test_the_terminal_is_asked(
+    home: Path, work: Path, answer: str, code: int, written: bool
+) -> None:
+    with FakeLLMServer([write("a.txt"), "done"], default="done") as server:
+        configure(home, server)
+        status, output, asked = run_in_pty(["run", "write it"], env_for(home), work, [answer])
+    assert asked == 1 and "openheim wants to run write_file" in output
+    assert "+hello" in output  # the diff of the change is shown
+    assert status == code, output
+    assert (work / "a.txt").exists() is written
+
+
+def test_always_is_remembered(home: Path, work: Path) -> None:
+    replies = [write("a.txt"), write("b.txt", "second\n"), "done"]
+    with FakeLLMServer(replies) as server:
+        configure(home, server)
+        args = ["run", "--remember", "write both"]
+        status, output, asked = run_in_pty(args, env_for(home), work, ["a"])
+    assert status == 0, output
+    assert asked == 1  # the second write was allowed by the new rule
+    assert (work / "b.txt").read_text() == "second\n"
+    saved = (work / ".openheim" / "permissions.toml").read_text()
+    assert "write_file" in saved and "openheim trust" in output
+    assert openheim("trust", home=home, cwd=work).returncode == 0
+    check = openheim(
+        "permissions",
+        "check",
+        "write_file",
+        '{"path": "c.txt", "content": "x"}',
+        home=home,
+        cwd=work,
+    )
+    assert check.stdout.startswith("allow") and "write_file" in check.stdout
+
+
+def test_permissions_add_check_remove(home: Path, work: Path) -> None:
+    added = openheim("permissions", "add", 'allow command "git status"', home=home, cwd=work)
+    assert added.returncode == 0 and "added" in added.stdout
+    ok = openheim(
+        "permissions", "check", "execute_command", '{"command": "git status"}', home=home, cwd=work
+    )
+    assert ok.stdout.startswith("allow") and 'allow command "git status"' in ok.stdout
+    chained = '{"command": "git status; rm -rf x"}'
+    mixed = openheim("permissions", "check", "execute_command", chained, home=home, cwd=work)
+    assert not mixed.stdout.startswith("allow")
+    listed = openheim("permissions", "list", home=home, cwd=work)
+    assert 'allow command "git status"' in listed.stdout and "approval mode: ask" in listed.stdout
+    removed = openheim("permissions", "remove", 'allow command "git status"', home=home, cwd=work)
+    assert removed.returncode == 0 and "removed" in removed.stdout
+    bad = openheim("permissions", "add", "allow wizard x", home=home, cwd=work)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+def test_untrusted_project_cannot_loosen_approval(home: Path, work: Path) -> None:
+    (work / ".openheim").mkdir()
+    (work / ".openheim" / "config.toml").write_text('approval = "auto"\n')
+    (work / ".openheim" / "permissions.toml").write_text(
+        "[rules]\nallow = ['tool \"write_file\"']\n"
+    )
+    with FakeLLMServer([write("a.txt"), "done"]) as server:
+        configure(home, server)
+        result = openheim("run", "write", home=home, cwd=work)
+    assert result.returncode == 6  # still asked (headless: denied)
+    assert "openheim trust" in result.stderr
+    assert not (work / "a.txt").exists()
