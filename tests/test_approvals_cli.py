@@ -111,7 +111,7 @@ def test_the_terminal_is_asked(
 
 
 def test_always_is_remembered(home: Path, work: Path) -> None:
-    replies = [write("a.txt"), write("b.txt", "second\n"), "done"]
+    replies: list[Any] = [write("a.txt"), write("b.txt", "second\n"), "done"]
     with FakeLLMServer(replies) as server:
         configure(home, server)
         args = ["run", "--remember", "write both"]
