@@ -163,3 +163,24 @@ def test_untrusted_project_cannot_loosen_approval(home: Path, work: Path) -> Non
     assert result.returncode == 6  # still asked (headless: denied)
     assert "openheim trust" in result.stderr
     assert not (work / "a.txt").exists()
+
+
+def test_applying_a_staged_change_is_its_approval_headless(home: Path, work: Path) -> None:
+    import re
+
+    def apply(request: Any) -> FakeReply:
+        token = re.search(r"chg_[0-9a-f]+", request.last_tool_result or "")
+        assert token, request.last_tool_result
+        return FakeReply(tool_calls=[FakeToolCall("apply_file_change", {"token": token[0]})])
+
+    preview = FakeToolCall("preview_write_file", {"path": "a.txt", "content": "staged\n"})
+    direct = FakeToolCall("write_file", {"path": "b.txt", "content": "x"})
+    replies: list[Any] = [FakeReply(tool_calls=[preview]), apply, "done"]
+    with FakeLLMServer(replies) as server:
+        configure(home, server)
+        text = (home / "config.toml").read_text()
+        (home / "config.toml").write_text('file_changes = "staged"\n' + text)
+        result = openheim("run", "stage it", home=home, cwd=work)
+    assert result.returncode == 0, result.stderr
+    assert (work / "a.txt").read_text() == "staged\n"
+    assert direct.name not in {t["function"]["name"] for t in server.requests[0].body["tools"]}

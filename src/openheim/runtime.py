@@ -32,7 +32,7 @@ from openheim.providers.retry import RetryingProvider, RetryPolicy
 from openheim.safety.permissions import add_rule, load_rules, project_permissions
 from openheim.safety.policy import ApprovalMode, PolicyGate
 from openheim.safety.secrets import SecretPolicy
-from openheim.safety.staging import StagingArea, staging_tools
+from openheim.safety.staging import StagedApplyGate, StagingArea, staging_tools
 from openheim.session import PersistentHistory, Session
 from openheim.skills import LOAD_SKILL, load_skill_tool, skills_for
 from openheim.store import SessionRecord, SessionStore, import_rust_history, open_store
@@ -74,21 +74,27 @@ def policy_gate(settings: Settings, sandbox: PathSandbox) -> PolicyGate:
     return PolicyGate(cast("ApprovalMode", settings.approval), rules, sandbox)
 
 
+def _gate(gate: ApprovalGate, area: StagingArea | None) -> ApprovalGate:
+    return gate if area is None else StagedApplyGate(gate, area)
+
+
 def remember_rules(settings: Settings, gate: object) -> list[str]:
     """``--remember``: write the session's "always" rules to the project's permissions file."""
+    if isinstance(gate, StagedApplyGate):
+        gate = gate.inner
     if not isinstance(gate, PolicyGate) or not gate.learned:
         return []
     path = project_permissions(settings.project_root or Path(settings.work_dir))
     return [str(rule) for rule in gate.learned if add_rule(path, rule)]
 
 
-def _optional_tools(settings: Settings) -> list[Tool]:
+def _optional_tools(settings: Settings, area: StagingArea | None) -> list[Tool]:
     """Staging tools (``file_changes = "staged"``) and ``web_fetch``."""
     from openheim.safety.web_fetch import web_fetch_tool
 
     tools = [web_fetch_tool(allow_hosts=settings.web_fetch_allow)]
-    if settings.file_changes == "staged":
-        tools += staging_tools(StagingArea(uuid.uuid4().hex))
+    if area is not None:
+        tools += staging_tools(area)
     return tools
 
 
@@ -155,7 +161,8 @@ async def open_session(
         skills = skills_for(settings)
         memory = stack.enter_context(contextlib.closing(open_memory(settings)))
         extra = [load_skill_tool(skills), *memory_tools(memory, top_k=settings.memory.top_k)]
-        extra += _optional_tools(settings)
+        area = StagingArea(uuid.uuid4().hex) if settings.file_changes == "staged" else None
+        extra += _optional_tools(settings, area)
         tools = select_tools(settings, options.tool_patterns, extra)
         work_dir = Path(settings.work_dir)
         sandbox = PathSandbox(work_dir)
@@ -173,7 +180,7 @@ async def open_session(
             model=chosen.model,
             tools=tools,
             system=prompt.build(),
-            gate=gate or policy_gate(settings, sandbox),
+            gate=_gate(gate or policy_gate(settings, sandbox), area),
             resolver=resolver,
             context=ToolContext(
                 sandbox,

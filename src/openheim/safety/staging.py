@@ -16,6 +16,7 @@ holds at most ``MAX_STAGED`` changes; the oldest is evicted first.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import difflib
 import hashlib
 import secrets
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
+from openheim.approval import Allow, ApprovalGate, ApprovalRequest, Deny, Verdict
 from openheim.errors import ToolError
 from openheim.tools.base import Tool, ToolContext, ToolKind
 from openheim.tools.builtin.files import _crlf_fallback, _read_for_edit, _write
@@ -279,3 +281,32 @@ def staging_tools(area: StagingArea) -> list[Tool]:
         return f"applied {token}: wrote {len(change.content)} bytes to {change.shown} ({verb})"
 
     return [preview_write_file, preview_edit_file, apply_file_change]
+
+
+class StagedApplyGate:
+    """Wraps a gate: applying a valid staged change is the explicit approval of that change.
+
+    The preview already showed the diff, so ``apply_file_change`` with a token this session
+    issued is allowed even headless; the inner gate still decides everything else, including
+    path deny rules for the staged file (asked through a write_file-shaped request).
+    """
+
+    def __init__(self, inner: ApprovalGate, area: StagingArea) -> None:
+        self.inner = inner
+        self.area = area
+
+    async def check(self, request: ApprovalRequest) -> Verdict:
+        token = request.arguments.get("token")
+        change = self.area.pending(token) if isinstance(token, str) else None
+        if request.tool != APPLY_TOOL_NAME or change is None:
+            return await self.inner.check(request)
+        as_write = dataclasses.replace(
+            request, tool="write_file", arguments={"path": str(change.path)}
+        )
+        verdict = await self.inner.check(as_write)
+        return verdict if isinstance(verdict, Deny) else Allow()
+
+    def learn(self, request: ApprovalRequest, answer: Allow | Deny) -> None:
+        learn = getattr(self.inner, "learn", None)
+        if learn is not None:
+            learn(request, answer)
