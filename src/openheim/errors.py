@@ -13,6 +13,7 @@ Hierarchy::
     ├── ToolError                  a tool call failed; the model is told, the run goes on
     │   ├── ArgumentError          tool arguments do not match the tool's schema
     │   └── SandboxError           a path leaves the work dir, or is otherwise refused
+    │       └── UnusablePath       the filesystem cannot even check the path (name too long)
     └── ScriptError                a scripted test provider was driven off its script
 
 Errors carry a ``hint`` (how to fix it) apart from the message so surfaces can render both.
@@ -121,6 +122,14 @@ class ArgumentError(ToolError):
 
 class SandboxError(ToolError):
     """A path is refused: it leaves the work dir, follows a symlink out, or dangles."""
+
+
+class UnusablePath(SandboxError):
+    """The filesystem cannot check the path at all (for example, a name too long)."""
+
+    def __init__(self, raw: str, reason: str) -> None:
+        super().__init__(f"path {raw!r} cannot be used: {reason}", hint="use a valid path")
+        self.reason = reason
 
 
 class ScriptError(AssertionError):

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from openheim.approval import ApprovalRequest
-from openheim.errors import SandboxError
+from openheim.errors import SandboxError, UnusablePath
 from openheim.safety.rules import FILE_KINDS, SHELL_TOOL, path_argument, request_cwd
 from openheim.safety.shell_words import Command, ShellParseError, Word, parse
 from openheim.safety.wrappers import expand
@@ -119,11 +119,11 @@ class RiskAssessor:
     def _file(self, request: ApprovalRequest, cwd: Path, found: _Findings) -> None:
         try:
             path = self.sandbox.resolve(path_argument(request), cwd)
+        except UnusablePath as err:
+            found.unclear.append(f"the path cannot be checked: {err.reason}")
+            return
         except SandboxError as err:
             found.outside.append(err.message)
-            return
-        except OSError as err:
-            found.unclear.append(f"the path cannot be checked: {err.strerror or err}")
             return
         shown = self.sandbox.display(path)
         if not request.read_only and ".openheim" in shown.split("/"):

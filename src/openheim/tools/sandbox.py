@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from openheim.errors import SandboxError
+from openheim.errors import SandboxError, UnusablePath
 
 
 class PathSandbox:
@@ -67,9 +67,7 @@ class PathSandbox:
         try:
             resolved = self._walk(self.root, rel.parts, raw)
         except OSError as err:  # e.g. a name too long for the filesystem
-            raise SandboxError(
-                f"path {raw!r} cannot be used: {err.strerror or err}", hint="use a valid path"
-            ) from None
+            raise UnusablePath(raw, err.strerror or str(err)) from None
         if write and resolved == self.root:
             raise SandboxError("cannot write to the work dir itself", hint="name a file inside it")
         return resolved
