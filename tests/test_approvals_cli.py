@@ -19,20 +19,6 @@ from tests.test_cli import configure, env_for, openheim
 PROMPT_END = b"[c]ancel: "
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    path = tmp_path / "work"
-    path.mkdir()
-    return path
-
-
 def write(name: str, content: str = "hello\n") -> FakeReply:
     return FakeReply(tool_calls=[FakeToolCall("write_file", {"path": name, "content": content})])
 

@@ -19,13 +19,6 @@ SECRET = "sk-test-secret-0123456789"
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
 def work(tmp_path: Path) -> Path:
     path = tmp_path / "work"
     path.mkdir()

@@ -21,13 +21,6 @@ from tests.test_cli import configure, env_for, openheim
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
 def work(tmp_path: Path) -> Path:
     path = tmp_path / "work"
     path.mkdir()

@@ -15,20 +15,6 @@ import pytest
 from tests.test_cli import env_for, openheim
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    path = tmp_path / "work"
-    path.mkdir()
-    return path
-
-
 def test_no_config_and_no_key_runs_the_embedded_model(home: Path, work: Path) -> None:
     result = openheim("run", "Say hello.", home=home, cwd=work)
     assert result.returncode == 0, result.stderr

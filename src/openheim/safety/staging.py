@@ -31,7 +31,7 @@ from typing import Annotated
 from openheim.approval import Allow, ApprovalGate, ApprovalRequest, Deny, Verdict
 from openheim.errors import ToolError
 from openheim.tools.base import Tool, ToolContext, ToolKind
-from openheim.tools.builtin.files import _crlf_fallback, _read_for_edit, _write
+from openheim.tools.builtin.files import apply_edit, read_for_edit, write_bytes
 from openheim.tools.builtin.fs import looks_binary, open_regular, read_error
 from openheim.tools.decorator import tool
 
@@ -129,7 +129,7 @@ class StagingArea:
                     f"{change.shown} changed since the preview of {change.token}",
                     hint="read the file and preview the change again",
                 )
-            return _write(target, change.shown, change.content)
+            return write_bytes(target, change.shown, change.content)
 
     def _expired(self, change: StagedChange) -> bool:
         return self._clock() - change.staged_at > TOKEN_TTL
@@ -182,21 +182,7 @@ def unified_diff(old: bytes | None, new: bytes, shown: str) -> str:
 
 def _edited(text: str, shown: str, old: str, new: str, replace_all: bool) -> str:
     """``text`` with ``old`` replaced by ``new``, under edit_file's matching rules."""
-    old, new = _crlf_fallback(text, old, new)
-    count = text.count(old)
-    if count == 0:
-        raise ToolError(
-            f"old_string was not found in {shown}",
-            hint="call read_file to see the current text and copy it exactly, "
-            "including whitespace and indentation",
-        )
-    if count > 1 and not replace_all:
-        raise ToolError(
-            f"old_string occurs {count} times in {shown}",
-            hint="include more surrounding lines so it matches exactly once, "
-            "or set replace_all=true to change every occurrence",
-        )
-    return text.replace(old, new)
+    return apply_edit(text, shown, old, new, replace_all)[0]
 
 
 def _preview(area: StagingArea, target: Path, shown: str, old: bytes | None, new: bytes) -> str:
@@ -222,7 +208,7 @@ def _preview_write(area: StagingArea, target: Path, shown: str, content: str) ->
 def _preview_edit(
     area: StagingArea, target: Path, shown: str, old: str, new: str, replace_all: bool
 ) -> str:
-    text = _read_for_edit(target, shown)
+    text = read_for_edit(target, shown)
     updated = _edited(text, shown, old, new, replace_all)
     encode = "utf-8", "surrogateescape"  # undecodable bytes round-trip unchanged
     return _preview(area, target, shown, text.encode(*encode), updated.encode(*encode))

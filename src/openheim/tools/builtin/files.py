@@ -121,7 +121,7 @@ async def read_file(
     return await asyncio.to_thread(_read_window, target, ctx.display(target), offset, limit)
 
 
-def _write(target: Path, shown: str, data: bytes) -> bool:
+def write_bytes(target: Path, shown: str, data: bytes) -> bool:
     """Write ``data`` to ``target``, creating its folders; whether a file was replaced."""
     if target.is_dir():
         raise ToolError(f"{shown} is a directory", hint="give the path of a file")
@@ -145,11 +145,11 @@ async def write_file(
     target = ctx.path(path, write=True)
     shown = ctx.display(target)
     data = content.encode("utf-8")
-    existed = await asyncio.to_thread(_write, target, shown, data)
+    existed = await asyncio.to_thread(write_bytes, target, shown, data)
     return f"wrote {len(data)} bytes to {shown} ({'replaced' if existed else 'created'})"
 
 
-def _read_for_edit(target: Path, shown: str) -> str:
+def read_for_edit(target: Path, shown: str) -> str:
     """The file's text; undecodable bytes survive the round trip as surrogate escapes."""
     try:
         with open_regular(target) as fh:
@@ -170,8 +170,9 @@ def _crlf_fallback(text: str, old: str, new: str) -> tuple[str, str]:
     return old, new
 
 
-def _edit(target: Path, shown: str, old: str, new: str, replace_all: bool) -> int:
-    text = _read_for_edit(target, shown)
+def apply_edit(text: str, shown: str, old: str, new: str, replace_all: bool) -> tuple[str, int]:
+    """``text`` with ``old`` replaced by ``new`` and the number of replacements, under
+    edit_file's rules: an exact match, unique unless ``replace_all``, CRLF-tolerant."""
     old, new = _crlf_fallback(text, old, new)
     count = text.count(old)
     if count == 0:
@@ -186,7 +187,11 @@ def _edit(target: Path, shown: str, old: str, new: str, replace_all: bool) -> in
             hint="include more surrounding lines so it matches exactly once, "
             "or set replace_all=true to change every occurrence",
         )
-    updated = text.replace(old, new)
+    return text.replace(old, new), count
+
+
+def _edit(target: Path, shown: str, old: str, new: str, replace_all: bool) -> int:
+    updated, count = apply_edit(read_for_edit(target, shown), shown, old, new, replace_all)
     try:
         atomic_write(target, updated.encode("utf-8", "surrogateescape"))
     except OSError as err:
