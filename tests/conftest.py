@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
+from openheim.child_env import child_env
 from openheim.tools.base import ToolContext
-from openheim.tools.env import child_env
 from openheim.tools.sandbox import PathSandbox
 
 

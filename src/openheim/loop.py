@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from openheim.approval import AllowAll, ApprovalGate, ApprovalRequest, Deny, Resolver, decide
+from openheim.child_env import child_env
 from openheim.errors import ProviderProtocolError, ToolError
 from openheim.events import (
     CostUpdate,
@@ -52,9 +53,8 @@ from openheim.messages import (
     tool_results_message,
 )
 from openheim.providers.base import ModelRequest, ModelResponse, Provider, ToolChoice
-from openheim.safety.secrets import redact
+from openheim.secrets import redact
 from openheim.tools.base import Tool, ToolContext, ToolSet, cap_output
-from openheim.tools.env import child_env
 from openheim.tools.sandbox import PathSandbox
 from openheim.usage import Meter
 

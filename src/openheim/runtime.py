@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import cast
 
 from openheim.approval import ApprovalGate, Resolver
+from openheim.child_env import child_env
 from openheim.config.load import Settings
 from openheim.config.providers import resolve_provider
 from openheim.context import ContextFitter
@@ -31,14 +32,13 @@ from openheim.providers.fallback import FallbackProvider
 from openheim.providers.retry import RetryingProvider, RetryPolicy
 from openheim.safety.permissions import add_rule, load_rules, project_permissions
 from openheim.safety.policy import ApprovalMode, PolicyGate
-from openheim.safety.secrets import SecretPolicy
 from openheim.safety.staging import StagedApplyGate, StagingArea, staging_tools
+from openheim.secrets import SecretPolicy
 from openheim.session import PersistentHistory, Session
 from openheim.skills import LOAD_SKILL, load_skill_tool, skills_for
 from openheim.store import SessionRecord, SessionStore, import_rust_history, open_store
 from openheim.tools.base import Tool, ToolContext, ToolSet
 from openheim.tools.builtin import builtin_tools
-from openheim.tools.env import child_env
 from openheim.tools.sandbox import PathSandbox
 from openheim.usage import DEFAULT_PRICES, Meter, Price
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from openheim.events import Event, IterationStart
 from openheim.messages import Message
-from openheim.safety.secrets import redact_message
+from openheim.secrets import redact_message
 
 if TYPE_CHECKING:
     from openheim.loop import Agent

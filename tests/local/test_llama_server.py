@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from openheim.child_env import child_env
 from openheim.errors import ConfigError, ProviderUnavailable
 from openheim.events import Notice
 from openheim.messages import Message
@@ -28,7 +29,6 @@ from openheim.providers.base import ModelRequest, ModelResponse, ProviderSetting
 from openheim.providers.llama_server import LlamaServerProvider, server_argv
 from openheim.providers.local_models import shipped_model_path
 from openheim.providers.server_process import ServerProcess, ephemeral_port
-from openheim.tools.env import child_env
 
 pytest.importorskip("uvicorn", reason="needs the local extra: llama-cpp-python[server]")
 

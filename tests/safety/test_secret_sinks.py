@@ -29,7 +29,7 @@ from openheim.messages import (
     Usage,
     tool_results_message,
 )
-from openheim.safety.secrets import REDACTED
+from openheim.secrets import REDACTED
 from openheim.session import PersistentHistory
 from openheim.store import SQLiteStore
 from openheim.store.export import export_json, export_markdown

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from openheim.child_env import child_env, is_secret_name
 from openheim.errors import SandboxError, ToolError
 from openheim.messages import (
     Message,
@@ -14,10 +15,9 @@ from openheim.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from openheim.safety.secrets import REDACTED, Redactor, SecretPolicy, register_secret
+from openheim.secrets import REDACTED, Redactor, SecretPolicy, register_secret
 from openheim.tools.base import ToolContext
 from openheim.tools.builtin import edit_file, glob, list_dir, read_file, search, write_file
-from openheim.tools.env import child_env, is_secret_name
 from openheim.tools.sandbox import PathSandbox
 from tests.tools.support import call, ok
 

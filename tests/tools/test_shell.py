@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from openheim.child_env import child_env
 from openheim.errors import ArgumentError, ToolError
 from openheim.tools.base import ToolContext
 from openheim.tools.builtin.shell import MAX_STREAM_BYTES, execute_command
-from openheim.tools.env import child_env
 from openheim.tools.sandbox import PathSandbox
 from tests.tools.support import call
 

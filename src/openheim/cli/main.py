@@ -167,7 +167,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _report(err: OpenheimError, code: int, args: argparse.Namespace) -> int:
-    from openheim.safety.secrets import redact
+    from openheim.secrets import redact
 
     if args.debug:
         sys.stderr.write(redact(traceback.format_exc()))

@@ -1,6 +1,6 @@
 """Render run events: the answer to stdout as it streams, tool activity to stderr.
 
-Everything written is redacted (``openheim.safety.secrets``). Text deltas are redacted one by
+Everything written is redacted (``openheim.secrets``). Text deltas are redacted one by
 one, so a secret the model streams across two deltas is not recognised in the stream.
 """
 
@@ -20,7 +20,7 @@ from openheim.events import (
     ToolResult,
     event_to_dict,
 )
-from openheim.safety.secrets import redact, redact_data
+from openheim.secrets import redact, redact_data
 
 _MAX_ARGS_SHOWN = 120
 

@@ -25,7 +25,7 @@ from openheim.config.schema import (
 )
 from openheim.config.trust import is_trusted
 from openheim.errors import ConfigError
-from openheim.safety.secrets import DEFAULT_DENY_READ
+from openheim.secrets import DEFAULT_DENY_READ
 from openheim.typed import TypeCheckError, from_mapping
 
 DEFAULT_MAX_ITERATIONS = 10

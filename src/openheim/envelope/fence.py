@@ -20,7 +20,9 @@ import re
 from dataclasses import dataclass
 from typing import TypeAlias
 
-FENCE_TAG = "openheim-agent"
+from openheim.providers.base import ENVELOPE_FENCE
+
+FENCE_TAG = ENVELOPE_FENCE
 TAGS = (FENCE_TAG, "yips-agent", "yips-tools")
 """Our tag first, then Yips' tag and its legacy one."""
 

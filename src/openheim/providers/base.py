@@ -36,6 +36,10 @@ class NamedTool:
 ToolChoice: TypeAlias = Literal["auto", "none", "required"] | NamedTool
 
 
+ENVELOPE_FENCE = "openheim-agent"
+"""The info string of the fenced block that carries actions in the envelope tool protocol."""
+
+
 @dataclass(frozen=True, slots=True)
 class ModelRequest:
     model: str

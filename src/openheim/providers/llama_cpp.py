@@ -22,11 +22,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from openheim.envelope.fence import FENCE_TAG
 from openheim.errors import ConfigError, ContextOverflow, ProviderError
 from openheim.events import TextDelta
 from openheim.messages import FinishReason, Message, TextBlock, ThinkingBlock, Usage
-from openheim.providers.base import ModelRequest, ModelResponse, ProviderSettings, StreamItem
+from openheim.providers.base import (
+    ENVELOPE_FENCE,
+    ModelRequest,
+    ModelResponse,
+    ProviderSettings,
+    StreamItem,
+)
 from openheim.providers.local_models import (
     default_threads,
     find_model,
@@ -268,7 +273,7 @@ def envelope_grammar(request: ModelRequest) -> LlamaGrammar | None:
 
     body = json_schema_to_gbnf(json.dumps(dict(request.envelope_schema)))
     body = re.sub(r"^root ::=", "envelope ::=", body, count=1, flags=re.MULTILINE)
-    block = f'"```{FENCE_TAG}\\n" envelope "\\n```"'
+    block = f'"```{ENVELOPE_FENCE}\\n" envelope "\\n```"'
     required = request.tool_choice != "auto"
     root = f"root ::= {block}" if required else f"root ::= prose ({block})?\nprose ::= [^`]*"
     return LlamaGrammar.from_string(f"{root}\n{body}", verbose=False)

@@ -36,6 +36,7 @@ from typing import Any
 
 import httpx
 
+from openheim.child_env import child_env
 from openheim.errors import ConfigError, ProviderUnavailable, StreamCut
 from openheim.events import Notice
 from openheim.providers.base import ModelRequest, ProviderSettings, StreamItem
@@ -48,7 +49,6 @@ from openheim.providers.server_process import (
     next_free_port,
     port_is_free,
 )
-from openheim.tools.env import child_env
 
 PORT_POLICIES = ("fail", "reuse", "next-free")
 PROBE_TIMEOUT = 2.0

@@ -11,10 +11,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from openheim.child_env import child_env
 from openheim.errors import ArgumentError
 from openheim.providers.base import ToolSpec
-from openheim.safety.secrets import SecretPolicy
-from openheim.tools.env import child_env
+from openheim.secrets import SecretPolicy
 from openheim.tools.sandbox import PathSandbox
 from openheim.typed import TypeCheckError, from_mapping, json_schema
 
