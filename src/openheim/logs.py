@@ -37,12 +37,15 @@ def parse_level(raw: str | None) -> int:
 def setup_logging(level: str | None = None, *, log_file: Path | None = None) -> None:
     """Configure the ``openheim`` root handler once per process."""
     resolved = parse_level(level or os.environ.get("OPENHEIM_LOG"))
+    detailed = "%(asctime)s %(levelname)s %(name)s: %(message)s"
     if log_file is not None:
         log_file.parent.mkdir(parents=True, exist_ok=True)
         handler: logging.Handler = logging.FileHandler(log_file, encoding="utf-8")
     else:
         handler = logging.StreamHandler()
-    handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        if resolved > logging.DEBUG:  # a terminal user wants one plain line, not a log record
+            detailed = "openheim: %(levelname)s: %(message)s"  # e.g. openheim: WARNING: ...
+    handler.setFormatter(RedactingFormatter(detailed))
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
