@@ -10,7 +10,6 @@ endpoint or key, or move the data dir. What it tried and was refused is reported
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +25,8 @@ from openheim.config.schema import (
 from openheim.config.trust import is_trusted
 from openheim.errors import ConfigError
 from openheim.secrets import DEFAULT_DENY_READ
-from openheim.typed import TypeCheckError, from_mapping
+from openheim.tomlfile import read_toml, typed_table
+from openheim.typed import from_mapping
 
 DEFAULT_MAX_ITERATIONS = 10
 PROJECT_FILES = ("config.toml", "permissions.toml")
@@ -87,22 +87,8 @@ def openheim_home(env: Mapping[str, str] | None = None) -> Path:
 
 def read_config_file(path: Path) -> dict[str, Any]:
     """Parse and validate one file; the raw table is returned for layering."""
-    try:
-        with path.open("rb") as fh:
-            raw = tomllib.load(fh)
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(
-            f"{path}: invalid TOML: {err}", hint="fix the syntax at that line"
-        ) from None
-    except OSError as err:
-        raise ConfigError(f"cannot read {path}: {err.strerror}", hint="check the file") from None
-    try:
-        from_mapping(ConfigFile, raw)
-    except TypeCheckError as err:
-        hint = (
-            f"did you mean {err.suggestion!r}?" if err.suggestion else "see docs/configuration.md"
-        )
-        raise ConfigError(f"{path}: {err.path}: {err.problem}", hint=hint) from None
+    raw = read_toml(path)
+    typed_table(path, raw, ConfigFile, "see docs/configuration.md for the valid keys")
     return raw
 
 

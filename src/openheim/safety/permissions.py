@@ -20,14 +20,13 @@ canonical layout (comments are not kept).
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from openheim.errors import ConfigError
 from openheim.fsutil import atomic_write
 from openheim.safety.rules import EFFECTS, Effect, Rule, RuleSet, parse_rule
-from openheim.typed import TypeCheckError, from_mapping
+from openheim.tomlfile import read_toml, typed_table
 
 PERMISSIONS_FILE = "permissions.toml"
 _HEADER = (
@@ -63,20 +62,7 @@ def read_rules(path: Path) -> list[Rule]:
     """The rules in one file (none if it does not exist); raises ConfigError naming the entry."""
     if not path.is_file():
         return []
-    try:
-        with path.open("rb") as fh:
-            raw = tomllib.load(fh)
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(
-            f"{path}: invalid TOML: {err}", hint="fix the syntax at that line"
-        ) from None
-    except OSError as err:
-        raise ConfigError(f"cannot read {path}: {err.strerror}", hint="check the file") from None
-    try:
-        table = from_mapping(PermissionsFile, raw).rules
-    except TypeCheckError as err:
-        hint = f"did you mean {err.suggestion!r}?" if err.suggestion else _layout_hint()
-        raise ConfigError(f"{path}: {err.path}: {err.problem}", hint=hint) from None
+    table = typed_table(path, read_toml(path), PermissionsFile, _layout_hint()).rules
     rules: list[Rule] = []
     for effect in EFFECTS:
         for i, text in enumerate(table.allow if effect == "allow" else table.deny):
