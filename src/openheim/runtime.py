@@ -88,6 +88,19 @@ def remember_rules(settings: Settings, gate: object) -> list[str]:
     return [str(rule) for rule in gate.learned if add_rule(path, rule)]
 
 
+async def _mcp_tools(settings: Settings, stack: contextlib.AsyncExitStack) -> list[Tool]:
+    """The tools of the configured MCP servers (``server__tool``); failed servers are noted."""
+    if not settings.mcp_servers:
+        return []
+    from openheim.mcp import McpManager
+
+    manager = await stack.enter_async_context(McpManager(settings.mcp_servers))
+    for status in manager.status():
+        if not status.connected:
+            settings.notices.append(f"MCP server {status.name!r} is unavailable: {status.error}")
+    return list(manager.tools())
+
+
 def _optional_tools(settings: Settings, area: StagingArea | None) -> list[Tool]:
     """Staging tools (``file_changes = "staged"``) and ``web_fetch``."""
     from openheim.safety.web_fetch import web_fetch_tool
@@ -163,6 +176,7 @@ async def open_session(
         extra = [load_skill_tool(skills), *memory_tools(memory, top_k=settings.memory.top_k)]
         area = StagingArea(uuid.uuid4().hex) if settings.file_changes == "staged" else None
         extra += _optional_tools(settings, area)
+        extra += await _mcp_tools(settings, stack)
         tools = select_tools(settings, options.tool_patterns, extra)
         work_dir = Path(settings.work_dir)
         sandbox = PathSandbox(work_dir)

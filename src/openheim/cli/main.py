@@ -42,6 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_models(commands.add_parser("models", help="list models, or add a local GGUF model"))
     _add_sessions(commands.add_parser("sessions", help="list, show, export and search sessions"))
     _add_permissions(commands.add_parser("permissions", help="approval rules: list, add, check"))
+    mcp = commands.add_parser("mcp", help="MCP servers from config.toml")
+    mcp.add_subparsers(dest="mcp_command", metavar="ACTION", parser_class=_Parser).add_parser(
+        "list", help="each server: transport, connected, tool count or error"
+    )
     return parser
 
 
@@ -151,6 +155,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from openheim.cli.sessions import sessions_command
 
         return sessions_command(args)
+    if args.command == "mcp":
+        from openheim.cli.mcp import mcp_command
+
+        return mcp_command(args)
     if args.command == "permissions":
         from openheim.cli.permissions import permissions_command
 

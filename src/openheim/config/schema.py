@@ -48,6 +48,10 @@ class McpServerEntry:
     args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict, repr=False)
     url: str | None = None
+    cwd: str | None = None
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
+    startup_timeout: float | None = None
+    call_timeout: float | None = None
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""MCP client: connect to ``[mcp_servers.NAME]`` servers and expose their tools as ``{server}__{tool}``.
+"""MCP client: connect to ``[mcp_servers.NAME]`` servers and expose their tools to the agent.
 
 Importing this package imports the MCP SDK; the core imports it only when servers are configured.
 """

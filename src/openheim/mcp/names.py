@@ -38,7 +38,7 @@ def tool_name(server: str, tool: str) -> str:
 
 
 def unique_names(names: Iterable[str], taken: Iterable[str] = ()) -> list[str]:
-    """``names`` with duplicates (among themselves and ``taken``) given ``_2``, ``_3``... suffixes."""
+    """``names`` with duplicates (among them and in ``taken``) suffixed ``_2``, ``_3``..."""
     used = set(taken)
     out: list[str] = []
     for name in names:

@@ -15,7 +15,9 @@ MAX_BYTES = 32 * 1024
 _ANY: dict[str, Any] = {}
 
 
-def cap_schema(schema: Any, *, max_depth: int = MAX_DEPTH, max_bytes: int = MAX_BYTES) -> dict[str, Any]:
+def cap_schema(
+    schema: Any, *, max_depth: int = MAX_DEPTH, max_bytes: int = MAX_BYTES
+) -> dict[str, Any]:
     """``schema`` limited to ``max_depth`` nesting levels and ``max_bytes`` of JSON."""
     if not isinstance(schema, dict) or schema.get("type", "object") != "object":
         return {"type": "object", "properties": {}}

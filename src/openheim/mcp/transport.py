@@ -12,7 +12,7 @@ import os
 import signal
 import subprocess
 from collections import deque
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 
@@ -42,7 +42,7 @@ class ChildProcess:
         return self.process is not None and self.process.returncode is None
 
     def stderr_tail(self) -> str:
-        return "; ".join(line for line in self.stderr if line.strip())[-500:]
+        return "; ".join([line.strip() for line in self.stderr if line.strip()][-3:])[-300:]
 
 
 @asynccontextmanager
@@ -94,7 +94,9 @@ def _parse(line: str) -> SessionMessage | Exception:
         return err
 
 
-async def _write_stdin(process: Process, messages: MemoryObjectReceiveStream[SessionMessage]) -> None:
+async def _write_stdin(
+    process: Process, messages: MemoryObjectReceiveStream[SessionMessage]
+) -> None:
     assert process.stdin is not None
     with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
         async with messages:
@@ -118,20 +120,18 @@ async def stop_group(process: Process) -> None:
             await process.stdin.aclose()
     await _wait(lambda: process.returncode is not None)
     pgid = process.pid  # a session leader's pid is its group id, even after it is reaped
-    if _signal_group(pgid, signal.SIGTERM):
-        if not await _wait(lambda: not _group_alive(pgid)):
-            _signal_group(pgid, signal.SIGKILL)
+    if _signal_group(pgid, signal.SIGTERM) and not await _wait(lambda: not _group_alive(pgid)):
+        _signal_group(pgid, signal.SIGKILL)
     if process.returncode is None:
         process.kill()
     with anyio.move_on_after(GRACE_S):
         await process.wait()
 
 
-async def _wait(done: object) -> bool:
+async def _wait(done: Callable[[], bool]) -> bool:
     """Poll ``done()`` until true or ``GRACE_S`` passes; whether it became true."""
-    assert callable(done)
     with anyio.move_on_after(GRACE_S):
-        while not done():
+        while not done():  # noqa: ASYNC110 - process and group exits raise no event to await
             await anyio.sleep(_POLL_S)
         return True
     return False
