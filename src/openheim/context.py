@@ -42,7 +42,7 @@ def _block_chars(block: ContentBlock) -> int:
     if isinstance(block, ToolUseBlock):
         return len(block.name) + len(block.arguments_json)
     if isinstance(block, ToolResultBlock):
-        return len(block.content)
+        return len(block.content) + len(block.images) * IMAGE_TOKENS * CHARS_PER_TOKEN
     assert isinstance(block, ImageBlock)
     return IMAGE_TOKENS * CHARS_PER_TOKEN
 

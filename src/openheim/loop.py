@@ -44,6 +44,7 @@ from openheim.events import (
 )
 from openheim.messages import (
     FinishReason,
+    ImageBlock,
     Message,
     StopReason,
     TextBlock,
@@ -370,12 +371,18 @@ class _Run:
             )
             return
         status: ToolStatus = "failed" if output.is_error else "completed"
-        await self._record(call, cap_output(output.content), status)
+        await self._record(call, cap_output(output.content), status, output.images)
 
-    async def _record(self, call: ToolUseBlock, content: str, status: ToolStatus) -> None:
+    async def _record(
+        self,
+        call: ToolUseBlock,
+        content: str,
+        status: ToolStatus,
+        images: tuple[ImageBlock, ...] = (),
+    ) -> None:
         content = redact(content)  # secrets never reach the model, the history or the events
         is_error = status != "completed"
-        self.results[call.id] = ToolResultBlock(call.id, content, is_error)
+        self.results[call.id] = ToolResultBlock(call.id, content, is_error, images)
         await self.emit(ToolResult(call.id, call.name, content, is_error, status))
 
     async def _append_results(self) -> None:

@@ -97,6 +97,8 @@ class ToolResultBlock:
     tool_use_id: str
     content: str
     is_error: bool = False
+    images: tuple[ImageBlock, ...] = ()
+    """Images the tool returned (an MCP screenshot tool, say), sent to the model with the text."""
     kind: Literal["tool_result"] = "tool_result"
 
 
@@ -149,6 +151,10 @@ def block_to_dict(block: ContentBlock) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in block.__dataclass_fields__:
         value = getattr(block, name)
+        if name == "images":
+            if value:  # left out when empty, so older readers see the same rows as before
+                out[name] = [block_to_dict(image) for image in value]
+            continue
         out[name] = dict(value) if isinstance(value, Mapping) else value
     return out
 
@@ -158,7 +164,16 @@ def block_from_dict(data: Mapping[str, Any]) -> ContentBlock:
     block_type = _BLOCK_TYPES.get(str(kind))
     if block_type is None:
         raise ValueError(f"unknown content block kind {kind!r}")
-    return block_type(**{k: v for k, v in data.items() if k != "kind"})
+    fields = {k: v for k, v in data.items() if k != "kind"}
+    if "images" in fields:
+        fields["images"] = tuple(
+            ImageBlock(**{k: v for k, v in i.items() if k != "kind"}) for i in fields["images"]
+        )
+    return block_type(**fields)
+
+
+def _image(data: Mapping[str, Any]) -> ImageBlock:
+    return ImageBlock(data["data"], data["mime_type"])
 
 
 @dataclass(frozen=True, slots=True)

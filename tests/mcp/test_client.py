@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,8 @@ async def test_stdio_lists_and_calls(tag: str) -> None:
         assert (await call(tools["t__echo"], text="hi")).content == "hi"
         image = await call(tools["t__image"])
         assert image.content == "[image: image/png, 67 bytes]" and not image.is_error
+        assert len(image.images) == 1 and image.images[0].mime_type == "image/png"
+        assert base64.b64decode(image.images[0].data).startswith(b"\x89PNG")
         failed = await call(tools["t__fail"], reason="x")
         assert failed.is_error
         weather = await call(tools["t__weather"], city="Oslo")
@@ -86,6 +89,9 @@ async def test_call_timeout_cancels_and_server_stays_usable(tag: str) -> None:
         with pytest.raises(ToolError, match=r"did not answer within 0\.5 s"):
             await call(tools["t__slow"], seconds=30)
         assert (await call(tools["t__echo"], text="still here")).content == "still here"
+        with anyio.fail_after(10):  # the cancel notification reaches the server's tool
+            while (await call(tools["t__cancellations"])).content != "1":
+                await anyio.sleep(0.05)
 
 
 async def test_crash_mid_call_then_restart(tag: str) -> None:

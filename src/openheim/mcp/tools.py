@@ -1,8 +1,8 @@
 """The bridge from MCP tools to openheim ``Tool``s: names, schemas, capabilities and results.
 
-Results become text (``ToolOutput`` is text today): text parts joined, an image as a short
-placeholder naming its type and size, structured content as JSON, resource links and embedded
-resources as text. ``isError`` becomes ``ToolOutput(is_error=True)``.
+Results: text parts joined, images passed on as image blocks (with a short line naming each in the
+text), audio as a placeholder, structured content as JSON, resource links and embedded resources
+as text. ``isError`` becomes ``ToolOutput(is_error=True)``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import mcp_types
 
 from openheim.mcp.names import tool_name, unique_names
 from openheim.mcp.schema import cap_schema
+from openheim.messages import ImageBlock
 from openheim.tools.base import Capabilities, Tool, ToolContext, ToolKind, ToolOutput, cap_output
 
 if TYPE_CHECKING:
@@ -82,7 +83,12 @@ def render_result(result: mcp_types.CallToolResult) -> ToolOutput:
     text = "\n".join(p for p in parts if p) or (
         "(error with no message)" if result.is_error else "(no output)"
     )
-    return ToolOutput(cap_output(text), is_error=result.is_error)
+    images = tuple(
+        ImageBlock(b.data, b.mime_type)
+        for b in result.content
+        if isinstance(b, mcp_types.ImageContent)
+    )
+    return ToolOutput(cap_output(text), is_error=result.is_error, images=images)
 
 
 def render_block(block: mcp_types.ContentBlock) -> str:

@@ -163,7 +163,10 @@ def _wire_block(block: ContentBlock) -> WireBlock | None:
     if isinstance(block, ToolUseBlock):
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": _input(block)}
     result: WireBlock = {"type": "tool_result", "tool_use_id": block.tool_use_id}
-    if block.content:
+    if block.images:
+        text = [{"type": "text", "text": block.content}] if block.content else []
+        result["content"] = [*text, *(_wire_block(image) for image in block.images)]
+    elif block.content:
         result["content"] = block.content
     if block.is_error:
         result["is_error"] = True

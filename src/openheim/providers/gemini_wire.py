@@ -191,6 +191,8 @@ def convert_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
             part = _part(block, names)
             if part is not None:
                 parts.append(part)
+            if isinstance(block, ToolResultBlock):  # images travel as parts after the response
+                parts.extend(_inline(image) for image in block.images)
         if parts:
             contents.append(
                 {"role": "model" if message.role == "assistant" else "user", "parts": parts}
@@ -209,7 +211,7 @@ def _part(block: ContentBlock, names: Mapping[str, str]) -> dict[str, Any] | Non
             return None
         part = {"text": block.thinking, "thought": True}
     elif isinstance(block, ImageBlock):
-        return {"inlineData": {"mimeType": block.mime_type, "data": block.data}}
+        return _inline(block)
     elif isinstance(block, ToolUseBlock):
         part = {"functionCall": {"id": block.id, "name": block.name, "args": dict(block.arguments)}}
     else:
@@ -217,6 +219,10 @@ def _part(block: ContentBlock, names: Mapping[str, str]) -> dict[str, Any] | Non
     if block.signature:
         part["thoughtSignature"] = block.signature
     return part
+
+
+def _inline(block: ImageBlock) -> dict[str, Any]:
+    return {"inlineData": {"mimeType": block.mime_type, "data": block.data}}
 
 
 def _function_response(block: ToolResultBlock, names: Mapping[str, str]) -> dict[str, Any]:

@@ -139,13 +139,23 @@ def _user(message: Message) -> list[dict[str, Any]]:
         if isinstance(block, TextBlock):
             parts.append({"type": "text", "text": block.text})
         elif isinstance(block, ImageBlock):
-            url = f"data:{block.mime_type};base64,{block.data}"
-            parts.append({"type": "image_url", "image_url": {"url": url}})
+            parts.append(_image_part(block))
+        elif isinstance(block, ToolResultBlock) and block.images:
+            # tool messages carry text only: the images follow in the next user message
+            parts.append({"type": "text", "text": f"Images from tool call {block.tool_use_id}:"})
+            parts.extend(_image_part(image) for image in block.images)
     if len(parts) == 1 and parts[0]["type"] == "text":
         out.append({"role": "user", "content": parts[0]["text"]})
     elif parts:
         out.append({"role": "user", "content": parts})
     return out
+
+
+def _image_part(block: ImageBlock) -> dict[str, Any]:
+    return {
+        "type": "image_url",
+        "image_url": {"url": f"data:{block.mime_type};base64,{block.data}"},
+    }
 
 
 def _result_text(block: ToolResultBlock) -> str:

@@ -180,7 +180,8 @@ def _call(block: ToolUseBlock) -> str:
 
 def _result(block: ToolResultBlock, name: str) -> str:
     label = "**Error** from" if block.is_error else "**Result** of"
-    return f"{label} `{name}` (`{block.tool_use_id}`)\n\n{fenced(block.content, 'text')}"
+    images = "".join(f"\n\n*(image: {i.mime_type})*" for i in block.images)
+    return f"{label} `{name}` (`{block.tool_use_id}`)\n\n{fenced(block.content, 'text')}{images}"
 
 
 def fenced(text: str, language: str) -> str:

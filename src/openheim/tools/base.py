@@ -13,6 +13,7 @@ from typing import Any
 
 from openheim.child_env import child_env
 from openheim.errors import ArgumentError
+from openheim.messages import ImageBlock
 from openheim.providers.base import ToolSpec
 from openheim.secrets import SecretPolicy
 from openheim.tools.sandbox import PathSandbox
@@ -76,6 +77,7 @@ class ToolContext:
 class ToolOutput:
     content: str
     is_error: bool = False
+    images: tuple[ImageBlock, ...] = ()
 
 
 class Tool(ABC):

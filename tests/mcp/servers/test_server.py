@@ -43,11 +43,24 @@ def fail(reason: str) -> str:
     raise ValueError(f"failed on purpose: {reason}")
 
 
+CANCELLED: list[float] = []
+
+
 @server.tool()
 async def slow(seconds: float) -> str:
-    """Sleep, then answer."""
-    await anyio.sleep(seconds)
+    """Sleep, then answer; a cancellation from the client is counted."""
+    try:
+        await anyio.sleep(seconds)
+    except anyio.get_cancelled_exc_class():
+        CANCELLED.append(seconds)
+        raise
     return "slept"
+
+
+@server.tool()
+def cancellations() -> int:
+    """How many ``slow`` calls the client cancelled."""
+    return len(CANCELLED)
 
 
 @server.tool()
