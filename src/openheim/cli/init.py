@@ -27,6 +27,13 @@ max_iterations = 10
 # Offer the execute_command shell tool to the model.
 allow_shell = false
 
+# Tool approvals: "ask" (default; denied when there is no terminal), "auto" or "deny".
+# Rules live in permissions.toml next to this file (see `openheim permissions --help`).
+approval = "ask"
+
+# "staged": the model previews file changes as diffs and applies them by token.
+# file_changes = "direct"
+
 # Directory the agent may read and write (default: where openheim is started).
 # work_dir = "/path/to/project"
 
