@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
+from openheim.agents import AgentProfile, delegate_tool
 from openheim.approval import ApprovalGate, Resolver
 from openheim.child_env import child_env
 from openheim.config.load import Settings
@@ -37,6 +38,7 @@ from openheim.secrets import SecretPolicy
 from openheim.session import PersistentHistory, Session
 from openheim.skills import LOAD_SKILL, load_skill_tool, skills_for
 from openheim.store import SessionRecord, SessionStore, import_rust_history, open_store
+from openheim.subagents import Spawner, main_profile, profile_provider, profiles_for
 from openheim.tools.base import Tool, ToolContext, ToolSet
 from openheim.tools.builtin import builtin_tools
 from openheim.tools.sandbox import PathSandbox
@@ -154,6 +156,8 @@ class SessionOptions:
     provider: str | None = None
     """An explicit provider (a flag): it wins over a resumed session's own."""
     model: str | None = None
+    agent: str | None = None
+    """Run this agent profile as the main agent (``--agent``; else ``default_agent``)."""
 
 
 @contextlib.asynccontextmanager
@@ -169,7 +173,11 @@ async def open_session(
     async with contextlib.AsyncExitStack() as stack:
         store = _open_store(settings, options, stack)
         record = _find_record(store, settings, options)
+        profiles = profiles_for(settings)
+        profile = main_profile(settings, profiles, options.agent)
         chosen = _choose_provider(settings, options, record)
+        if profile is not None and profile.model and not (options.provider or options.model):
+            chosen = profile_provider(settings, profile)
         names = _skill_names(settings, options, record)
         skills = skills_for(settings)
         memory = stack.enter_context(contextlib.closing(open_memory(settings)))
@@ -177,7 +185,20 @@ async def open_session(
         area = StagingArea(uuid.uuid4().hex) if settings.file_changes == "staged" else None
         extra += _optional_tools(settings, area)
         extra += await _mcp_tools(settings, stack)
+        spawner = Spawner(settings, stack, store, build_provider, _close)
+        others = {
+            name: p for name, p in profiles.items() if profile is None or name != profile.name
+        }
+        delegate = delegate_tool(
+            others,
+            spawner,
+            max_parallel=settings.max_parallel_subagents,
+            allow_inline=settings.inline_subagents,
+        )
+        extra += [delegate] if delegate is not None else []
         tools = select_tools(settings, options.tool_patterns, extra)
+        if profile is not None and profile.tools is not None:
+            tools = tools.select(profile.tools)
         work_dir = Path(settings.work_dir)
         sandbox = PathSandbox(work_dir)
         prompt = PromptBuilder(
@@ -193,7 +214,7 @@ async def open_session(
             provider=provider,
             model=chosen.model,
             tools=tools,
-            system=prompt.build(),
+            system=_persona(profile, work_dir) if profile else prompt.build(),
             gate=_gate(gate or policy_gate(settings, sandbox), area),
             resolver=resolver,
             context=ToolContext(
@@ -202,13 +223,20 @@ async def open_session(
                 child_env(allow=settings.shell_env_allow),
                 secret_policy=SecretPolicy.from_config(settings.deny_read, home=settings.home),
             ),
-            max_iterations=settings.max_iterations,
+            max_iterations=(profile.max_iterations if profile else None) or settings.max_iterations,
             max_tokens=chosen.max_tokens,
             meter=make_meter(settings),
         )
-        yield _session(agent, store, record, chosen, names, work_dir)
+        session = _session(agent, store, record, chosen, names, work_dir)
+        spawner.parent, spawner.session_id = agent, session.id
+        yield session
         if store is not None and settings.session_log == "markdown":
             _write_markdown_log(settings, store, agent)
+
+
+def _persona(profile: AgentProfile, work_dir: Path) -> str:
+    """A profile run as the main agent: its own system prompt, plus where it works."""
+    return f"{profile.system_prompt.strip()}\n\nWorking directory: {work_dir}"
 
 
 def _open_store(

@@ -42,6 +42,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_models(commands.add_parser("models", help="list models, or add a local GGUF model"))
     _add_sessions(commands.add_parser("sessions", help="list, show, export and search sessions"))
     _add_permissions(commands.add_parser("permissions", help="approval rules: list, add, check"))
+    agents = commands.add_parser("agents", help="agent profiles for --agent and delegate_task")
+    agent_actions = agents.add_subparsers(
+        dest="agents_command", metavar="ACTION", parser_class=_Parser
+    )
+    agent_actions.add_parser("list", help="every profile with its model and tools")
+    agent_actions.add_parser("show", help="one profile in full").add_argument("name")
     mcp = commands.add_parser("mcp", help="MCP servers from config.toml")
     mcp.add_subparsers(dest="mcp_command", metavar="ACTION", parser_class=_Parser).add_parser(
         "list", help="each server: transport, connected, tool count or error"
@@ -101,6 +107,7 @@ def _add_run(run: argparse.ArgumentParser) -> None:
     run.add_argument("--work-dir", help="directory the agent may touch (default: cwd)")
     run.add_argument("--tools", help="comma-separated fnmatch patterns of tools to offer")
     run.add_argument("--skills", help="comma-separated skills to activate in this session")
+    run.add_argument("--agent", help="run an agent profile (data_dir/agents/NAME.md) as the agent")
     run.add_argument(
         "--approve",
         choices=["ask", "auto", "deny"],
@@ -155,6 +162,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from openheim.cli.sessions import sessions_command
 
         return sessions_command(args)
+    if args.command == "agents":
+        from openheim.cli.agents import agents_command
+
+        return agents_command(args)
     if args.command == "mcp":
         from openheim.cli.mcp import mcp_command
 

@@ -47,6 +47,7 @@ def run_command(args: argparse.Namespace) -> int:
         tool_patterns=_split(args.tools),
         provider=args.provider,
         model=args.model,
+        agent=args.agent,
     )
     return asyncio.run(_run(settings, options, prompt, json_mode=args.json, remember=args.remember))
 

@@ -71,6 +71,9 @@ class Settings:
     file_changes: str = "direct"
     web_fetch_allow: list[str] = field(default_factory=list)
     approval: str = "ask"
+    default_agent: str | None = None
+    max_parallel_subagents: int = 4
+    inline_subagents: bool = False
     deny_read: list[str] | None = None
     shell_env_allow: list[str] = field(default_factory=list)
     project_trusted: bool = False
@@ -202,6 +205,9 @@ def _finish(
         web_fetch_allow=list(config.web_fetch_allow),
         approval=overrides.approval or env.get("OPENHEIM_APPROVAL") or config.approval or "ask",
         deny_read=config.deny_read,
+        default_agent=config.default_agent,
+        max_parallel_subagents=config.max_parallel_subagents or 4,
+        inline_subagents=bool(config.inline_subagents),
         shell_env_allow=list(config.shell_env_allow),
         project_trusted=paths.project_trusted,
         sources=sources,

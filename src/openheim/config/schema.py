@@ -104,5 +104,8 @@ class ConfigFile:
     file_changes: Literal["direct", "staged"] | None = None
     web_fetch_allow: list[str] = field(default_factory=list)
     approval: Literal["ask", "auto", "deny"] | None = None
+    default_agent: str | None = None
+    max_parallel_subagents: int | None = None
+    inline_subagents: bool | None = None
     deny_read: list[str] | None = None
     shell_env_allow: list[str] = field(default_factory=list)

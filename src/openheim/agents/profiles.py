@@ -1,0 +1,225 @@
+"""Subagent profiles: Markdown files that each define a separate agent for ``delegate_task``.
+
+Sources (a project profile wins over a user profile of the same name, with the rule below):
+
+1. ``data_dir/agents/*.md``: the user's own profiles.
+2. ``<project>/.openheim/agents/*.md``: the project's profiles.
+
+The file stem is the profile's name (case-sensitive, no whitespace, checked like a skill name so
+it can never address a file elsewhere). An optional ``+++`` TOML or ``---`` YAML frontmatter sets
+``description``, ``model``, ``provider`` (used only with ``model``), ``tools`` (fnmatch allow-list)
+and ``max_iterations``; the body is the subagent's system prompt. Unknown fields only warn. A
+frontmatter that does not parse, or a field of the wrong type, skips the profile with a warning:
+ignoring a malformed ``tools`` list would silently grant every tool.
+
+Untrusted projects may not widen anything. Their profiles are loaded only under names the user has
+no profile of (so they cannot replace a user's persona or its tool limits), and their ``model`` and
+``provider`` are dropped with a warning (so a cloned repository cannot route work, or spend money,
+on a model the user did not choose). Their ``tools`` list is kept: it can only narrow the parent's
+tools, which the parent's sandbox and approval gate still guard.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from openheim.skills.frontmatter import FrontmatterError, split_frontmatter, text_field
+from openheim.skills.names import name_problem
+
+KNOWN_FIELDS = frozenset({"description", "model", "provider", "tools", "max_iterations"})
+NAME_HINT = "a subagent's name is its file name without '.md', such as 'code-reviewer'"
+
+
+class ProfileSource(StrEnum):
+    """Where a profile was found."""
+
+    USER = "user"
+    PROJECT = "project"
+
+
+@dataclass(frozen=True)
+class AgentProfile:
+    """One subagent: its persona (``system_prompt``) and what it may override of the parent's."""
+
+    name: str
+    description: str
+    model: str | None
+    provider: str | None
+    """Only set together with ``model``."""
+    tools: tuple[str, ...] | None
+    """fnmatch patterns of the parent's tools it may use; None: all of them."""
+    max_iterations: int | None
+    system_prompt: str
+    path: Path
+    source: ProfileSource
+
+
+class ProfileError(ValueError):
+    """A frontmatter field has a value of the wrong type; the message names the field."""
+
+
+def load_profiles(
+    data_dir: Path, project_root: Path | None, trusted: bool
+) -> tuple[dict[str, AgentProfile], list[str]]:
+    """Every usable profile by name, and warnings about the files and fields that were not used."""
+    warnings: list[str] = []
+    user_dir = data_dir / "agents"
+    profiles = dict(_scan(user_dir, ProfileSource.USER, None, warnings))
+    if project_root is None:
+        return profiles, warnings
+    project_dir = project_root / ".openheim" / "agents"
+    if project_dir.resolve() == user_dir.resolve():  # a project at ~ is not a second source
+        return profiles, warnings
+    for name, profile in _scan(project_dir, ProfileSource.PROJECT, project_root, warnings):
+        if not trusted:
+            if name in profiles:
+                warnings.append(
+                    f"ignored subagent profile {profile.path}: this project is not trusted, so "
+                    f"it cannot replace your own {name!r} profile (trust the folder to allow it)"
+                )
+                continue
+            profile = _untrusted(profile, warnings)
+        profiles[name] = profile
+    return profiles, warnings
+
+
+def _untrusted(profile: AgentProfile, warnings: list[str]) -> AgentProfile:
+    """An untrusted project's profile without its model and provider choice."""
+    if profile.model is None:
+        return profile
+    warnings.append(
+        f"subagent profile {profile.path}: ignored model {profile.model!r} because this project "
+        "is not trusted; the subagent uses the parent's model (trust the folder to allow it)"
+    )
+    return AgentProfile(
+        profile.name,
+        profile.description,
+        None,
+        None,
+        profile.tools,
+        profile.max_iterations,
+        profile.system_prompt,
+        profile.path,
+        profile.source,
+    )
+
+
+def _scan(
+    folder: Path, source: ProfileSource, within: Path | None, warnings: list[str]
+) -> Iterator[tuple[str, AgentProfile]]:
+    """The folder's valid profiles in name order; every skipped file adds a warning."""
+    base = _usable_folder(folder, within, warnings)
+    if base is None:
+        return
+    for name, path in _candidates(folder):
+        real = path.resolve()
+        if not (real.is_relative_to(base) and real.is_file()):
+            warnings.append(
+                f"skipped subagent profile {path}: it is not a file inside {folder} "
+                "(a symlink leading out of the folder is refused)"
+            )
+            continue
+        problem = name_problem(name) or ("contains whitespace" if _has_space(name) else None)
+        if problem is not None:
+            warnings.append(
+                f"skipped subagent profile {path}: the name {name!r} {problem} ({NAME_HINT})"
+            )
+            continue
+        try:
+            yield name, parse_profile(name, real, source, warnings)
+        except (OSError, FrontmatterError, ProfileError) as err:
+            warnings.append(f"skipped subagent profile {path}: {err}")
+
+
+def _has_space(name: str) -> bool:
+    return any(c.isspace() for c in name)
+
+
+def _usable_folder(folder: Path, within: Path | None, warnings: list[str]) -> Path | None:
+    """The folder's real path; None when absent or (for a project) resolving outside it."""
+    if not folder.is_dir():
+        return None
+    real = folder.resolve()
+    if within is not None and not real.is_relative_to(within.resolve()):
+        warnings.append(f"skipped subagent folder {folder}: it resolves outside the project")
+        return None
+    return real
+
+
+def _candidates(folder: Path) -> Iterator[tuple[str, Path]]:
+    """(name, file) pairs of ``*.md`` files in name order; dot-files are ignored."""
+    try:
+        with os.scandir(folder) as it:
+            names = sorted(e.name for e in it)
+    except OSError:
+        return
+    for entry in names:
+        if entry.endswith(".md") and not entry.startswith("."):
+            yield entry.removesuffix(".md"), folder / entry
+
+
+def parse_profile(
+    name: str, path: Path, source: ProfileSource, warnings: list[str]
+) -> AgentProfile:
+    """One profile file (raises OSError, FrontmatterError or ProfileError)."""
+    doc = split_frontmatter(path.read_text(encoding="utf-8", errors="replace"))
+    meta = doc.meta
+    unknown = sorted(set(meta) - KNOWN_FIELDS)
+    if unknown:
+        warnings.append(
+            f"subagent profile {path}: ignored unknown field(s) {', '.join(unknown)} "
+            f"(known: {', '.join(sorted(KNOWN_FIELDS))})"
+        )
+    model = _string(meta, "model")
+    provider = _string(meta, "provider")
+    if provider is not None and model is None:
+        warnings.append(f"subagent profile {path}: ignored provider {provider!r}: it needs model")
+        provider = None
+    return AgentProfile(
+        name=name,
+        description=" ".join((_string(meta, "description") or "").split()),
+        model=model,
+        provider=provider,
+        tools=_patterns(meta),
+        max_iterations=_positive_int(meta),
+        system_prompt=doc.body.strip(),
+        path=path,
+        source=source,
+    )
+
+
+def _string(meta: Mapping[str, object], key: str) -> str | None:
+    if key in meta and not isinstance(meta[key], str):
+        raise ProfileError(f"{key} must be a string, got {meta[key]!r}")
+    return text_field(meta, key)
+
+
+def _patterns(meta: Mapping[str, object]) -> tuple[str, ...] | None:
+    """``tools``: a TOML array of strings, or (from YAML) ``[a, b]`` / ``a, b`` text."""
+    if "tools" not in meta:
+        return None
+    value = meta["tools"]
+    if isinstance(value, str):
+        inner = value.strip()
+        if inner.startswith("[") and inner.endswith("]"):
+            inner = inner[1:-1]
+        value = [part.strip().strip("'\"") for part in inner.split(",") if part.strip()]
+    if not isinstance(value, list) or not all(isinstance(p, str) and p for p in value):
+        raise ProfileError(f"tools must be a list of tool names or patterns, got {value!r}")
+    return tuple(value)
+
+
+def _positive_int(meta: Mapping[str, object]) -> int | None:
+    """``max_iterations``: a positive integer (YAML gives it as text)."""
+    if "max_iterations" not in meta:
+        return None
+    value = meta["max_iterations"]
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ProfileError(f"max_iterations must be a positive integer, got {value!r}")
+    return value

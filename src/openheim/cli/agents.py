@@ -1,0 +1,41 @@
+"""``openheim agents``: list and show agent profiles with their resolved model and tools."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from openheim.agents import AgentProfile
+from openheim.cli import exit_codes
+from openheim.config.load import load_settings
+from openheim.subagents import main_profile, profile_provider, profiles_for
+
+
+def agents_command(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    profiles = profiles_for(settings)
+    for notice in settings.notices:
+        sys.stderr.write(f"openheim: {notice}\n")
+    if (args.agents_command or "list") == "list":
+        _list(profiles)
+        return exit_codes.OK
+    shown = main_profile(settings, profiles, args.name)
+    assert shown is not None  # a name was given: unknown names raise
+    chosen = profile_provider(settings, shown)
+    tools = ", ".join(shown.tools) if shown.tools is not None else "all tools"
+    sys.stdout.write(
+        f"name: {shown.name}\nsource: {shown.path}\ndescription: {shown.description}\n"
+        f"provider: {chosen.name}\nmodel: {chosen.model}\ntools: {tools}\n"
+        f"max_iterations: {shown.max_iterations or settings.max_iterations}\n\n"
+        f"{shown.system_prompt.strip()}\n"
+    )
+    return exit_codes.OK
+
+
+def _list(profiles: dict[str, AgentProfile]) -> None:
+    if not profiles:
+        sys.stdout.write("no agent profiles (add data_dir/agents/NAME.md)\n")
+    for name, profile in sorted(profiles.items()):
+        model = profile.model or "(the session's model)"
+        tools = ", ".join(profile.tools) if profile.tools is not None else "all tools"
+        sys.stdout.write(f"{name}: {profile.description or '-'}\n    {model}; {tools}\n")
