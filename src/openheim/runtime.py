@@ -13,9 +13,9 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
-from openheim.agents import AgentProfile, delegate_tool
+from openheim.agents.profiles import AgentProfile
 from openheim.approval import ApprovalGate, Resolver
 from openheim.child_env import child_env
 from openheim.config.load import Settings
@@ -33,7 +33,6 @@ from openheim.providers.fallback import FallbackProvider
 from openheim.providers.retry import RetryingProvider, RetryPolicy
 from openheim.safety.permissions import add_rule, load_rules, project_permissions
 from openheim.safety.policy import ApprovalMode, PolicyGate
-from openheim.safety.staging import StagedApplyGate, StagingArea, staging_tools
 from openheim.secrets import SecretPolicy
 from openheim.session import PersistentHistory, Session
 from openheim.skills import LOAD_SKILL, load_skill_tool, skills_for
@@ -43,6 +42,9 @@ from openheim.tools.base import Tool, ToolContext, ToolSet
 from openheim.tools.builtin import builtin_tools
 from openheim.tools.sandbox import PathSandbox
 from openheim.usage import DEFAULT_PRICES, Meter, Price
+
+if TYPE_CHECKING:
+    from openheim.safety.staging import StagingArea
 
 
 def select_tools(
@@ -77,13 +79,18 @@ def policy_gate(settings: Settings, sandbox: PathSandbox) -> PolicyGate:
 
 
 def _gate(gate: ApprovalGate, area: StagingArea | None) -> ApprovalGate:
-    return gate if area is None else StagedApplyGate(gate, area)
+    if area is None:
+        return gate
+    from openheim.safety.staging import StagedApplyGate
+
+    return StagedApplyGate(gate, area)
 
 
 def remember_rules(settings: Settings, gate: object) -> list[str]:
     """``--remember``: write the session's "always" rules to the project's permissions file."""
-    if isinstance(gate, StagedApplyGate):
-        gate = gate.inner
+    inner = getattr(gate, "inner", None)  # a StagedApplyGate around the policy
+    if inner is not None:
+        gate = inner
     if not isinstance(gate, PolicyGate) or not gate.learned:
         return []
     path = project_permissions(settings.project_root or Path(settings.work_dir))
@@ -109,6 +116,8 @@ def _optional_tools(settings: Settings, area: StagingArea | None) -> list[Tool]:
 
     tools = [web_fetch_tool(allow_hosts=settings.web_fetch_allow)]
     if area is not None:
+        from openheim.safety.staging import staging_tools
+
         tools += staging_tools(area)
     return tools
 
@@ -182,18 +191,17 @@ async def open_session(
         skills = skills_for(settings)
         memory = stack.enter_context(contextlib.closing(open_memory(settings)))
         extra = [load_skill_tool(skills), *memory_tools(memory, top_k=settings.memory.top_k)]
-        area = StagingArea(uuid.uuid4().hex) if settings.file_changes == "staged" else None
+        area = _staging_area(settings)
         extra += _optional_tools(settings, area)
         extra += await _mcp_tools(settings, stack)
         spawner = Spawner(settings, stack, store, build_provider, _close)
         others = {
             name: p for name, p in profiles.items() if profile is None or name != profile.name
         }
-        delegate = delegate_tool(
+        delegate = _delegate_tool(
+            settings,
             others,
             spawner,
-            max_parallel=settings.max_parallel_subagents,
-            allow_inline=settings.inline_subagents,
         )
         extra += [delegate] if delegate is not None else []
         tools = select_tools(settings, options.tool_patterns, extra)
@@ -232,6 +240,30 @@ async def open_session(
         yield session
         if store is not None and settings.session_log == "markdown":
             _write_markdown_log(settings, store, agent)
+
+
+def _staging_area(settings: Settings) -> StagingArea | None:
+    if settings.file_changes != "staged":
+        return None
+    from openheim.safety.staging import StagingArea
+
+    return StagingArea(uuid.uuid4().hex)
+
+
+def _delegate_tool(
+    settings: Settings, profiles: dict[str, AgentProfile], spawner: Spawner
+) -> Tool | None:
+    """``delegate_task``, when there is anyone to delegate to."""
+    if not profiles and not settings.inline_subagents:
+        return None
+    from openheim.agents.delegate import delegate_tool
+
+    return delegate_tool(
+        profiles,
+        spawner,
+        max_parallel=settings.max_parallel_subagents,
+        allow_inline=settings.inline_subagents,
+    )
 
 
 def _persona(profile: AgentProfile, work_dir: Path) -> str:

@@ -12,13 +12,7 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from openheim.agents import (
-    AgentProfile,
-    SubagentRequest,
-    SubagentResult,
-    load_profiles,
-    run_subagent,
-)
+from openheim.agents.profiles import AgentProfile, load_profiles
 from openheim.config.load import Settings
 from openheim.config.providers import resolve_provider
 from openheim.config.trust import is_trusted
@@ -31,6 +25,7 @@ from openheim.skills.setup import find_repo_root
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
+    from openheim.agents.delegate import SubagentRequest, SubagentResult
     from openheim.loop import Agent
     from openheim.store.base import SessionStore
 
@@ -90,6 +85,8 @@ class Spawner:
         self.session_id: str | None = None
 
     async def __call__(self, request: SubagentRequest) -> SubagentResult:
+        from openheim.agents.delegate import run_subagent
+
         parent = self.parent
         assert parent is not None, "the spawner is used before its session exists"
         provider, model, max_tokens = parent.provider, parent.model, parent.max_tokens
