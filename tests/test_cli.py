@@ -307,3 +307,16 @@ def test_staged_file_changes_swap_the_write_tools(home: Path, work: Path) -> Non
     names = {t["function"]["name"] for t in server.requests[0].body["tools"]}
     assert {"preview_write_file", "preview_edit_file", "apply_file_change", "web_fetch"} <= names
     assert not names & {"write_file", "edit_file"}
+
+
+def test_tool_choice_forces_the_first_call_only(home: Path, work: Path) -> None:
+    replies: list[Any] = [FakeReply(tool_calls=[FakeToolCall("list_dir", {"path": "."})]), "ok"]
+    with FakeLLMServer(replies) as server:
+        configure(home, server)
+        result = openheim("run", "--tool-choice", "list_dir", "look", home=home, cwd=work)
+        assert result.returncode == 0, result.stderr
+        first, second = (r.body for r in server.requests)
+    assert first["tool_choice"] == {"type": "function", "function": {"name": "list_dir"}}
+    assert "tool_choice" not in second or second["tool_choice"] == "auto"
+    bad = openheim("run", "--tool-choice", "nope", "x", home=home, cwd=work)
+    assert bad.returncode == 2 and "not an offered tool" in bad.stderr

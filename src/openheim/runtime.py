@@ -28,7 +28,7 @@ from openheim.loop import Agent
 from openheim.memory import memory_tools, open_memory
 from openheim.prompt import PromptBuilder
 from openheim.providers import create_provider
-from openheim.providers.base import Provider, ProviderSettings
+from openheim.providers.base import NamedTool, Provider, ProviderSettings, ToolChoice
 from openheim.providers.fallback import FallbackProvider
 from openheim.providers.retry import RetryingProvider, RetryPolicy
 from openheim.safety.permissions import add_rule, load_rules, project_permissions
@@ -167,6 +167,8 @@ class SessionOptions:
     model: str | None = None
     agent: str | None = None
     """Run this agent profile as the main agent (``--agent``; else ``default_agent``)."""
+    tool_choice: ToolChoice = "auto"
+    """For the first model call of each prompt: ``auto``, ``required``, ``none`` or a tool."""
 
 
 @contextlib.asynccontextmanager
@@ -207,6 +209,11 @@ async def open_session(
         tools = select_tools(settings, options.tool_patterns, extra)
         if profile is not None and profile.tools is not None:
             tools = tools.select(profile.tools)
+        if isinstance(options.tool_choice, NamedTool) and options.tool_choice.name not in tools:
+            raise ConfigError(
+                f"--tool-choice {options.tool_choice.name!r} is not an offered tool",
+                hint=f"pick one of: {', '.join(tools.names)}",
+            )
         work_dir = Path(settings.work_dir)
         sandbox = PathSandbox(work_dir)
         prompt = PromptBuilder(
@@ -234,6 +241,7 @@ async def open_session(
             max_iterations=(profile.max_iterations if profile else None) or settings.max_iterations,
             max_tokens=chosen.max_tokens,
             meter=make_meter(settings),
+            tool_choice=options.tool_choice,
         )
         session = _session(agent, store, record, chosen, names, work_dir)
         spawner.parent, spawner.session_id = agent, session.id

@@ -107,6 +107,12 @@ def _add_run(run: argparse.ArgumentParser) -> None:
     run.add_argument("--work-dir", help="directory the agent may touch (default: cwd)")
     run.add_argument("--tools", help="comma-separated fnmatch patterns of tools to offer")
     run.add_argument("--skills", help="comma-separated skills to activate in this session")
+    run.add_argument(
+        "--tool-choice",
+        default="auto",
+        metavar="CHOICE",
+        help="first model call: auto (default), required, none, or a tool name",
+    )
     run.add_argument("--agent", help="run an agent profile (data_dir/agents/NAME.md) as the agent")
     run.add_argument(
         "--approve",

@@ -9,6 +9,7 @@ import json
 import signal
 import sys
 from pathlib import Path
+from typing import cast
 
 from openheim.cli import exit_codes
 from openheim.cli.approve import TerminalResolver, open_terminal
@@ -18,6 +19,7 @@ from openheim.config.load import Overrides, Settings, load_settings
 from openheim.config.providers import LOCAL_KINDS
 from openheim.errors import ConfigError
 from openheim.events import Finished
+from openheim.providers.base import NamedTool, ToolChoice
 from openheim.runtime import SessionOptions, open_session, remember_rules
 from openheim.session import Session
 
@@ -48,8 +50,15 @@ def run_command(args: argparse.Namespace) -> int:
         provider=args.provider,
         model=args.model,
         agent=args.agent,
+        tool_choice=_tool_choice(args.tool_choice),
     )
     return asyncio.run(_run(settings, options, prompt, json_mode=args.json, remember=args.remember))
+
+
+def _tool_choice(raw: str) -> ToolChoice:
+    if raw in ("auto", "required", "none"):
+        return cast("ToolChoice", raw)
+    return NamedTool(raw)
 
 
 def _split(raw: str | None) -> list[str] | None:
