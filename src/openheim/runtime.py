@@ -35,7 +35,7 @@ from openheim.safety.permissions import add_rule, load_rules, project_permission
 from openheim.safety.policy import ApprovalMode, PolicyGate
 from openheim.secrets import SecretPolicy
 from openheim.session import PersistentHistory, Session
-from openheim.skills import LOAD_SKILL, load_skill_tool, skills_for
+from openheim.skills import LOAD_SKILL, SkillsManager, load_skill_tool, skills_for
 from openheim.store import SessionRecord, SessionStore, import_rust_history, open_store
 from openheim.subagents import Spawner, main_profile, profile_provider, profiles_for
 from openheim.tools.base import Tool, ToolContext, ToolSet
@@ -191,29 +191,11 @@ async def open_session(
             chosen = profile_provider(settings, profile)
         names = _skill_names(settings, options, record)
         skills = skills_for(settings)
-        memory = stack.enter_context(contextlib.closing(open_memory(settings)))
-        extra = [load_skill_tool(skills), *memory_tools(memory, top_k=settings.memory.top_k)]
         area = _staging_area(settings)
-        extra += _optional_tools(settings, area)
-        extra += await _mcp_tools(settings, stack)
         spawner = Spawner(settings, stack, store, build_provider, _close)
-        others = {
-            name: p for name, p in profiles.items() if profile is None or name != profile.name
-        }
-        delegate = _delegate_tool(
-            settings,
-            others,
-            spawner,
+        tools = await _session_tools(
+            settings, options, stack, skills, area, spawner, profiles, profile
         )
-        extra += [delegate] if delegate is not None else []
-        tools = select_tools(settings, options.tool_patterns, extra)
-        if profile is not None and profile.tools is not None:
-            tools = tools.select(profile.tools)
-        if isinstance(options.tool_choice, NamedTool) and options.tool_choice.name not in tools:
-            raise ConfigError(
-                f"--tool-choice {options.tool_choice.name!r} is not an offered tool",
-                hint=f"pick one of: {', '.join(tools.names)}",
-            )
         work_dir = Path(settings.work_dir)
         sandbox = PathSandbox(work_dir)
         prompt = PromptBuilder(
@@ -248,6 +230,36 @@ async def open_session(
         yield session
         if store is not None and settings.session_log == "markdown":
             _write_markdown_log(settings, store, agent)
+
+
+async def _session_tools(
+    settings: Settings,
+    options: SessionOptions,
+    stack: contextlib.AsyncExitStack,
+    skills: SkillsManager,
+    area: StagingArea | None,
+    spawner: Spawner,
+    profiles: dict[str, AgentProfile],
+    profile: AgentProfile | None,
+) -> ToolSet:
+    """Built-in, skill, memory, staging, web, MCP and delegation tools, narrowed by ``--tools``
+    and by a main profile's allow-list."""
+    memory = stack.enter_context(contextlib.closing(open_memory(settings)))
+    extra = [load_skill_tool(skills), *memory_tools(memory, top_k=settings.memory.top_k)]
+    extra += _optional_tools(settings, area)
+    extra += await _mcp_tools(settings, stack)
+    others = {n: p for n, p in profiles.items() if profile is None or n != profile.name}
+    delegate = _delegate_tool(settings, others, spawner)
+    extra += [delegate] if delegate is not None else []
+    tools = select_tools(settings, options.tool_patterns, extra)
+    if profile is not None and profile.tools is not None:
+        tools = tools.select(profile.tools)
+    if isinstance(options.tool_choice, NamedTool) and options.tool_choice.name not in tools:
+        raise ConfigError(
+            f"--tool-choice {options.tool_choice.name!r} is not an offered tool",
+            hint=f"pick one of: {', '.join(tools.names)}",
+        )
+    return tools
 
 
 def _staging_area(settings: Settings) -> StagingArea | None:
