@@ -29,7 +29,6 @@ from httpx_sse import EventSource
 from openheim.errors import (
     ProviderError,
     ProviderHTTPError,
-    ProviderProtocolError,
 )
 from openheim.events import TextDelta, ThinkingDelta
 from openheim.messages import (
@@ -43,7 +42,7 @@ from openheim.messages import (
 )
 from openheim.providers.base import ModelRequest, ModelResponse, ProviderSettings, StreamItem
 from openheim.providers.gemini_wire import build_body, thinking_config
-from openheim.providers.http_base import HTTPProvider
+from openheim.providers.http_base import HTTPProvider, event_object
 
 _FINISH: dict[str, FinishReason] = {
     "STOP": "end_turn",
@@ -184,19 +183,13 @@ class _Reply:
 
     def feed(self, chunk: Any) -> list[StreamItem]:
         """Absorb one ``GenerateContentResponse``; return the deltas it carries."""
-        if not isinstance(chunk, dict):
-            raise ProviderProtocolError(
-                f"provider {self.provider!r}: expected a JSON object per event, got {chunk!r:.200}",
-                hint="the server does not speak the Gemini API; check api_base and kind",
-                provider=self.provider,
-            )
-        if chunk.get("error"):
-            raise ProviderError(
-                f"provider {self.provider!r} reported an error mid-stream: "
-                f"{_error_text(chunk['error'])}",
-                hint="the server failed while answering; retry, or check the service status",
-                provider=self.provider,
-            )
+        chunk = event_object(
+            chunk,
+            self.provider,
+            wire="the Gemini API",
+            error_text=_error_text,
+            failed_hint="the server failed while answering; retry, or check the service status",
+        )
         if isinstance(chunk.get("modelVersion"), str) and chunk["modelVersion"]:
             self.model = chunk["modelVersion"]
         if isinstance(chunk.get("usageMetadata"), dict):

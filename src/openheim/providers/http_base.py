@@ -25,6 +25,26 @@ from openheim.providers.http import make_client, redact, status_error, transport
 Reader = Callable[[EventSource], AsyncGenerator[StreamItem, None]]
 
 
+def event_object(
+    chunk: Any, provider: str, *, wire: str, error_text: Callable[[Any], str], failed_hint: str
+) -> dict[str, Any]:
+    """One decoded stream event as a JSON object, or the error it is (not an object, or an
+    ``{"error": ...}`` the server sent mid-stream)."""
+    if not isinstance(chunk, dict):
+        raise ProviderProtocolError(
+            f"provider {provider!r}: expected a JSON object per event, got {chunk!r:.200}",
+            hint=f"the server does not speak {wire}; check api_base and kind",
+            provider=provider,
+        )
+    if chunk.get("error"):
+        raise ProviderError(
+            f"provider {provider!r} reported an error mid-stream: {error_text(chunk['error'])}",
+            hint=failed_hint,
+            provider=provider,
+        )
+    return chunk
+
+
 class HTTPProvider:
     """Base class of the HTTP adapters; subclasses set the class variables and ``stream``."""
 

@@ -20,7 +20,6 @@ from typing import Any
 import httpx
 from httpx_sse import EventSource
 
-from openheim.errors import ProviderError, ProviderProtocolError
 from openheim.events import TextDelta, ThinkingDelta
 from openheim.messages import (
     ContentBlock,
@@ -32,7 +31,7 @@ from openheim.messages import (
     Usage,
 )
 from openheim.providers.base import ModelRequest, ModelResponse, ProviderSettings, StreamItem
-from openheim.providers.http_base import HTTPProvider
+from openheim.providers.http_base import HTTPProvider, event_object
 from openheim.providers.openai_wire import Dialect, build_body, dialect_for
 
 _FINISH: dict[str, FinishReason] = {
@@ -151,19 +150,13 @@ class _Accumulator:
 
     def feed(self, chunk: Any) -> list[StreamItem]:
         """Absorb one chunk; return the deltas it carries."""
-        if not isinstance(chunk, dict):
-            raise ProviderProtocolError(
-                f"provider {self.provider!r}: expected a JSON object per event, got {chunk!r:.200}",
-                hint="the server does not speak the OpenAI format; check api_base and kind",
-                provider=self.provider,
-            )
-        if chunk.get("error"):
-            raise ProviderError(
-                f"provider {self.provider!r} reported an error mid-stream: "
-                f"{_error_text(chunk['error'])}",
-                hint="the server failed while answering; retry, or check its logs",
-                provider=self.provider,
-            )
+        chunk = event_object(
+            chunk,
+            self.provider,
+            wire="the OpenAI format",
+            error_text=_error_text,
+            failed_hint="the server failed while answering; retry, or check its logs",
+        )
         if isinstance(chunk.get("model"), str) and chunk["model"]:
             self.model = chunk["model"]
         if isinstance(chunk.get("usage"), dict):
