@@ -48,12 +48,23 @@ class ToolCall:
 
 
 @dataclass(frozen=True, slots=True)
+class FileDiff:
+    """A file a tool changed: its absolute path, the text before (None: a new file) and after."""
+
+    path: str
+    old_text: str | None
+    new_text: str
+
+
+@dataclass(frozen=True, slots=True)
 class ToolResult:
     id: str
     name: str
     content: str
     is_error: bool
     status: ToolStatus
+    diff: FileDiff | None = None
+    """For a file edit: what changed, so a surface can show a diff (ACP ``diff`` content)."""
     type: Literal["tool_result"] = "tool_result"
 
 
@@ -146,5 +157,7 @@ def event_to_dict(event: Event) -> dict[str, Any]:
             value = value.to_dict()
         elif isinstance(value, Mapping):
             value = dict(value)
+        elif isinstance(value, FileDiff):
+            value = {"path": value.path, "old_text": value.old_text, "new_text": value.new_text}
         out[name] = value
     return out

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from openheim.errors import ProviderProtocolError, ToolError
 from openheim.events import (
     CostUpdate,
     Event,
+    FileDiff,
     Finished,
     IterationStart,
     Notice,
@@ -360,7 +361,8 @@ class _Run:
 
     async def _execute(self, call: ToolUseBlock, tool: Tool, args: Any) -> None:
         try:
-            output = await tool.call(args, self.agent.context)
+            context = replace(self.agent.context, call_id=call.id)
+            output = await tool.call(args, context)
         except ToolError as err:
             await self._record(call, str(err), "failed")
             return
@@ -371,7 +373,7 @@ class _Run:
             )
             return
         status: ToolStatus = "failed" if output.is_error else "completed"
-        await self._record(call, cap_output(output.content), status, output.images)
+        await self._record(call, cap_output(output.content), status, output.images, output.diff)
 
     async def _record(
         self,
@@ -379,11 +381,12 @@ class _Run:
         content: str,
         status: ToolStatus,
         images: tuple[ImageBlock, ...] = (),
+        diff: FileDiff | None = None,
     ) -> None:
         content = redact(content)  # secrets never reach the model, the history or the events
         is_error = status != "completed"
         self.results[call.id] = ToolResultBlock(call.id, content, is_error, images)
-        await self.emit(ToolResult(call.id, call.name, content, is_error, status))
+        await self.emit(ToolResult(call.id, call.name, content, is_error, status, diff))
 
     async def _append_results(self) -> None:
         ordered = [self.results[c.id] for c in self.pending]

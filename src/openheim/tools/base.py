@@ -13,9 +13,11 @@ from typing import Any
 
 from openheim.child_env import child_env
 from openheim.errors import ArgumentError
+from openheim.events import FileDiff
 from openheim.messages import ImageBlock
 from openheim.providers.base import ToolSpec
 from openheim.secrets import SecretPolicy
+from openheim.tools.client_io import ClientIO
 from openheim.tools.sandbox import PathSandbox
 from openheim.typed import TypeCheckError, from_mapping, json_schema
 
@@ -54,6 +56,10 @@ class ToolContext:
     """The environment of child processes: the parent's, without secrets (``child_env``)."""
     secret_policy: SecretPolicy | None = field(default_factory=SecretPolicy.from_config)
     """Deny-read globs: files no tool reads or writes (None: no file is held back)."""
+    client: ClientIO | None = None
+    """File and terminal access offered by the session's client (an ACP editor), if any."""
+    call_id: str = ""
+    """The id of the tool call being run (the loop sets it for each call)."""
 
     def path(self, raw: str, *, write: bool = False) -> Path:
         """Resolve a path argument inside the sandbox; a file matching the secret policy is
@@ -78,6 +84,8 @@ class ToolOutput:
     content: str
     is_error: bool = False
     images: tuple[ImageBlock, ...] = ()
+    diff: FileDiff | None = None
+    """For a file edit: the text before and after, for surfaces that show diffs."""
 
 
 class Tool(ABC):

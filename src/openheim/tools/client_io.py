@@ -1,0 +1,54 @@
+"""File and terminal access through whoever drives the session.
+
+An editor speaking the Agent Client Protocol may offer to read and write files itself (so the
+agent sees unsaved buffers and the editor tracks the change) and to run commands in its own
+terminals (so the user watches them live). A surface hands the tools such a ``ClientIO`` through
+``ToolContext.client``; each capability is used only when the client advertised it, and the
+sandbox and deny-read checks run first either way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class CommandResult:
+    """How a command ended and what it printed."""
+
+    code: int
+    stdout: str
+    stderr: str
+    timed_out: bool
+    lingered: bool = False
+
+
+class ClientIO(Protocol):
+    """What the client offers; the tools check the flags before calling a method."""
+
+    @property
+    def reads_files(self) -> bool: ...
+
+    @property
+    def writes_files(self) -> bool: ...
+
+    @property
+    def runs_commands(self) -> bool: ...
+
+    async def read_text_file(self, path: Path) -> str:
+        """The whole text of ``path`` (absolute), as the client has it (unsaved edits included);
+        raises ``ToolError`` when the client cannot read it."""
+        ...
+
+    async def write_text_file(self, path: Path, content: str) -> None:
+        """Write ``content`` to ``path`` (absolute) through the client; raises ``ToolError``."""
+        ...
+
+    async def run_command(
+        self, command: str, *, cwd: Path, time_limit: float, call_id: str
+    ) -> CommandResult:
+        """Run ``sh -c command`` in a client terminal, killed after ``time_limit`` seconds and
+        on cancellation, always released; ``call_id`` is the tool call it belongs to."""
+        ...
