@@ -10,8 +10,8 @@ import contextlib
 import dataclasses
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -20,54 +20,32 @@ from openheim.approval import ApprovalGate, Resolver
 from openheim.child_env import child_env
 from openheim.config.load import Settings
 from openheim.config.providers import resolve_provider
+from openheim.config.schema import McpServerEntry
 from openheim.context import ContextFitter
 from openheim.envelope import EnvelopeProvider, protocol_for
 from openheim.errors import ConfigError
 from openheim.fsutil import atomic_write
 from openheim.loop import Agent
-from openheim.memory import memory_tools, open_memory
 from openheim.prompt import PromptBuilder
 from openheim.providers import create_provider
-from openheim.providers.base import NamedTool, Provider, ProviderSettings, ToolChoice
+from openheim.providers.base import Provider, ProviderSettings, ToolChoice
 from openheim.providers.fallback import FallbackProvider
 from openheim.providers.retry import RetryingProvider, RetryPolicy
 from openheim.safety.permissions import add_rule, load_rules, project_permissions
 from openheim.safety.policy import ApprovalMode, PolicyGate
 from openheim.secrets import SecretPolicy
 from openheim.session import PersistentHistory, Session
-from openheim.skills import LOAD_SKILL, SkillsManager, load_skill_tool, skills_for
+from openheim.session_tools import ToolRequest, session_tools
+from openheim.skills import LOAD_SKILL, skills_for
 from openheim.store import SessionRecord, SessionStore, import_rust_history, open_store
 from openheim.subagents import Spawner, main_profile, profile_provider, profiles_for
-from openheim.tools.base import Tool, ToolContext, ToolSet
-from openheim.tools.builtin import builtin_tools
+from openheim.tools.base import Tool, ToolContext
+from openheim.tools.client_io import ClientIO
 from openheim.tools.sandbox import PathSandbox
 from openheim.usage import DEFAULT_PRICES, Meter, Price
 
 if TYPE_CHECKING:
     from openheim.safety.staging import StagingArea
-
-
-def select_tools(
-    settings: Settings, patterns: Sequence[str] | None, extra: Sequence[Tool] = ()
-) -> ToolSet:
-    """The built-in tools plus ``extra`` (skills, memory), narrowed by ``--tools`` patterns.
-
-    With ``file_changes = "staged"`` the model gets preview/apply tools instead of writing
-    files directly."""
-    tools = builtin_tools(allow_shell=settings.allow_shell)
-    if settings.file_changes == "staged":
-        tools = ToolSet(t for t in tools if t.name not in ("write_file", "edit_file"))
-    for tool in extra:
-        tools.add(tool)
-    if patterns is None:
-        return tools
-    selected = tools.select(patterns)
-    if not selected and patterns:
-        raise ConfigError(
-            f"--tools {','.join(patterns)} matches no tool (available: {', '.join(tools.names)})",
-            hint="use fnmatch patterns such as 'read_*,search'",
-        )
-    return selected
 
 
 def policy_gate(settings: Settings, sandbox: PathSandbox) -> PolicyGate:
@@ -95,31 +73,6 @@ def remember_rules(settings: Settings, gate: object) -> list[str]:
         return []
     path = project_permissions(settings.project_root or Path(settings.work_dir))
     return [str(rule) for rule in gate.learned if add_rule(path, rule)]
-
-
-async def _mcp_tools(settings: Settings, stack: contextlib.AsyncExitStack) -> list[Tool]:
-    """The tools of the configured MCP servers (``server__tool``); failed servers are noted."""
-    if not settings.mcp_servers:
-        return []
-    from openheim.mcp import McpManager
-
-    manager = await stack.enter_async_context(McpManager(settings.mcp_servers))
-    for status in manager.status():
-        if not status.connected:
-            settings.notices.append(f"MCP server {status.name!r} is unavailable: {status.error}")
-    return list(manager.tools())
-
-
-def _optional_tools(settings: Settings, area: StagingArea | None) -> list[Tool]:
-    """Staging tools (``file_changes = "staged"``) and ``web_fetch``."""
-    from openheim.safety.web_fetch import web_fetch_tool
-
-    tools = [web_fetch_tool(allow_hosts=settings.web_fetch_allow)]
-    if area is not None:
-        from openheim.safety.staging import staging_tools
-
-        tools += staging_tools(area)
-    return tools
 
 
 def build_provider(settings: Settings, chosen: ProviderSettings) -> Provider:
@@ -169,6 +122,11 @@ class SessionOptions:
     """Run this agent profile as the main agent (``--agent``; else ``default_agent``)."""
     tool_choice: ToolChoice = "auto"
     """For the first model call of each prompt: ``auto``, ``required``, ``none`` or a tool."""
+    cwd: Path | None = None
+    """The session's working directory (and sandbox root) instead of ``work_dir``; it must lie
+    inside ``work_dir``."""
+    mcp_servers: Mapping[str, McpServerEntry] = field(default_factory=dict)
+    """MCP servers for this session only (an ACP client's), besides the configured ones."""
 
 
 @contextlib.asynccontextmanager
@@ -178,9 +136,15 @@ async def open_session(
     *,
     gate: ApprovalGate | None = None,
     resolver: Resolver | None = None,
+    tools: Sequence[Tool] = (),
+    client: ClientIO | None = None,
 ) -> AsyncIterator[Session]:
-    """A new or resumed session with its agent; everything it opened is closed on exit."""
+    """A new or resumed session with its agent; everything it opened is closed on exit.
+
+    ``tools`` are offered besides the configured ones; ``client`` is the file and terminal
+    access of the surface's client (an ACP editor), if it offers any."""
     options = options or SessionOptions()
+    settings = session_settings(settings, options)
     async with contextlib.AsyncExitStack() as stack:
         store = _open_store(settings, options, stack)
         record = _find_record(store, settings, options)
@@ -193,8 +157,9 @@ async def open_session(
         skills = skills_for(settings)
         area = _staging_area(settings)
         spawner = Spawner(settings, stack, store, build_provider, _close)
-        tools = await _session_tools(
-            settings, options, stack, skills, area, spawner, profiles, profile
+        wanted = ToolRequest(options.tool_patterns, options.tool_choice, tools)
+        offered = await session_tools(
+            settings, wanted, stack, skills, area, spawner, profiles, profile
         )
         work_dir = Path(settings.work_dir)
         sandbox = PathSandbox(work_dir)
@@ -203,14 +168,14 @@ async def open_session(
             cwd=work_dir,
             skills=skills,
             active_skills=names,
-            catalog=LOAD_SKILL in tools,
+            catalog=LOAD_SKILL in offered,
         )
         provider = build_provider(settings, chosen)
         stack.push_async_callback(_close, provider)
         agent = Agent(
             provider=provider,
             model=chosen.model,
-            tools=tools,
+            tools=offered,
             system=_persona(profile, work_dir) if profile else prompt.build(),
             gate=_gate(gate or policy_gate(settings, sandbox), area),
             resolver=resolver,
@@ -219,6 +184,7 @@ async def open_session(
                 work_dir,
                 child_env(allow=settings.shell_env_allow),
                 secret_policy=SecretPolicy.from_config(settings.deny_read, home=settings.home),
+                client=client,
             ),
             max_iterations=(profile.max_iterations if profile else None) or settings.max_iterations,
             max_tokens=chosen.max_tokens,
@@ -232,34 +198,27 @@ async def open_session(
             _write_markdown_log(settings, store, agent)
 
 
-async def _session_tools(
-    settings: Settings,
-    options: SessionOptions,
-    stack: contextlib.AsyncExitStack,
-    skills: SkillsManager,
-    area: StagingArea | None,
-    spawner: Spawner,
-    profiles: dict[str, AgentProfile],
-    profile: AgentProfile | None,
-) -> ToolSet:
-    """Built-in, skill, memory, staging, web, MCP and delegation tools, narrowed by ``--tools``
-    and by a main profile's allow-list."""
-    memory = stack.enter_context(contextlib.closing(open_memory(settings)))
-    extra = [load_skill_tool(skills), *memory_tools(memory, top_k=settings.memory.top_k)]
-    extra += _optional_tools(settings, area)
-    extra += await _mcp_tools(settings, stack)
-    others = {n: p for n, p in profiles.items() if profile is None or n != profile.name}
-    delegate = _delegate_tool(settings, others, spawner)
-    extra += [delegate] if delegate is not None else []
-    tools = select_tools(settings, options.tool_patterns, extra)
-    if profile is not None and profile.tools is not None:
-        tools = tools.select(profile.tools)
-    if isinstance(options.tool_choice, NamedTool) and options.tool_choice.name not in tools:
-        raise ConfigError(
-            f"--tool-choice {options.tool_choice.name!r} is not an offered tool",
-            hint=f"pick one of: {', '.join(tools.names)}",
+def session_settings(settings: Settings, options: SessionOptions) -> Settings:
+    """``settings`` with the session's own provider, model, working directory and MCP servers
+    applied."""
+    if options.provider or options.model:
+        settings = dataclasses.replace(
+            settings,
+            provider=options.provider or settings.provider,
+            model=options.model or settings.model,
         )
-    return tools
+    if options.mcp_servers:
+        servers = {**settings.mcp_servers, **options.mcp_servers}
+        settings = dataclasses.replace(settings, mcp_servers=servers)
+    if options.cwd is None:
+        return settings
+    cwd = options.cwd.resolve()
+    if not cwd.is_dir() or not cwd.is_relative_to(settings.work_dir):
+        raise ConfigError(
+            f"the session directory {options.cwd} is not a folder inside {settings.work_dir}",
+            hint="open a folder inside the work dir, or start openheim with --work-dir",
+        )
+    return dataclasses.replace(settings, work_dir=cwd)
 
 
 def _staging_area(settings: Settings) -> StagingArea | None:
@@ -268,22 +227,6 @@ def _staging_area(settings: Settings) -> StagingArea | None:
     from openheim.safety.staging import StagingArea
 
     return StagingArea(uuid.uuid4().hex)
-
-
-def _delegate_tool(
-    settings: Settings, profiles: dict[str, AgentProfile], spawner: Spawner
-) -> Tool | None:
-    """``delegate_task``, when there is anyone to delegate to."""
-    if not profiles and not settings.inline_subagents:
-        return None
-    from openheim.agents.delegate import delegate_tool
-
-    return delegate_tool(
-        profiles,
-        spawner,
-        max_parallel=settings.max_parallel_subagents,
-        allow_inline=settings.inline_subagents,
-    )
 
 
 def _persona(profile: AgentProfile, work_dir: Path) -> str:

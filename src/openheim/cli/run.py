@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import cast
 
+from openheim.api import Runtime
 from openheim.cli import exit_codes
 from openheim.cli.approve import TerminalResolver, open_terminal
 from openheim.cli.prompt import build_prompt
@@ -20,7 +21,7 @@ from openheim.config.providers import LOCAL_KINDS
 from openheim.errors import ConfigError
 from openheim.events import Finished
 from openheim.providers.base import NamedTool, ToolChoice
-from openheim.runtime import SessionOptions, open_session, remember_rules
+from openheim.runtime import SessionOptions, remember_rules
 from openheim.session import Session
 
 
@@ -77,7 +78,8 @@ async def _run(
     loop.add_signal_handler(signal.SIGTERM, cancel.set)
     len_notices = len(settings.notices)
     try:
-        async with open_session(settings, options, resolver=resolver) as session:
+        runtime = Runtime(settings=settings)
+        async with runtime.open_session(options, resolver=resolver) as session:
             _announce(settings, session, json_mode=json_mode)
             for notice in settings.notices[len_notices:]:
                 sys.stderr.write(f"openheim: {notice}\n")

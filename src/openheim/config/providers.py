@@ -44,6 +44,8 @@ BUILTIN_PROVIDERS: dict[str, ProviderEntry] = {
     "ollama": ProviderEntry(api_base="http://localhost:11434/v1", default_model="llama3.2"),
     "local": ProviderEntry(kind="llama_cpp", default_model=DEFAULT_LOCAL_MODEL),
 }
+HTTP_KINDS = frozenset({"openai", "openai_compatible", "anthropic", "gemini"})
+"""Kinds that speak to a server at ``api_base`` (custom kinds may need none)."""
 LOCAL_KINDS = frozenset({"llama_cpp", "llama_server"})
 _KIND_BY_NAME = {"openai": "openai", "anthropic": "anthropic", "gemini": "gemini"}
 _KEYED_KINDS = {"openai", "anthropic", "gemini"}
@@ -93,7 +95,7 @@ def resolve_provider(
             hint=f"pick one of those, or add a [providers.{name}] table to config.toml",
         )
     kind = infer_kind(name, entry)
-    if not entry.api_base and kind not in LOCAL_KINDS:
+    if not entry.api_base and kind in HTTP_KINDS:
         raise ConfigError(
             f"provider {name!r} has no api_base", hint=f"set api_base in [providers.{name}]"
         )

@@ -1,0 +1,227 @@
+"""``AgentSession``: a live session of the library API, and ``PromptRun``, one prompt in it.
+
+``open_session`` is an async context manager whose parts (MCP clients among them) must be
+entered and left by one task, while a library user or a protocol server opens a session in one
+request and closes it in another. So each session lives in a task of its own that holds the
+context open until ``close()``; prompts run in the caller's task and share the session's agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+from collections.abc import AsyncIterator, Callable, Generator
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from typing import Any
+
+from openheim.events import Event, Finished
+from openheim.messages import Message, StopReason, Usage
+from openheim.session import Session
+from openheim.store.base import SessionBusy
+from openheim.tools.base import ToolSet
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PromptResult:
+    """How a prompt ended: the final text, the stop reason and the run's usage and events."""
+
+    text: str
+    stop_reason: StopReason
+    reason: str | None
+    usage: Usage
+    events: list[Event] = field(default_factory=list)
+
+
+class PromptRun:
+    """One prompt: iterate it for its events, or await it for its ``PromptResult``.
+
+    It runs when first iterated or awaited, once; ``AgentSession.cancel()`` (or ``cancel()``
+    here) ends it with stop reason ``cancelled``.
+    """
+
+    def __init__(self, owner: AgentSession, message: Message) -> None:
+        self._owner = owner
+        self._message = message
+        self._cancel = asyncio.Event()
+        self._started = False
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self._events()
+
+    def __await__(self) -> Generator[Any, None, PromptResult]:
+        return self.result().__await__()
+
+    async def result(self) -> PromptResult:
+        """Run to the end and return how it ended (the events are kept in ``events``)."""
+        events = [event async for event in self]
+        last = events[-1]
+        assert isinstance(last, Finished)  # a run always ends with exactly one Finished
+        return PromptResult(last.text, last.stop_reason, last.reason, last.usage, events)
+
+    async def _events(self) -> AsyncIterator[Event]:
+        if self._started:
+            raise RuntimeError("a PromptRun runs once; call session.prompt() again")
+        self._started = True
+        session = self._owner.claim(self)
+        try:
+            run = session.prompt(self._message, cancel=self._cancel)
+            async with contextlib.aclosing(run) as events:
+                async for event in events:
+                    yield event
+        finally:
+            self._owner.release(self)
+
+
+class AgentSession:
+    """A session opened by ``Runtime``: prompt it, cancel a prompt, switch model or mode, close.
+
+    Use it as ``async with await runtime.new_session() as session:`` or call ``close()``.
+    """
+
+    def __init__(self, session: Session, host: _Host) -> None:
+        self._session = session
+        self._host = host
+        self._running: PromptRun | None = None
+        self._all_tools = session.agent.tools
+        self._on_close: list[Callable[[AgentSession], None]] = []
+
+    @property
+    def id(self) -> str | None:
+        """The stored session's id (None when sessions are not saved)."""
+        return self._session.id
+
+    @property
+    def history(self) -> list[Message]:
+        return self._session.history
+
+    @property
+    def model(self) -> str:
+        return self._session.agent.model
+
+    @property
+    def session(self) -> Session:
+        """The runtime's session underneath (agent, history, store record)."""
+        return self._session
+
+    @property
+    def busy(self) -> bool:
+        return self._running is not None
+
+    def prompt(self, content: str | Message) -> PromptRun:
+        """Start describing a prompt; it runs when iterated or awaited."""
+        message = content if isinstance(content, Message) else Message.user(content)
+        return PromptRun(self, message)
+
+    def cancel(self) -> None:
+        """Cancel the running prompt, if any: it ends with stop reason ``cancelled``."""
+        if self._running is not None:
+            self._running.cancel()
+
+    def set_model(self, model: str) -> None:
+        """Use ``model`` (of the same provider) from the next model call on."""
+        self._session.agent.model = model
+        record, store = self._session.record, self._session.store
+        if record is not None and store is not None:
+            store.update(record.id, model=model)
+
+    @property
+    def read_only(self) -> bool:
+        return self._session.agent.tools is not self._all_tools
+
+    def set_read_only(self, read_only: bool) -> None:
+        """Offer only read-only tools (a planning mode), or every tool again."""
+        tools = self._all_tools
+        if read_only:
+            tools = ToolSet(t for t in tools if t.capabilities.read_only)
+        self._session.agent.tools = tools
+
+    def claim(self, run: PromptRun) -> Session:
+        """Mark ``run`` as the running prompt; a second concurrent prompt is refused."""
+        if self._host.closed:
+            raise RuntimeError("this session is closed; open or resume it again")
+        if self._running is not None:
+            raise SessionBusy(self.id or "unsaved", pid=os.getpid(), host=socket.gethostname())
+        self._running = run
+        return self._session
+
+    def release(self, run: PromptRun) -> None:
+        if self._running is run:
+            self._running = None
+
+    def on_close(self, callback: Callable[[AgentSession], None]) -> None:
+        """Call ``callback`` once the session is closed."""
+        self._on_close.append(callback)
+
+    async def close(self) -> None:
+        """Cancel a running prompt and close everything the session opened (idempotent)."""
+        self.cancel()
+        await self._host.close()
+        while self._on_close:
+            self._on_close.pop()(self)
+
+    async def __aenter__(self) -> AgentSession:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+class _Host:
+    """The task that keeps one session's context open until ``close()``."""
+
+    def __init__(self) -> None:
+        self._closing = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.closed = False
+
+    async def open(self, opener: Callable[[], AbstractAsyncContextManager[Session]]) -> Session:
+        ready: asyncio.Future[Session] = asyncio.get_running_loop().create_future()
+        self._task = asyncio.create_task(self._hold(opener, ready))
+        try:
+            return await asyncio.shield(ready)
+        except asyncio.CancelledError:
+            self._task.cancel()
+            raise
+
+    async def _hold(
+        self,
+        opener: Callable[[], AbstractAsyncContextManager[Session]],
+        ready: asyncio.Future[Session],
+    ) -> None:
+        try:
+            async with opener() as session:
+                ready.set_result(session)
+                await self._closing.wait()
+        except asyncio.CancelledError:
+            ready.cancel()
+            raise
+        except Exception as err:
+            if ready.done():
+                log.warning("closing a session failed", exc_info=True)
+            else:
+                ready.set_exception(err)
+        finally:
+            self.closed = True
+
+    async def close(self) -> None:
+        self._closing.set()
+        if self._task is not None:
+            await asyncio.gather(self._task, return_exceptions=True)
+
+
+async def host_session(
+    opener: Callable[[], AbstractAsyncContextManager[Session]],
+) -> AgentSession:
+    """Open a session in a task of its own and hand back its ``AgentSession``."""
+    host = _Host()
+    session = await host.open(opener)
+    return AgentSession(session, host)
