@@ -31,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     _add_run(commands.add_parser("run", help="run one prompt headless and print the answer"))
+    _add_acp(commands.add_parser("acp", help="serve the Agent Client Protocol on stdio (editors)"))
     init = commands.add_parser("init", help="write a commented config.toml and system.md")
     init.add_argument("--dir", help="where to write them (default: $OPENHEIM_HOME or ~/.openheim)")
     trust = commands.add_parser("trust", help="let a project's .openheim/config.toml widen safety")
@@ -53,6 +54,18 @@ def build_parser() -> argparse.ArgumentParser:
         "list", help="each server: transport, connected, tool count or error"
     )
     return parser
+
+
+def _add_acp(acp: argparse.ArgumentParser) -> None:
+    acp.add_argument("-m", "--model", help="model name (default: the provider's default_model)")
+    acp.add_argument("-p", "--provider", help="provider name from config.toml")
+    acp.add_argument("--allow-shell", action="store_true", default=None, help="offer shell tool")
+    acp.add_argument("--work-dir", help="sessions must open inside this folder (default: cwd)")
+    acp.add_argument(
+        "--approve",
+        choices=["ask", "auto", "deny"],
+        help="approval mode; ask sends session/request_permission to the editor",
+    )
 
 
 def _add_permissions(permissions: argparse.ArgumentParser) -> None:
@@ -160,6 +173,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from openheim.cli.run import run_command
 
         return run_command(args)
+    if args.command == "acp":
+        from openheim.cli.acp import acp_command
+
+        return acp_command(args)
     if args.command == "init":
         from openheim.cli.init import init_command
 

@@ -16,7 +16,14 @@ from typing import Protocol
 
 @dataclass(frozen=True, slots=True)
 class CommandResult:
-    """How a command ended and what it printed."""
+    """How a command ended and what it printed, whether it ran locally or in a client terminal.
+
+    ``code`` is the exit status, or minus the signal number when a signal ended it. A terminal
+    that merges the two streams reports everything as ``stdout``. Each stream should be bounded
+    (locally: its first and last 32 KiB, with a note of what was dropped). ``timed_out`` means
+    it was killed after its time limit and the output is what came before; ``lingered`` means
+    background processes still holding the output were killed after the command itself ended.
+    """
 
     code: int
     stdout: str
@@ -26,7 +33,10 @@ class CommandResult:
 
 
 class ClientIO(Protocol):
-    """What the client offers; the tools check the flags before calling a method."""
+    """What the client offers; the tools check the flags before calling a method.
+
+    Paths handed to the methods are absolute and have passed the sandbox and deny-read checks.
+    """
 
     @property
     def reads_files(self) -> bool: ...
@@ -50,5 +60,7 @@ class ClientIO(Protocol):
         self, command: str, *, cwd: Path, time_limit: float, call_id: str
     ) -> CommandResult:
         """Run ``sh -c command`` in a client terminal, killed after ``time_limit`` seconds and
-        on cancellation, always released; ``call_id`` is the tool call it belongs to."""
+        on cancellation, always released; ``call_id`` is the tool call it belongs to. The terminal
+        has the client's environment: the secrets ``child_env`` keeps from local commands are not
+        removed by the tools here."""
         ...

@@ -2,19 +2,28 @@
 
 Paths go through the sandbox. Reads stream the file, so a huge file costs no more memory than
 the window shown; writes are atomic (``openheim.fsutil.atomic_write``) and keep a file's mode.
+
+When the session's client (``ToolContext.client``, an ACP editor) advertises it, the text is read
+and written through the client instead, so the model sees unsaved buffers and the editor tracks
+the change; the sandbox and deny-read checks still run first, and a read shows the same window.
+``write_file`` and ``edit_file`` return a ``FileDiff`` of the whole text before and after, unless
+either side is over ``MAX_DIFF_BYTES``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import io
 import itertools
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, BinaryIO
 
 from openheim.errors import ToolError
+from openheim.events import FileDiff
 from openheim.fsutil import atomic_write
-from openheim.tools.base import ToolContext, ToolKind
+from openheim.tools.base import ToolContext, ToolKind, ToolOutput
 from openheim.tools.builtin.fs import (
     BINARY_PROBE,
     looks_binary,
@@ -25,7 +34,13 @@ from openheim.tools.builtin.fs import (
 from openheim.tools.decorator import tool
 
 MAX_READ_BYTES = 100 * 1024
+MAX_DIFF_BYTES = 2 * 1024 * 1024
+"""An edit gets no diff when the old file on disk is larger than this many bytes, or the text
+before or after is longer than this many characters: a ``ToolResult`` event carries both sides
+whole, and no surface shows megabytes of diff usefully. (None as the old text would claim a new
+file, so the whole diff is left out instead.)"""
 _COUNT_CHUNK = 1 << 20
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def _binary_error(shown: str) -> ToolError:
@@ -102,6 +117,17 @@ def _read_window(path: Path, shown: str, offset: int, limit: int | None) -> str:
         raise read_error(err, shown) from None
 
 
+def _readable(text: str) -> str:
+    """``text`` with each lone surrogate (an undecodable byte kept by ``read_for_edit``, or one a
+    client sent) as U+FFFD, so it encodes as UTF-8 and shows like invalid UTF-8 in read_file."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def _window_text(text: str, shown: str, offset: int, limit: int | None) -> str:
+    """The window of a text the client gave, under the same rules as a file on disk."""
+    return _window(io.BytesIO(_readable(text).encode("utf-8")), shown, offset, limit)
+
+
 @tool(read_only=True, kind=ToolKind.READ)
 async def read_file(
     ctx: ToolContext,
@@ -118,7 +144,11 @@ async def read_file(
     if limit is not None and limit < 1:
         raise ToolError(f"limit must be 1 or more, got {limit}", hint="omit limit to read on")
     target = ctx.path(path)
-    return await asyncio.to_thread(_read_window, target, ctx.display(target), offset, limit)
+    shown = ctx.display(target)
+    if ctx.client is not None and ctx.client.reads_files:
+        text = await ctx.client.read_text_file(target)
+        return await asyncio.to_thread(_window_text, text, shown, offset, limit)
+    return await asyncio.to_thread(_read_window, target, shown, offset, limit)
 
 
 def write_bytes(target: Path, shown: str, data: bytes) -> bool:
@@ -134,19 +164,50 @@ def write_bytes(target: Path, shown: str, data: bytes) -> bool:
     return existed
 
 
+def _prior_text(target: Path, shown: str) -> tuple[bool, str | None]:
+    """Whether a file stands at ``target`` and, for the diff, its text (undecodable bytes as
+    U+FFFD); the text is None when there is no file, or it is unreadable or over MAX_DIFF_BYTES."""
+    if target.is_dir():
+        raise ToolError(f"{shown} is a directory", hint="give the path of a file")
+    try:
+        with open_regular(target) as fh:
+            data = fh.read(MAX_DIFF_BYTES + 1)
+    except FileNotFoundError:
+        return False, None
+    except OSError:  # a FIFO, no read permission...: the write may still work, without a diff
+        return target.exists(), None
+    if len(data) > MAX_DIFF_BYTES:
+        return True, None
+    return True, data.decode("utf-8", "replace")
+
+
+def _diff(target: Path, old: str | None, new: str) -> FileDiff | None:
+    """The diff of an edit of ``target``; None when a side is over MAX_DIFF_BYTES characters."""
+    if max(len(old or ""), len(new)) > MAX_DIFF_BYTES:
+        return None
+    return FileDiff(str(target), None if old is None else _readable(old), _readable(new))
+
+
 @tool(kind=ToolKind.EDIT)
 async def write_file(
     ctx: ToolContext,
     path: Annotated[str, "File to create or overwrite, relative to the working directory"],
     content: Annotated[str, "The complete new content of the file"],
-) -> str:
+) -> ToolOutput:
     """Create a file or replace its whole content; missing parent folders are created. The write
     is atomic. To change part of an existing file, prefer edit_file."""
     target = ctx.path(path, write=True)
     shown = ctx.display(target)
     data = content.encode("utf-8")
-    existed = await asyncio.to_thread(write_bytes, target, shown, data)
-    return f"wrote {len(data)} bytes to {shown} ({'replaced' if existed else 'created'})"
+    existed, old = await asyncio.to_thread(_prior_text, target, shown)
+    if ctx.client is not None and ctx.client.writes_files:
+        await ctx.client.write_text_file(target, content)
+    else:
+        await asyncio.to_thread(write_bytes, target, shown, data)
+    message = f"wrote {len(data)} bytes to {shown} ({'replaced' if existed else 'created'})"
+    # an existing file without an old text was not read (too big, unreadable): no diff
+    diff = None if existed and old is None else _diff(target, old, content)
+    return ToolOutput(message, diff=diff)
 
 
 def read_for_edit(target: Path, shown: str) -> str:
@@ -190,13 +251,12 @@ def apply_edit(text: str, shown: str, old: str, new: str, replace_all: bool) -> 
     return text.replace(old, new), count
 
 
-def _edit(target: Path, shown: str, old: str, new: str, replace_all: bool) -> int:
-    updated, count = apply_edit(read_for_edit(target, shown), shown, old, new, replace_all)
+def _write_text(target: Path, shown: str, text: str) -> None:
+    """Write an edited text atomically; surrogate escapes go back to the bytes they stood for."""
     try:
-        atomic_write(target, updated.encode("utf-8", "surrogateescape"))
+        atomic_write(target, text.encode("utf-8", "surrogateescape"))
     except OSError as err:
         raise write_error(err, shown) from None
-    return count
 
 
 @tool(kind=ToolKind.EDIT)
@@ -206,7 +266,7 @@ async def edit_file(
     old_string: Annotated[str, "Exact text to replace; must occur once unless replace_all"],
     new_string: Annotated[str, "Text to put in its place (must differ from old_string)"],
     replace_all: Annotated[bool, "Replace every occurrence instead of exactly one"] = False,
-) -> str:
+) -> ToolOutput:
     """Replace an exact piece of text in a file. old_string must match the file's current text
     character for character (whitespace included) and occur exactly once, unless replace_all is
     true; otherwise the call fails and nothing changes. Read the file first to copy the text."""
@@ -218,5 +278,17 @@ async def edit_file(
         )
     target = ctx.path(path, write=True)
     shown = ctx.display(target)
-    count = await asyncio.to_thread(_edit, target, shown, old_string, new_string, replace_all)
-    return f"replaced {count} occurrence{'s' if count > 1 else ''} in {shown}"
+    client = ctx.client
+    if client is not None and client.reads_files:
+        text = await client.read_text_file(target)
+    else:
+        text = await asyncio.to_thread(read_for_edit, target, shown)
+    updated, count = await asyncio.to_thread(
+        apply_edit, text, shown, old_string, new_string, replace_all
+    )
+    if client is not None and client.writes_files:
+        await client.write_text_file(target, updated)
+    else:
+        await asyncio.to_thread(_write_text, target, shown, updated)
+    message = f"replaced {count} occurrence{'s' if count > 1 else ''} in {shown}"
+    return ToolOutput(message, diff=_diff(target, text, updated))

@@ -8,6 +8,10 @@
 * When the shell exits but a background process still holds the output pipes, it gets a short
   grace period, then its group is killed too. Owning the pipes means the call always returns,
   even if a grandchild escaped the group with ``setsid``.
+
+When the session's client (``ToolContext.client``, an ACP editor) runs commands, the command runs
+in one of its terminals instead (the user watches it live) and the client keeps these promises;
+either way the model gets the same ``format_result`` text.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Annotated
 
 from openheim.errors import ToolError
 from openheim.tools.base import Capabilities, Tool, ToolContext, ToolKind, ToolOutput
+from openheim.tools.client_io import CommandResult
 
 MAX_STREAM_BYTES = 64 * 1024
 DEFAULT_TIMEOUT = 120
@@ -65,17 +70,6 @@ class _Capture(asyncio.Protocol):
             f"{self._half // 1024} KiB; redirect to a file and search it to see everything ...]\n"
         )
         return head + note + tail
-
-
-@dataclass(frozen=True, slots=True)
-class ShellResult:
-    """How a command ended and what it printed."""
-
-    code: int
-    stdout: str
-    stderr: str
-    timed_out: bool
-    lingered: bool
 
 
 def _kill_group(pgid: int) -> None:
@@ -131,7 +125,7 @@ async def _supervise(
 
 async def run_shell(
     command: str, *, cwd: Path, env: dict[str, str], time_limit: float
-) -> ShellResult:
+) -> CommandResult:
     """Run ``command`` with ``sh -c``; see the module docstring for the guarantees."""
     out, err = _Capture(MAX_STREAM_BYTES), _Capture(MAX_STREAM_BYTES)
     with contextlib.ExitStack() as readers:
@@ -150,10 +144,10 @@ async def run_shell(
                 start_new_session=True,
             )
         code, timed_out, lingered = await _supervise(proc, out, err, time_limit)
-    return ShellResult(code, out.text("stdout"), err.text("stderr"), timed_out, lingered)
+    return CommandResult(code, out.text("stdout"), err.text("stderr"), timed_out, lingered)
 
 
-def _headline(result: ShellResult, timeout: int) -> str:
+def _headline(result: CommandResult, timeout: int) -> str:
     if result.timed_out:
         return (
             f"timed out after {timeout} s: the command and every process it started were killed; "
@@ -165,7 +159,7 @@ def _headline(result: ShellResult, timeout: int) -> str:
     return f"exit code: {result.code}"
 
 
-def format_result(result: ShellResult, timeout: int) -> str:
+def format_result(result: CommandResult, timeout: int) -> str:
     """The text the model sees: how it ended, then stdout and stderr in labelled sections."""
     parts = [
         _headline(result, timeout),
@@ -211,17 +205,27 @@ class ExecuteCommand(Tool):
             )
         if not args.command.strip():
             raise ToolError("command is empty", hint="pass the shell command line to run")
-        try:
-            result = await run_shell(
-                args.command, cwd=ctx.cwd, env=dict(ctx.env), time_limit=args.timeout
+        if ctx.client is not None and ctx.client.runs_commands:
+            result = await ctx.client.run_command(
+                args.command, cwd=ctx.cwd, time_limit=args.timeout, call_id=ctx.call_id
             )
-        except OSError as err:
-            raise ToolError(
-                f"could not start the command in {ctx.display(ctx.cwd)}: {err.strerror or err}",
-                hint="check that the working directory still exists",
-            ) from None
+        else:
+            result = await _run_local(args, ctx)
         failed = result.timed_out or result.code != 0
         return ToolOutput(format_result(result, args.timeout), is_error=failed)
+
+
+async def _run_local(args: ExecuteCommandArgs, ctx: ToolContext) -> CommandResult:
+    """``run_shell`` in the session cwd and environment; a failed start is a ToolError."""
+    try:
+        return await run_shell(
+            args.command, cwd=ctx.cwd, env=dict(ctx.env), time_limit=args.timeout
+        )
+    except OSError as err:
+        raise ToolError(
+            f"could not start the command in {ctx.display(ctx.cwd)}: {err.strerror or err}",
+            hint="check that the working directory still exists",
+        ) from None
 
 
 execute_command = ExecuteCommand()

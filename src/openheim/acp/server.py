@@ -1,0 +1,368 @@
+"""The ACP agent: protocol requests mapped onto the library ``Runtime``.
+
+``serve_acp(reader, writer, runtime)`` speaks ACP over any pair of byte streams: stdio
+(``openheim acp``), a socket, an in-memory pipe, a WebSocket bridge. Each ACP session is an
+``AgentSession`` of the runtime; a prompt turn is a translation of its events (``turn.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from acp import PROTOCOL_VERSION, RequestError
+from acp.agent.connection import AgentSideConnection
+from acp.interfaces import Client
+from acp.schema import (
+    AgentCapabilities,
+    AuthenticateResponse,
+    AvailableCommandsUpdate,
+    ClientCapabilities,
+    CloseSessionResponse,
+    ForkSessionResponse,
+    Implementation,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    McpCapabilities,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+    ResumeSessionResponse,
+    SessionCapabilities,
+    SessionCloseCapabilities,
+    SessionInfo,
+    SessionListCapabilities,
+    SessionResumeCapabilities,
+    SetSessionConfigOptionResponse,
+    SetSessionModeResponse,
+)
+
+from openheim._version import __version__
+from openheim.acp import options
+from openheim.acp.blocks import prompt_message
+from openheim.acp.client_io import AcpClientIO
+from openheim.acp.commands import available_commands, expand
+from openheim.acp.errors import busy, request_error
+from openheim.acp.mcp import mcp_servers
+from openheim.acp.permissions import PermissionAsker
+from openheim.acp.translate import replay_updates
+from openheim.acp.transport import LineTransport
+from openheim.acp.turn import Turn
+from openheim.api import AgentSession, Runtime
+from openheim.errors import OpenheimError
+from openheim.skills import skills_for
+
+log = logging.getLogger(__name__)
+
+PAGE_SIZE = 50
+
+
+@dataclass
+class _Live:
+    """An open ACP session: the runtime's session and where it works."""
+
+    session: AgentSession
+    cwd: Path
+    io: AcpClientIO
+    asker: PermissionAsker
+
+
+class OpenheimAgent:
+    """The ``acp.Agent`` of one connection."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self._conn: Client | None = None
+        self._caps: ClientCapabilities | None = None
+        self._live: dict[str, _Live] = {}
+        self._background: set[asyncio.Task[None]] = set()
+
+    def on_connect(self, conn: Client) -> None:
+        self._conn = conn
+
+    @property
+    def conn(self) -> Client:
+        assert self._conn is not None  # set by the connection before any request
+        return self._conn
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: ClientCapabilities | None = None,
+        client_info: Implementation | None = None,
+        **_: Any,
+    ) -> InitializeResponse:
+        self._caps = client_capabilities
+        return InitializeResponse(
+            protocol_version=min(protocol_version, PROTOCOL_VERSION),
+            agent_info=Implementation(name="openheim", title="Openheim", version=__version__),
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(image=True, embedded_context=True),
+                mcp_capabilities=McpCapabilities(http=True),
+                session_capabilities=SessionCapabilities(
+                    list=SessionListCapabilities(),
+                    resume=SessionResumeCapabilities(),
+                    close=SessionCloseCapabilities(),
+                ),
+            ),
+            auth_methods=[],
+        )
+
+    async def authenticate(self, method_id: str, **_: Any) -> AuthenticateResponse | None:
+        raise RequestError.invalid_params(
+            {"reason": f"openheim needs no authentication (asked for {method_id!r})"}
+        )
+
+    async def new_session(
+        self,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **meta: Any,
+    ) -> NewSessionResponse:
+        live = await self._open(cwd, mcp_servers, None, meta)
+        sid = live.asker.session_id
+        return NewSessionResponse(
+            session_id=sid,
+            modes=options.mode_state(live.session),
+            config_options=options.config_options(self.runtime.settings, live.session),
+        )
+
+    async def load_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: list[Any] | None = None,
+        additional_directories: list[str] | None = None,
+        **_: Any,
+    ) -> LoadSessionResponse:
+        live = await self._open(cwd, mcp_servers, session_id, {})
+        tools = live.session.session.agent.tools
+        kinds = {tool.name: tool.capabilities.kind.value for tool in tools}
+        for update in replay_updates(live.session.history, live.cwd, kinds):
+            await self.conn.session_update(session_id=session_id, update=update)
+        return LoadSessionResponse(
+            modes=options.mode_state(live.session),
+            config_options=options.config_options(self.runtime.settings, live.session),
+        )
+
+    async def resume_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **_: Any,
+    ) -> ResumeSessionResponse:
+        live = await self._open(cwd, mcp_servers, session_id, {})
+        return ResumeSessionResponse(
+            modes=options.mode_state(live.session),
+            config_options=options.config_options(self.runtime.settings, live.session),
+        )
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **_: Any
+    ) -> ListSessionsResponse:
+        folder = _absolute(cwd) if cwd is not None else None
+        before = _cursor(cursor)
+        records = self.runtime.list_sessions(cwd=folder, limit=PAGE_SIZE + 1, before=before)
+        page = records[:PAGE_SIZE]
+        more = len(records) > PAGE_SIZE
+        return ListSessionsResponse(
+            sessions=[
+                SessionInfo(
+                    session_id=r.id,
+                    cwd=r.cwd,
+                    title=r.title or None,
+                    updated_at=datetime.fromtimestamp(r.updated_at, UTC).isoformat(),
+                )
+                for r in page
+            ],
+            next_cursor=repr(page[-1].updated_at) if more and page else None,
+        )
+
+    async def close_session(self, session_id: str, **_: Any) -> CloseSessionResponse:
+        live = self._get(session_id)
+        del self._live[session_id]
+        await live.session.close()
+        return CloseSessionResponse()
+
+    async def set_session_mode(
+        self, session_id: str, mode_id: str, **_: Any
+    ) -> SetSessionModeResponse:
+        options.set_mode(self._get(session_id).session, mode_id)
+        return SetSessionModeResponse()
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **_: Any
+    ) -> SetSessionConfigOptionResponse:
+        live = self._get(session_id)
+        options.set_option(self.runtime.settings, live.session, config_id, value)
+        return SetSessionConfigOptionResponse(
+            config_options=options.config_options(self.runtime.settings, live.session)
+        )
+
+    async def prompt(self, session_id: str, prompt: list[Any], **_: Any) -> PromptResponse:
+        live = self._get(session_id)
+        message = prompt_message(prompt)
+        message = expand(message, skills_for(self.runtime.settings))
+        if live.session.busy:
+            raise busy(session_id)
+        turn = Turn(self.conn, session_id, live.session, live.cwd)
+        try:
+            stop = await turn.run(message)
+        except OpenheimError as err:
+            raise request_error(err) from None
+        return PromptResponse(stop_reason=stop)
+
+    async def fork_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **_: Any,
+    ) -> ForkSessionResponse:
+        raise RequestError.method_not_found("session/fork")
+
+    async def cancel(self, session_id: str, **_: Any) -> None:
+        live = self._live.get(session_id)
+        if live is not None:
+            live.session.cancel()
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise RequestError.method_not_found(f"_{method}")
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        log.debug("ignoring extension notification %s", method)
+
+    async def close(self) -> None:
+        """Close every session of this connection (the connection ended)."""
+        for task in list(self._background):
+            task.cancel()
+        live, self._live = list(self._live.values()), {}
+        for item in live:
+            await item.session.close()
+
+    async def _open(
+        self, cwd: str, servers: list[Any] | None, resume: str | None, meta: dict[str, Any]
+    ) -> _Live:
+        folder = _absolute(cwd)
+        if resume is not None and resume in self._live:
+            old = self._live.pop(resume)
+            if old.session.busy:
+                self._live[resume] = old
+                raise busy(resume)
+            await old.session.close()
+        io = AcpClientIO(self.conn, "", self._caps)
+        asker = PermissionAsker(self.conn, "")
+        session = await self._start(folder, servers, resume, meta, io, asker)
+        sid = session.id or str(uuid.uuid4())
+        io.session_id = asker.session_id = sid
+        live = _Live(session, folder, io, asker)
+        self._live[sid] = live
+        self._announce(sid)
+        return live
+
+    async def _start(
+        self,
+        folder: Path,
+        servers: list[Any] | None,
+        resume: str | None,
+        meta: dict[str, Any],
+        io: AcpClientIO,
+        asker: PermissionAsker,
+    ) -> AgentSession:
+        entries = mcp_servers(servers or [])
+        try:
+            if resume is not None:
+                return await self.runtime.resume_session(
+                    resume, cwd=folder, mcp_servers=entries, resolver=asker, client=io
+                )
+            return await self.runtime.new_session(
+                cwd=folder,
+                model=_meta_text(meta, "model"),
+                skills=_meta_list(meta, "skills"),
+                mcp_servers=entries,
+                resolver=asker,
+                client=io,
+            )
+        except OpenheimError as err:
+            raise request_error(err) from None
+
+    def _announce(self, session_id: str) -> None:
+        """Send the skills as slash commands once the response naming the session is out."""
+        commands = available_commands(skills_for(self.runtime.settings))
+        update = AvailableCommandsUpdate(
+            session_update="available_commands_update", available_commands=commands
+        )
+        task = asyncio.create_task(self.conn.session_update(session_id=session_id, update=update))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def _get(self, session_id: str) -> _Live:
+        live = self._live.get(session_id)
+        if live is None:
+            raise RequestError(
+                -32002,
+                "Session not found",
+                {"sessionId": session_id, "reason": "no open session has this id; "
+                 "create one with session/new or open it with session/load"},
+            )  # fmt: skip
+        return live
+
+
+def _absolute(cwd: str) -> Path:
+    path = Path(cwd)
+    if not path.is_absolute():
+        raise RequestError.invalid_params({"reason": f"cwd must be an absolute path, got {cwd!r}"})
+    return path
+
+
+def _cursor(cursor: str | None) -> float | None:
+    if cursor is None:
+        return None
+    try:
+        return float(cursor)
+    except ValueError:
+        raise RequestError.invalid_params(
+            {"reason": f"unknown cursor {cursor!r}; pass the nextCursor of a session/list reply"}
+        ) from None
+
+
+def _meta_text(meta: dict[str, Any], key: str) -> str | None:
+    value = meta.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise RequestError.invalid_params({"reason": f"_meta.{key} must be a string"})
+
+
+def _meta_list(meta: dict[str, Any], key: str) -> list[str]:
+    value = meta.get(key) or []
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return value
+    raise RequestError.invalid_params({"reason": f"_meta.{key} must be a list of strings"})
+
+
+async def serve_acp(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, runtime: Runtime
+) -> None:
+    """Serve ACP on one connection until the client closes its end; then close its sessions."""
+    agent = OpenheimAgent(runtime)
+    conn = AgentSideConnection(
+        agent, LineTransport(reader, writer), listening=False, use_unstable_protocol=True
+    )
+    try:
+        await conn.listen()
+    finally:
+        await agent.close()
+        with contextlib.suppress(ConnectionError, OSError):
+            await conn.close()

@@ -1,0 +1,104 @@
+"""Newline-delimited JSON-RPC over a pair of asyncio byte streams.
+
+The SDK's own framing logs and drops a line that is not JSON; this one answers it as JSON-RPC
+asks, with a parse error (-32700) or an invalid request (-32600) that says what was wrong, so a
+client author sees the mistake instead of a request that never returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from typing import Any
+
+MAX_LINE_BYTES = 50 * 1024 * 1024
+"""Prompts carry images as base64, so a line may be large (give readers this limit)."""
+
+
+class LineTransport:
+    """One JSON object per line in each direction (the SDK's ``Transport`` protocol)."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._lock = asyncio.Lock()
+        self._closed = False
+
+    async def send(self, message: dict[str, Any]) -> None:
+        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n"
+        async with self._lock:
+            if self._closed:
+                raise ConnectionError("the ACP connection is closed")
+            self._writer.write(data.encode("utf-8"))
+            await self._writer.drain()
+
+    async def receive(self) -> dict[str, Any] | None:
+        """The next message, or None at end of input; bad lines are answered and skipped."""
+        while True:
+            line = await self._read_line()
+            if line is None:
+                return None
+            if not line.strip():
+                continue
+            message = await self._decode(line)
+            if message is not None:
+                return message
+
+    async def close(self) -> None:
+        async with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._writer.close()
+        with contextlib.suppress(ConnectionError, OSError):
+            await self._writer.wait_closed()
+
+    async def _read_line(self) -> bytes | None:
+        try:
+            line = await self._reader.readuntil(b"\n")
+        except asyncio.IncompleteReadError as err:
+            return err.partial or None
+        except asyncio.LimitOverrunError:
+            await self._skip_long_line()
+            await self._error(
+                -32600, "Invalid request", "the line is longer than the reader's limit"
+            )
+            return b""
+        return line
+
+    async def _skip_long_line(self) -> None:
+        while True:
+            try:
+                await self._reader.readuntil(b"\n")
+                return
+            except asyncio.LimitOverrunError as err:
+                await self._reader.readexactly(err.consumed)
+            except asyncio.IncompleteReadError:
+                return
+
+    async def _decode(self, line: bytes) -> dict[str, Any] | None:
+        try:
+            message = json.loads(line)
+        except (ValueError, UnicodeDecodeError) as err:
+            await self._error(-32700, "Parse error", f"the line is not JSON: {err}")
+            return None
+        if not isinstance(message, dict):
+            await self._error(
+                -32600, "Invalid request", "each line must be one JSON-RPC object, not a batch"
+            )
+            return None
+        method = message.get("method")
+        if method is not None and not isinstance(method, str):
+            await self._error(-32600, "Invalid request", "method must be a string", message)
+            return None
+        return message
+
+    async def _error(
+        self, code: int, text: str, details: str, message: dict[str, Any] | None = None
+    ) -> None:
+        raw_id = message.get("id") if message else None
+        request_id = raw_id if isinstance(raw_id, int | str) else None
+        error = {"code": code, "message": text, "data": {"details": details}}
+        with contextlib.suppress(ConnectionError):
+            await self.send({"jsonrpc": "2.0", "id": request_id, "error": error})

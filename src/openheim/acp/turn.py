@@ -1,0 +1,93 @@
+"""One ``session/prompt`` turn: run the prompt on the runtime and stream its events to the
+client as ``session/update`` notifications. This is a translation, not a second loop."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from acp.interfaces import Client
+from acp.schema import (
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    SessionInfoUpdate,
+    ToolCallProgress,
+    ToolCallStart,
+    UsageUpdate,
+)
+
+from openheim.acp.translate import event_update, tool_call_done, tool_call_start, usage_update
+from openheim.api import AgentSession
+from openheim.events import CostUpdate, Event, Finished, ToolCall, ToolResult
+from openheim.events import UsageUpdate as UsageEvent
+from openheim.messages import Message, StopReason
+from openheim.providers.base import ProviderSettings
+from openheim.store.base import title_from
+
+Update = (
+    AgentMessageChunk
+    | AgentThoughtChunk
+    | ToolCallStart
+    | ToolCallProgress
+    | UsageUpdate
+    | SessionInfoUpdate
+)
+
+KIND_WINDOWS = {"anthropic": 200_000, "gemini": 1_048_576, "openai": 128_000}
+"""Context windows assumed for a provider kind when the config does not say."""
+
+
+class Turn:
+    """Streams one prompt of ``session`` to the client."""
+
+    def __init__(self, conn: Client, session_id: str, session: AgentSession, cwd: Path) -> None:
+        self._conn = conn
+        self._id = session_id
+        self._session = session
+        self._cwd = cwd
+        self._in_context = 0
+        self._window = context_window(session.session.provider_settings)
+
+    async def run(self, message: Message) -> StopReason:
+        """Run the prompt; the stop reason of its ``Finished`` event."""
+        first = not self._session.history
+        if first and (title := title_from(message)):
+            await self._send(SessionInfoUpdate(session_update="session_info_update", title=title))
+        stop: StopReason = "end_turn"
+        async for event in self._session.prompt(message):
+            await self._forward(event)
+            if isinstance(event, Finished):
+                stop = event.stop_reason
+        return stop
+
+    async def _forward(self, event: Event) -> None:
+        if isinstance(event, ToolCall):
+            await self._send(tool_call_start(event, self._cwd))
+        elif isinstance(event, ToolResult):
+            await self._send(tool_call_done(event))
+        elif isinstance(event, UsageEvent):
+            usage = event.usage
+            self._in_context = (
+                usage.input_tokens
+                + usage.cache_read_tokens
+                + usage.cache_write_tokens
+                + usage.output_tokens
+            )
+            await self._usage(None)
+        elif isinstance(event, CostUpdate):
+            await self._usage(event.session_cost)
+        elif (update := event_update(event)) is not None:
+            await self._send(update)
+
+    async def _usage(self, cost: float | None) -> None:
+        if self._window:
+            await self._send(usage_update(self._in_context, self._window, cost))
+
+    async def _send(self, update: Update) -> None:
+        await self._conn.session_update(session_id=self._id, update=update)
+
+
+def context_window(chosen: ProviderSettings | None) -> int | None:
+    """The model's context window: configured, the local model's, or the kind's usual one."""
+    if chosen is None:
+        return None
+    return chosen.context_window or chosen.n_ctx or KIND_WINDOWS.get(chosen.kind)
