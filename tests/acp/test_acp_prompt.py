@@ -1,0 +1,271 @@
+"""``openheim acp`` driven by the official SDK's client: initialize, new sessions, prompts,
+permissions, cancellation, modes and the model option. Every message the agent sends is
+validated against the official schema (``acp_agent`` fails the test otherwise)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp import RequestError
+from acp.helpers import text_block
+
+from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
+from tests.acp.harness import HOLD, RecordingClient, acp_agent
+
+MODELS = '\nmodels = ["fake-model", "other-model"]\ncontext_window = 32000\n'
+
+
+def write(name: str, content: str = "hello\n") -> FakeReply:
+    return FakeReply(tool_calls=[FakeToolCall("write_file", {"path": name, "content": content})])
+
+
+def tool_messages(server: FakeLLMServer, index: int) -> list[str]:
+    messages = server.requests[index].messages
+    return [str(m["content"]) for m in messages if m.get("role") == "tool"]
+
+
+async def test_initialize_advertises_only_what_works(home: Path, work: Path) -> None:
+    async with acp_agent(home, work, None) as agent:
+        init = await agent.start()
+    wire = init.model_dump(by_alias=True, exclude_none=True)
+    assert wire["protocolVersion"] == 1
+    assert wire["agentInfo"]["name"] == "openheim" and wire["agentInfo"]["version"]
+    caps = wire["agentCapabilities"]
+    assert caps["loadSession"] is True
+    assert caps["promptCapabilities"] == {"image": True, "audio": False, "embeddedContext": True}
+    assert caps["mcpCapabilities"] == {"http": True, "sse": False, "acp": False}
+    assert set(caps["sessionCapabilities"]) == {"list", "resume", "close"}
+
+
+async def test_new_session_offers_modes_model_and_skills(home: Path, work: Path) -> None:
+    skills = home / "skills"
+    skills.mkdir()
+    (skills / "review.md").write_text("---\ndescription: Review a change\n---\nBe thorough.\n")
+    async with acp_agent(home, work, None, extra=MODELS) as agent:
+        await agent.start()
+        response = await agent.conn.new_session(cwd=str(work))
+        with pytest.raises(RequestError) as relative:
+            await agent.conn.new_session(cwd="work")
+        with pytest.raises(RequestError) as outside:
+            await agent.conn.new_session(cwd=str(home))
+        commands = await _wait_for(agent.client, "available_commands_update")
+    assert response.modes is not None
+    assert response.modes.current_mode_id == "code"
+    assert [m.id for m in response.modes.available_modes] == ["code", "architect"]
+    options = {o.id: o for o in response.config_options or []}
+    assert options["model"].category == "model"
+    assert options["model"].current_value == "fake-model"
+    assert [o.value for o in options["model"].options] == ["fake-model", "other-model"]
+    assert (relative.value.code, outside.value.code) == (-32602, -32602)
+    assert "inside" in str(outside.value.data)
+    assert [c.name for c in commands.available_commands] == ["review"]
+
+
+async def _wait_for(client: RecordingClient, kind: str) -> Any:
+    """The first update of ``kind``; the agent sends it right after its response."""
+    for _ in range(200):
+        found = client.of_kind(kind)
+        if found:
+            return found[0]
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"no {kind} update arrived")
+
+
+async def test_permission_granted_rejected_and_always(home: Path, work: Path) -> None:
+    replies: list[FakeReply | str] = [
+        write("granted.txt"),
+        write("rejected.txt"),
+        "first turn done",
+        write("always.txt"),
+        write("again.txt"),
+        "second turn done",
+    ]
+    client = RecordingClient(answers=["allow_once", "reject_once", "allow_always"])
+    with FakeLLMServer(replies) as server:
+        async with acp_agent(home, work, server, client) as agent:
+            await agent.start()
+            sid = await agent.new()
+            first = await agent.conn.prompt(session_id=sid, prompt=[text_block("write two")])
+            second = await agent.conn.prompt(session_id=sid, prompt=[text_block("write more")])
+    assert (first.stop_reason, second.stop_reason) == ("end_turn", "end_turn")
+    assert (work / "granted.txt").read_text() == "hello\n"
+    assert not (work / "rejected.txt").exists()
+    assert "rejected" in tool_messages(server, 2)[-1]
+    assert (work / "always.txt").exists() and (work / "again.txt").exists()
+    asked = [r.raw_input["path"] for r in client.permission_requests]
+    assert asked == ["granted.txt", "rejected.txt", "always.txt"]
+    assert client.permission_requests[0].title == "Write granted.txt"
+
+
+async def test_tool_calls_stream_as_updates_with_diffs(home: Path, work: Path) -> None:
+    (work / "a.txt").write_text("old line\n")
+    edit = FakeToolCall(
+        "edit_file", {"path": "a.txt", "old_string": "old", "new_string": "new"}, id="call-1"
+    )
+    replies: list[FakeReply | str] = [
+        FakeReply(tool_calls=[edit]),
+        FakeReply(text="Edited.", reasoning="thinking..."),
+    ]
+    client = RecordingClient(answers=["allow_once"])
+    with FakeLLMServer(replies) as server:
+        async with acp_agent(home, work, server, client, extra=MODELS) as agent:
+            await agent.start()
+            sid = await agent.new()
+            await agent.conn.prompt(session_id=sid, prompt=[text_block("edit a.txt please")])
+    kinds = client.kinds(sid)
+    assert kinds.index("tool_call") < kinds.index("tool_call_update")
+    assert "agent_thought_chunk" in kinds and "usage_update" in kinds
+    start = client.of_kind("tool_call")[0]
+    assert (start.tool_call_id, start.kind, start.status) == ("call-1", "edit", "pending")
+    assert start.locations[0].path == str(work / "a.txt")
+    done = client.of_kind("tool_call_update")[-1]
+    assert done.status == "completed"
+    diff = next(c for c in done.content if c.type == "diff")
+    assert (diff.path, diff.old_text, diff.new_text) == (
+        str(work / "a.txt"),
+        "old line\n",
+        "new line\n",
+    )
+    title = client.of_kind("session_info_update")[0].title
+    assert title == "edit a.txt please"
+    usage = client.of_kind("usage_update")[-1]
+    assert usage.size == 32000 and usage.used > 0
+    text = "".join(u.content.text for u in client.of_kind("agent_message_chunk"))
+    assert text == "Edited."
+
+
+async def test_cancel_kills_a_long_command(home: Path, work: Path) -> None:
+    command = "echo $$ > pid.txt; exec sleep 120"
+    call = FakeToolCall("execute_command", {"command": command, "timeout": 300})
+    client = RecordingClient(answers=["allow_once"])
+    with FakeLLMServer([FakeReply(tool_calls=[call]), "never"]) as server:
+        async with acp_agent(home, work, server, client, args=("--allow-shell",)) as agent:
+            await agent.start()
+            sid = await agent.new()
+            turn = asyncio.create_task(
+                agent.conn.prompt(session_id=sid, prompt=[text_block("sleep")])
+            )
+            pid = await _pid_from(work / "pid.txt")
+            await agent.conn.cancel(session_id=sid)
+            response = await asyncio.wait_for(turn, 30)
+            assert not Path(f"/proc/{pid}").exists()
+    assert response.stop_reason == "cancelled"
+    assert len(server.requests) == 1
+    done = client.of_kind("tool_call_update")[-1]
+    assert done.status == "failed" and done.raw_output["status"] == "cancelled"
+
+
+async def _pid_from(path: Path) -> int:
+    """The pid a command wrote, once it is there (the command runs after approval)."""
+    for _ in range(1000):
+        text = path.read_text() if path.exists() else ""
+        if text.endswith("\n"):
+            return int(text)
+        await asyncio.sleep(0.02)
+    raise AssertionError("the command never started")
+
+
+async def test_cancel_abandons_an_open_permission_request(home: Path, work: Path) -> None:
+    client = RecordingClient(answers=[HOLD])
+    with FakeLLMServer([write("held.txt"), "never"]) as server:
+        async with acp_agent(home, work, server, client) as agent:
+            await agent.start()
+            sid = await agent.new()
+            turn = asyncio.create_task(
+                agent.conn.prompt(session_id=sid, prompt=[text_block("write")])
+            )
+            await asyncio.wait_for(client.asked.wait(), 30)
+            await agent.conn.cancel(session_id=sid)
+            response = await asyncio.wait_for(turn, 30)
+    assert response.stop_reason == "cancelled"
+    assert not (work / "held.txt").exists()
+    assert len(server.requests) == 1
+
+
+async def test_a_second_prompt_is_refused_while_one_runs(home: Path, work: Path) -> None:
+    client = RecordingClient(answers=[HOLD])
+    with FakeLLMServer([write("held.txt"), "never"]) as server:
+        async with acp_agent(home, work, server, client) as agent:
+            await agent.start()
+            sid = await agent.new()
+            turn = asyncio.create_task(
+                agent.conn.prompt(session_id=sid, prompt=[text_block("write")])
+            )
+            await asyncio.wait_for(client.asked.wait(), 30)
+            with pytest.raises(RequestError) as busy:
+                await agent.conn.prompt(session_id=sid, prompt=[text_block("again")])
+            await agent.conn.cancel(session_id=sid)
+            await asyncio.wait_for(turn, 30)
+    assert busy.value.code == -32600
+    data = busy.value.data or {}
+    assert data["reason"] == "session_busy" and data["pid"] == agent.process.pid
+
+
+async def test_architect_mode_offers_read_only_tools(home: Path, work: Path) -> None:
+    with FakeLLMServer(["planned", "coded"]) as server:
+        async with acp_agent(home, work, server) as agent:
+            await agent.start()
+            sid = await agent.new()
+            await agent.conn.set_session_mode(session_id=sid, mode_id="architect")
+            await agent.conn.prompt(session_id=sid, prompt=[text_block("plan")])
+            await agent.conn.set_session_mode(session_id=sid, mode_id="code")
+            await agent.conn.prompt(session_id=sid, prompt=[text_block("code")])
+            with pytest.raises(RequestError) as bad:
+                await agent.conn.set_session_mode(session_id=sid, mode_id="yolo")
+    planned = {t["function"]["name"] for t in server.requests[0].body["tools"]}
+    coded = {t["function"]["name"] for t in server.requests[1].body["tools"]}
+    assert "read_file" in planned and "write_file" not in planned and "edit_file" not in planned
+    assert {"write_file", "edit_file"} <= coded
+    assert bad.value.code == -32602
+
+
+async def test_model_config_option_switches_the_model(home: Path, work: Path) -> None:
+    with FakeLLMServer(["one", "two"]) as server:
+        async with acp_agent(home, work, server, extra=MODELS) as agent:
+            await agent.start()
+            sid = await agent.new()
+            await agent.conn.prompt(session_id=sid, prompt=[text_block("first")])
+            changed = await agent.conn.set_config_option(
+                config_id="model", session_id=sid, value="other-model"
+            )
+            await agent.conn.prompt(session_id=sid, prompt=[text_block("second")])
+            with pytest.raises(RequestError) as unknown:
+                await agent.conn.set_config_option(
+                    config_id="model", session_id=sid, value="no-such-model"
+                )
+    assert [r.body["model"] for r in server.requests] == ["fake-model", "other-model"]
+    current = {o.id: o.current_value for o in changed.config_options}
+    assert current["model"] == "other-model"
+    assert unknown.value.code == -32602
+
+
+async def test_meta_picks_the_model_and_skills(home: Path, work: Path) -> None:
+    skills = home / "skills"
+    skills.mkdir()
+    (skills / "style.md").write_text("---\ndescription: House style\n---\nAlways rhyme.\n")
+    with FakeLLMServer(["ok"]) as server:
+        async with acp_agent(home, work, server, extra=MODELS) as agent:
+            await agent.start()
+            response = await agent.conn.new_session(
+                cwd=str(work), model="other-model", skills=["style"]
+            )
+            await agent.conn.prompt(session_id=response.session_id, prompt=[text_block("hi")])
+    body = server.requests[0].body
+    assert body["model"] == "other-model"
+    assert "Always rhyme." in body["messages"][0]["content"]
+
+
+async def test_a_skill_runs_as_a_slash_command(home: Path, work: Path) -> None:
+    skills = home / "skills"
+    skills.mkdir()
+    (skills / "haiku.md").write_text("---\ndescription: Write a haiku\n---\nUse 5-7-5.\n")
+    with FakeLLMServer(["ok"]) as server:
+        async with acp_agent(home, work, server) as agent:
+            await agent.start()
+            sid = await agent.new()
+            await agent.conn.prompt(session_id=sid, prompt=[text_block("/haiku about rain")])
+    sent = str(server.requests[0].messages[-1]["content"])
+    assert "Use 5-7-5." in sent and sent.endswith("about rain")
