@@ -121,8 +121,9 @@ class RecordingClient:
         output_byte_limit: int | None = None, **_: Any,
     ) -> CreateTerminalResponse:  # fmt: skip
         self.calls.append(("terminal/create", {"command": command, "args": args, "cwd": cwd}))
+        environ = {**os.environ, **{var.name: var.value for var in env or []}}
         process = await asyncio.create_subprocess_exec(
-            command, *(args or []), cwd=cwd, stdin=asyncio.subprocess.DEVNULL,
+            command, *(args or []), cwd=cwd, env=environ, stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
         )  # fmt: skip

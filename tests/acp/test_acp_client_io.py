@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
 from acp.helpers import text_block
 from acp.schema import McpServerStdio
 
@@ -57,9 +58,13 @@ async def test_the_sandbox_holds_before_the_editor_is_asked(home: Path, work: Pa
     assert "outside" in told
 
 
-async def test_commands_run_in_editor_terminals(home: Path, work: Path) -> None:
+async def test_commands_run_in_editor_terminals(
+    home: Path, work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEPLOY_TOKEN", "tok-0123456789")  # the editor's, and openheim's
+    command = "echo from-terminal ${DEPLOY_TOKEN:-unset}; exit 3"
     replies: list[FakeReply | str] = [
-        calls(FakeToolCall("execute_command", {"command": "echo from-terminal; exit 3"})),
+        calls(FakeToolCall("execute_command", {"command": command})),
         "done",
     ]
     client = RecordingClient(answers=["allow_once"], terminal=True)
@@ -75,14 +80,12 @@ async def test_commands_run_in_editor_terminals(home: Path, work: Path) -> None:
         "terminal/output",
         "terminal/release",
     ]
-    assert client.calls[0][1] == {
-        "command": "/bin/sh",
-        "args": ["-c", "echo from-terminal; exit 3"],
-        "cwd": str(work),
-    }
+    created = client.calls[0][1]
+    assert created["args"][-3:] == ["/bin/sh", "-c", command]
+    assert created["cwd"] == str(work)
     assert client.released == list(client.terminals)
     told = next(m["content"] for m in server.requests[1].messages if m.get("role") == "tool")
-    assert "exit code: 3\n--- stdout ---\nfrom-terminal" in told
+    assert "exit code: 3\n--- stdout ---\nfrom-terminal unset" in told
     live = [u for u in client.of_kind("tool_call_update") if u.status == "in_progress"]
     assert live[0].content[0].terminal_id == "term-1"
 

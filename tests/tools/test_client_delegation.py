@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -33,6 +34,7 @@ class FakeClient:
     files: dict[Path, str] = field(default_factory=dict)
     result: CommandResult = field(default_factory=lambda: CommandResult(0, "ok\n", "", False))
     calls: list[Call] = field(default_factory=list)
+    envs: list[dict[str, str]] = field(default_factory=list)
 
     async def read_text_file(self, path: Path) -> str:
         self.calls.append(("read", path))
@@ -45,9 +47,16 @@ class FakeClient:
         self.files[path] = content
 
     async def run_command(
-        self, command: str, *, cwd: Path, time_limit: float, call_id: str
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        time_limit: float,
+        call_id: str,
     ) -> CommandResult:
         self.calls.append(("run", command, cwd, time_limit, call_id))
+        self.envs.append(dict(env))
         return self.result
 
 
@@ -200,6 +209,7 @@ async def test_commands_run_in_the_client_terminal(ctx: ToolContext, work: Path)
     client.result = CommandResult(-9, "partial\n", "", timed_out=True)
     out = await call(execute_command, replace(ctx, call_id="call_7"), command="make", timeout=7)
     assert client.calls == [("run", "make", work, 7, "call_7")]
+    assert client.envs == [dict(ctx.env)]
     assert out.is_error
     assert out.content == format_result(client.result, 7)
     assert out.content.startswith(

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
+from collections.abc import Mapping
 from pathlib import Path
 
 from acp import RequestError
 from acp.interfaces import Client
 from acp.schema import (
     ClientCapabilities,
+    EnvVariable,
     TerminalExitStatus,
     TerminalToolCallContent,
     ToolCallProgress,
@@ -66,13 +69,21 @@ class AcpClientIO:
             raise _tool_error("write", path, err) from None
 
     async def run_command(
-        self, command: str, *, cwd: Path, time_limit: float, call_id: str
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        time_limit: float,
+        call_id: str,
     ) -> CommandResult:
+        program, args, extra = terminal_command(command, env)
         try:
             created = await self._conn.create_terminal(
                 session_id=self.session_id,
-                command="/bin/sh",
-                args=["-c", command],
+                command=program,
+                args=args,
+                env=extra or None,
                 cwd=str(cwd),
                 output_byte_limit=OUTPUT_LIMIT,
             )
@@ -127,6 +138,22 @@ class AcpClientIO:
     async def _release(self, terminal: str) -> None:
         with contextlib.suppress(RequestError, ConnectionError):
             await self._conn.release_terminal(session_id=self.session_id, terminal_id=terminal)
+
+
+def terminal_command(
+    command: str, env: Mapping[str, str]
+) -> tuple[str, list[str], list[EnvVariable]]:
+    """The program, arguments and extra variables that run ``command`` in a client terminal
+    with the environment local commands get: the terminal starts from the editor's environment
+    (which openheim inherited), so each variable ``child_env`` held back is unset with ``env -u``
+    and each one it changed or added is passed along."""
+    removed = sorted(name for name in os.environ if name not in env)
+    extra = [EnvVariable(name=k, value=v) for k, v in env.items() if os.environ.get(k) != v]
+    shell = ["/bin/sh", "-c", command]
+    if not removed:
+        return shell[0], shell[1:], extra
+    unset = [arg for name in removed for arg in ("-u", name)]
+    return "/usr/bin/env", [*unset, *shell], extra
 
 
 def _exit_code(status: TerminalExitStatus | None) -> int:

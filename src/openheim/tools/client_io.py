@@ -10,6 +10,7 @@ sandbox and deny-read checks run first either way.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
@@ -57,10 +58,16 @@ class ClientIO(Protocol):
         ...
 
     async def run_command(
-        self, command: str, *, cwd: Path, time_limit: float, call_id: str
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        time_limit: float,
+        call_id: str,
     ) -> CommandResult:
         """Run ``sh -c command`` in a client terminal, killed after ``time_limit`` seconds and
-        on cancellation, always released; ``call_id`` is the tool call it belongs to. The terminal
-        has the client's environment: the secrets ``child_env`` keeps from local commands are not
-        removed by the tools here."""
+        on cancellation, always released; ``call_id`` is the tool call it belongs to. ``env`` is
+        the environment local commands get (``child_env``): the client should start from it, so
+        variables held back as secrets stay out of the terminal too."""
         ...

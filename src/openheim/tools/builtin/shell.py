@@ -207,7 +207,11 @@ class ExecuteCommand(Tool):
             raise ToolError("command is empty", hint="pass the shell command line to run")
         if ctx.client is not None and ctx.client.runs_commands:
             result = await ctx.client.run_command(
-                args.command, cwd=ctx.cwd, time_limit=args.timeout, call_id=ctx.call_id
+                args.command,
+                cwd=ctx.cwd,
+                env=ctx.env,
+                time_limit=args.timeout,
+                call_id=ctx.call_id,
             )
         else:
             result = await _run_local(args, ctx)
