@@ -282,6 +282,8 @@ class OpenheimAgent:
         asker: PermissionAsker,
     ) -> AgentSession:
         entries = mcp_servers(servers or [])
+        notices = self.runtime.settings.notices
+        seen = len(notices)
         try:
             if resume is not None:
                 return await self.runtime.resume_session(
@@ -297,6 +299,9 @@ class OpenheimAgent:
             )
         except OpenheimError as err:
             raise request_error(err) from None
+        finally:
+            for notice in notices[seen:]:
+                log.warning("%s", notice)
 
     def _announce(self, session_id: str) -> None:
         """Send the skills as slash commands once the response naming the session is out."""

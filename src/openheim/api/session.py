@@ -26,6 +26,9 @@ from openheim.tools.base import ToolSet
 
 log = logging.getLogger(__name__)
 
+CLOSE_WAIT = 10.0
+"""Seconds ``close()`` waits for a cancelled prompt to finish writing its history."""
+
 
 @dataclass(frozen=True)
 class PromptResult:
@@ -91,6 +94,8 @@ class AgentSession:
         self._session = session
         self._host = host
         self._running: PromptRun | None = None
+        self._idle = asyncio.Event()
+        self._idle.set()
         self._all_tools = session.agent.tools
         self._on_close: list[Callable[[AgentSession], None]] = []
 
@@ -151,19 +156,26 @@ class AgentSession:
         if self._running is not None:
             raise SessionBusy(self.id or "unsaved", pid=os.getpid(), host=socket.gethostname())
         self._running = run
+        self._idle.clear()
         return self._session
 
     def release(self, run: PromptRun) -> None:
         if self._running is run:
             self._running = None
+            self._idle.set()
 
     def on_close(self, callback: Callable[[AgentSession], None]) -> None:
         """Call ``callback`` once the session is closed."""
         self._on_close.append(callback)
 
     async def close(self) -> None:
-        """Cancel a running prompt and close everything the session opened (idempotent)."""
+        """Cancel a running prompt, let it record its cancellation, then close everything the
+        session opened (idempotent)."""
         self.cancel()
+        try:
+            await asyncio.wait_for(self._idle.wait(), CLOSE_WAIT)
+        except TimeoutError:
+            log.warning("a cancelled prompt did not end within %s s; closing anyway", CLOSE_WAIT)
         await self._host.close()
         while self._on_close:
             self._on_close.pop()(self)
