@@ -111,10 +111,14 @@ class Agent:
     """Usage and cost across every run of this agent, with the session's budget caps."""
 
     def run(
-        self, history: list[Message], *, cancel: asyncio.Event | None = None
+        self,
+        history: list[Message],
+        *,
+        cancel: asyncio.Event | None = None,
+        settled: asyncio.Event | None = None,
     ) -> AsyncIterator[Event]:
         """Run on ``history`` (which must end with the user's message); see ``run_agent``."""
-        return run_agent(self, history, cancel=cancel)
+        return run_agent(self, history, cancel=cancel, settled=settled)
 
 
 class _Crash:
@@ -128,7 +132,11 @@ _Item = tuple["Event | _Crash", "asyncio.Future[None] | None"]
 
 
 async def run_agent(
-    agent: Agent, history: list[Message], *, cancel: asyncio.Event | None = None
+    agent: Agent,
+    history: list[Message],
+    *,
+    cancel: asyncio.Event | None = None,
+    settled: asyncio.Event | None = None,
 ) -> AsyncIterator[Event]:
     """Yield the events of one run; the last one is ``Finished``. Provider errors propagate.
 
@@ -151,6 +159,8 @@ async def run_agent(
 
     run = _Run(agent, history, emit, post)
     task = asyncio.create_task(run.drive())
+    if settled is not None:  # the history is final, whether or not the consumer reads on
+        task.add_done_callback(lambda _: settled.set())
     watcher = asyncio.create_task(cancel.wait()) if cancel is not None else None
     if watcher is not None:
         watcher.add_done_callback(lambda _: task.cancel())

@@ -67,14 +67,19 @@ class Session:
         return self.store is not None and self.record is not None
 
     async def prompt(
-        self, content: str | Message, *, cancel: asyncio.Event | None = None
+        self,
+        content: str | Message,
+        *,
+        cancel: asyncio.Event | None = None,
+        settled: asyncio.Event | None = None,
     ) -> AsyncGenerator[Event, None]:
-        """Run one prompt; yields the run's events (the last one is ``Finished``)."""
+        """Run one prompt; yields the run's events (the last one is ``Finished``). ``settled``
+        is set once the run has written its last message, even if no one reads on."""
         message = content if isinstance(content, Message) else Message.user(content)
         with self._lease() as lease:
             self.history.append(message)
             try:
-                async for event in self.agent.run(self.history, cancel=cancel):
+                async for event in self.agent.run(self.history, cancel=cancel, settled=settled):
                     if lease is not None and isinstance(event, IterationStart):
                         lease.refresh()
                     yield event

@@ -52,6 +52,8 @@ class PromptRun:
         self._owner = owner
         self._message = message
         self._cancel = asyncio.Event()
+        self.settled = asyncio.Event()
+        """Set once the run has written its last message to the history."""
         self._started = False
 
     def cancel(self) -> None:
@@ -76,12 +78,12 @@ class PromptRun:
         self._started = True
         session = self._owner.claim(self)
         try:
-            run = session.prompt(self._message, cancel=self._cancel)
+            run = session.prompt(self._message, cancel=self._cancel, settled=self.settled)
             async with contextlib.aclosing(run) as events:
                 async for event in events:
                     yield event
         finally:
-            self._owner.release(self)
+            await self._owner.release(self)
 
 
 class AgentSession:
@@ -94,6 +96,8 @@ class AgentSession:
         self._session = session
         self._host = host
         self._running: PromptRun | None = None
+        self._reader: asyncio.Task[Any] | None = None
+        self._close_pending = False
         self._idle = asyncio.Event()
         self._idle.set()
         self._all_tools = session.agent.tools
@@ -151,31 +155,50 @@ class AgentSession:
 
     def claim(self, run: PromptRun) -> Session:
         """Mark ``run`` as the running prompt; a second concurrent prompt is refused."""
-        if self._host.closed:
+        if self._host.closed or self._close_pending:
             raise RuntimeError("this session is closed; open or resume it again")
         if self._running is not None:
             raise SessionBusy(self.id or "unsaved", pid=os.getpid(), host=socket.gethostname())
-        self._running = run
+        self._running, self._reader = run, asyncio.current_task()
         self._idle.clear()
         return self._session
 
-    def release(self, run: PromptRun) -> None:
-        if self._running is run:
-            self._running = None
-            self._idle.set()
+    async def release(self, run: PromptRun) -> None:
+        """``run`` ended; a close asked for by its own reader happens now."""
+        if self._running is not run:
+            return
+        self._running = self._reader = None
+        self._idle.set()
+        if self._close_pending:
+            await self._close_now()
 
     def on_close(self, callback: Callable[[AgentSession], None]) -> None:
         """Call ``callback`` once the session is closed."""
         self._on_close.append(callback)
 
     async def close(self) -> None:
-        """Cancel a running prompt, let it record its cancellation, then close everything the
-        session opened (idempotent)."""
-        self.cancel()
-        try:
-            await asyncio.wait_for(self._idle.wait(), CLOSE_WAIT)
-        except TimeoutError:
-            log.warning("a cancelled prompt did not end within %s s; closing anyway", CLOSE_WAIT)
+        """Cancel a running prompt and close everything the session opened (idempotent).
+
+        A running prompt first records its cancellation in the history; the session's parts
+        close once the prompt's reader has taken its last event (at once when that reader is
+        another task that keeps reading, when the reader's loop ends when close() is called
+        from inside it)."""
+        running = self._running
+        if running is None:
+            await self._close_now()
+            return
+        running.cancel()
+        self._close_pending = True
+        if self._reader is not asyncio.current_task():
+            try:
+                await asyncio.wait_for(running.settled.wait(), CLOSE_WAIT)
+            except TimeoutError:
+                log.warning("a cancelled prompt did not settle within %s s", CLOSE_WAIT)
+        if self._running is None and self._close_pending:
+            await self._close_now()
+
+    async def _close_now(self) -> None:
+        self._close_pending = False
         await self._host.close()
         while self._on_close:
             self._on_close.pop()(self)

@@ -103,11 +103,9 @@ def _provider_changes(settings: Settings, choices: Choices) -> dict[str, Any]:
         api_base=choices.api_base or entry.api_base,
         default_model=choices.model or entry.default_model,
     )
-    return {
-        "provider": name,
-        "model": choices.model,
-        "providers": {**settings.providers, name: entry},
-    }
+    switched = choices.provider is not None and choices.provider != settings.provider
+    model = choices.model if switched else choices.model or settings.model
+    return {"provider": name, "model": model, "providers": {**settings.providers, name: entry}}
 
 
 def mcp_entries(servers: McpServers) -> dict[str, McpServerEntry]:
