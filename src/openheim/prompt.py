@@ -28,6 +28,8 @@ from openheim.skills.tool import LOAD_SKILL
 
 log = logging.getLogger(__name__)
 
+_WARNED: set[str] = set()
+
 SYSTEM_FILE = "system.md"
 INSTRUCTION_FILES: tuple[tuple[str, ...], ...] = (("AGENTS.md",), ("CODE.md", "CLAUDE.md"))
 MAX_INSTRUCTIONS_CHARS = 64 * 1024
@@ -100,7 +102,6 @@ class PromptBuilder:
         self._active = list(active_skills)
         self._catalog = catalog
         self._texts: MtimeCache[str] = MtimeCache(_read_text)
-        self._warned: set[str] = set()
         if skills is not None:
             skills.resolve(self._active)
 
@@ -167,6 +168,6 @@ class PromptBuilder:
             return None
 
     def _warn(self, message: str) -> None:
-        if message not in self._warned:
-            self._warned.add(message)
+        if message not in _WARNED:  # once per process, however many sessions it opens
+            _WARNED.add(message)
             log.warning("%s", message)

@@ -16,6 +16,7 @@ from openheim.api import OpenheimClient, Runtime
 from openheim.api.settings import McpServers
 from openheim.approval import ApprovalRequest
 from openheim.config.load import DEFAULT_MAX_ITERATIONS
+from openheim.config.providers import infer_kind
 from openheim.config.schema import McpServerEntry
 from openheim.errors import ConfigError
 from openheim.events import ToolResult
@@ -107,7 +108,7 @@ def test_keyword_arguments_make_the_settings(scripted: Scripted, home: Path, wor
         "auto",
         False,
     )
-    assert s.providers[scripted.kind].kind == scripted.kind
+    assert infer_kind(scripted.kind, s.providers[scripted.kind]) == scripted.kind
     assert s.providers[scripted.kind].default_model == MODEL
     assert s.sources == []
     assert runtime.tools == [ping]

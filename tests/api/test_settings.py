@@ -18,6 +18,7 @@ from openheim.api.settings import (
 )
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny
 from openheim.config.load import Settings
+from openheim.config.providers import infer_kind
 from openheim.config.schema import McpServerEntry, ProviderEntry
 from openheim.errors import ConfigError
 from openheim.events import ToolResult
@@ -98,7 +99,7 @@ def test_a_provider_choice_keeps_the_rest_of_its_entry(base: Settings) -> None:
 def test_a_new_provider_gets_an_entry(base: Settings) -> None:
     s = apply_choices(base, Choices(provider="anthropic", api_key="sk-ant-not-a-real-key-0000"))
     assert s.provider == "anthropic"
-    assert s.providers["anthropic"].kind == "anthropic"  # a known kind by that name
+    assert infer_kind("anthropic", s.providers["anthropic"]) == "anthropic"  # a kind's name
     assert s.providers["anthropic"].api_key == "sk-ant-not-a-real-key-0000"
     assert "main" in s.providers
 

@@ -15,7 +15,6 @@ from typing import Any
 from openheim.config.load import DEFAULT_MAX_ITERATIONS, Settings, openheim_home
 from openheim.config.schema import McpServerEntry, MemoryEntry, ProviderEntry
 from openheim.errors import ConfigError
-from openheim.providers import known_kinds
 from openheim.secrets import register_secret
 from openheim.typed import TypeCheckError, from_mapping
 
@@ -92,9 +91,7 @@ def _provider_changes(settings: Settings, choices: Choices) -> dict[str, Any]:
         raise ConfigError(
             "api_key and api_base need a provider", hint="pass provider='openai' (or another)"
         )
-    entry = settings.providers.get(name) or ProviderEntry(
-        kind=name if name in known_kinds() else None
-    )
+    entry = settings.providers.get(name) or ProviderEntry()
     if choices.api_key:
         register_secret(choices.api_key)
     entry = dataclasses.replace(

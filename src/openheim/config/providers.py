@@ -53,7 +53,15 @@ _AUTO_ORDER = ("openai", "anthropic", "gemini", "openrouter")
 
 
 def infer_kind(name: str, entry: ProviderEntry) -> str:
-    return entry.kind or _KIND_BY_NAME.get(name, "openai_compatible")
+    """The entry's kind; without one, the kind its name is (``openai``, a registered custom
+    kind, ...), else an OpenAI-compatible server."""
+    if entry.kind:
+        return entry.kind
+    if name in _KIND_BY_NAME:
+        return _KIND_BY_NAME[name]
+    from openheim.providers import known_kinds
+
+    return name if name in known_kinds() else "openai_compatible"
 
 
 def provider_entries(settings: Settings) -> dict[str, ProviderEntry]:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from openheim.child_env import child_env
-from openheim.errors import ArgumentError
+from openheim.errors import ArgumentError, ConfigError
 from openheim.events import FileDiff
 from openheim.messages import ImageBlock
 from openheim.providers.base import ToolSpec
@@ -145,7 +145,10 @@ class ToolSet:
 
     def add(self, tool: Tool) -> None:
         if tool.name in self._tools:
-            raise ValueError(f"two tools are named {tool.name!r}")
+            raise ConfigError(
+                f"two tools are named {tool.name!r}",
+                hint="rename one of them (a custom tool, or an MCP server's prefix)",
+            )
         self._tools[tool.name] = tool
 
     def get(self, name: str) -> Tool | None:
