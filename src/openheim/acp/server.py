@@ -129,12 +129,7 @@ class OpenheimAgent:
         **meta: Any,
     ) -> NewSessionResponse:
         live = await self._open(cwd, mcp_servers, None, meta)
-        sid = live.asker.session_id
-        return NewSessionResponse(
-            session_id=sid,
-            modes=options.mode_state(live.session),
-            config_options=options.config_options(self.runtime.settings, live.session),
-        )
+        return NewSessionResponse(session_id=live.asker.session_id, **self._state(live))
 
     async def load_session(
         self,
@@ -149,10 +144,7 @@ class OpenheimAgent:
         kinds = {tool.name: tool.capabilities.kind.value for tool in tools}
         for update in replay_updates(live.session.history, live.cwd, kinds):
             await self.conn.session_update(session_id=session_id, update=update)
-        return LoadSessionResponse(
-            modes=options.mode_state(live.session),
-            config_options=options.config_options(self.runtime.settings, live.session),
-        )
+        return LoadSessionResponse(**self._state(live))
 
     async def resume_session(
         self,
@@ -163,10 +155,7 @@ class OpenheimAgent:
         **_: Any,
     ) -> ResumeSessionResponse:
         live = await self._open(cwd, mcp_servers, session_id, {})
-        return ResumeSessionResponse(
-            modes=options.mode_state(live.session),
-            config_options=options.config_options(self.runtime.settings, live.session),
-        )
+        return ResumeSessionResponse(**self._state(live))
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **_: Any
@@ -312,6 +301,13 @@ class OpenheimAgent:
         task = asyncio.create_task(self.conn.session_update(session_id=session_id, update=update))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+    def _state(self, live: _Live) -> dict[str, Any]:
+        """The session's modes and config options, as new, load and resume return them."""
+        return {
+            "modes": options.mode_state(live.session),
+            "config_options": options.config_options(self.runtime.settings, live.session),
+        }
 
     def _get(self, session_id: str) -> _Live:
         live = self._live.get(session_id)

@@ -4,23 +4,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 
 from openheim.cli import exit_codes
-from openheim.config.load import Overrides, load_settings
+from openheim.cli.settings import settings_from_flags
 
 
 def acp_command(args: argparse.Namespace) -> int:
-    overrides = Overrides(
-        provider=args.provider,
-        model=args.model,
-        allow_shell=args.allow_shell,
-        work_dir=args.work_dir,
-        approval=args.approve,
-    )
-    settings = load_settings(overrides)
-    for notice in settings.notices:
-        sys.stderr.write(f"openheim: {notice}\n")
+    settings = settings_from_flags(args)
     from openheim.acp.stdio import serve_stdio
     from openheim.api import Runtime
 

@@ -16,7 +16,8 @@ from openheim.cli import exit_codes
 from openheim.cli.approve import TerminalResolver, open_terminal
 from openheim.cli.prompt import build_prompt
 from openheim.cli.render import JsonRenderer, TextRenderer
-from openheim.config.load import Overrides, Settings, load_settings
+from openheim.cli.settings import settings_from_flags
+from openheim.config.load import Settings
 from openheim.config.providers import LOCAL_KINDS
 from openheim.errors import ConfigError
 from openheim.events import Finished
@@ -31,17 +32,7 @@ def run_command(args: argparse.Namespace) -> int:
             f"--max-iterations must be at least 1, got {args.max_iterations}", hint="use 1 or more"
         )
     prompt = build_prompt(args.prompt, Path.cwd())
-    overrides = Overrides(
-        provider=args.provider,
-        model=args.model,
-        max_iterations=args.max_iterations,
-        allow_shell=args.allow_shell,
-        work_dir=args.work_dir,
-        approval=args.approve,
-    )
-    settings = load_settings(overrides)
-    for notice in settings.notices:
-        sys.stderr.write(f"openheim: {notice}\n")
+    settings = settings_from_flags(args)
     options = SessionOptions(
         resume=args.session,
         continue_latest=args.continue_latest,
