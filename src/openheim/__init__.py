@@ -11,6 +11,11 @@ from typing import TYPE_CHECKING, Any
 from openheim._version import __version__
 
 if TYPE_CHECKING:
+    from openheim.acp.server import serve_acp as serve_acp
+    from openheim.api import AgentSession as AgentSession
+    from openheim.api import OpenheimClient as OpenheimClient
+    from openheim.api import PromptResult as PromptResult
+    from openheim.api import Runtime as Runtime
     from openheim.approval import AllowAll as AllowAll
     from openheim.approval import ApprovalGate as ApprovalGate
     from openheim.approval import DenyAll as DenyAll
@@ -26,6 +31,11 @@ if TYPE_CHECKING:
     from openheim.tools.decorator import tool as tool
 
 _LAZY = {
+    "Runtime": "openheim.api",
+    "OpenheimClient": "openheim.api",
+    "AgentSession": "openheim.api",
+    "PromptResult": "openheim.api",
+    "serve_acp": "openheim.acp.server",
     "Agent": "openheim.loop",
     "run_agent": "openheim.loop",
     "Message": "openheim.messages",

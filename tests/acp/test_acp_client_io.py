@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pytest
 from acp.helpers import text_block
-from acp.schema import McpServerStdio
+from acp.schema import HttpMcpServer, McpServerStdio
 
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from tests.acp.harness import RecordingClient, acp_agent
-from tests.mcp.conftest import SERVER, tagged_pids
+from tests.mcp.conftest import SERVER, http_url, tag, tagged_pids
+
+__all__ = ["http_url", "tag"]  # fixtures of the MCP tests, used here too
 
 
 def calls(*tool_calls: FakeToolCall) -> FakeReply:
@@ -123,3 +125,20 @@ async def test_an_mcp_server_from_the_client_is_used(home: Path, work: Path) -> 
     assert "helper__echo" in offered
     told = next(m["content"] for m in server.requests[1].messages if m.get("role") == "tool")
     assert "ping" in told
+
+
+async def test_an_http_mcp_server_from_the_client_is_used(
+    home: Path, work: Path, http_url: str
+) -> None:
+    entry = HttpMcpServer(type="http", name="web", url=http_url, headers=[])
+    replies: list[FakeReply | str] = [
+        calls(FakeToolCall("web__echo", {"text": "over http"})),
+        "done",
+    ]
+    with FakeLLMServer(replies) as server:
+        async with acp_agent(home, work, server) as agent:
+            await agent.start()
+            response = await agent.conn.new_session(cwd=str(work), mcp_servers=[entry])
+            await agent.conn.prompt(session_id=response.session_id, prompt=[text_block("echo")])
+    told = next(m["content"] for m in server.requests[1].messages if m.get("role") == "tool")
+    assert "over http" in told

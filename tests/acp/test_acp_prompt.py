@@ -10,7 +10,13 @@ from typing import Any
 
 import pytest
 from acp import RequestError
-from acp.helpers import text_block
+from acp.helpers import (
+    embedded_text_resource,
+    image_block,
+    resource_block,
+    resource_link_block,
+    text_block,
+)
 
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from tests.acp.harness import HOLD, RecordingClient, acp_agent
@@ -269,3 +275,35 @@ async def test_a_skill_runs_as_a_slash_command(home: Path, work: Path) -> None:
             await agent.conn.prompt(session_id=sid, prompt=[text_block("/haiku about rain")])
     sent = str(server.requests[0].messages[-1]["content"])
     assert "Use 5-7-5." in sent and sent.endswith("about rain")
+
+
+async def test_policy_decisions_never_reach_the_client(home: Path, work: Path) -> None:
+    client = RecordingClient()
+    with FakeLLMServer([write("denied.txt"), "ok"]) as server:
+        async with acp_agent(home, work, server, client, args=("--approve", "deny")) as agent:
+            await agent.start()
+            sid = await agent.new()
+            await agent.conn.prompt(session_id=sid, prompt=[text_block("write")])
+    assert client.permission_requests == []
+    assert not (work / "denied.txt").exists()
+    assert "denied" in tool_messages(server, 1)[-1]
+
+
+async def test_images_and_embedded_resources_reach_the_model(home: Path, work: Path) -> None:
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"  # any base64
+    prompt: list[Any] = [
+        text_block("what is this?"),
+        image_block(png, "image/png"),
+        resource_block(embedded_text_resource("file:///tmp/spec.md", "The spec says 42.")),
+        resource_link_block("notes", "file:///tmp/notes.txt"),
+    ]
+    with FakeLLMServer(["a pixel"]) as server:
+        async with acp_agent(home, work, server) as agent:
+            await agent.start()
+            sid = await agent.new()
+            await agent.conn.prompt(session_id=sid, prompt=prompt)
+    parts = server.requests[0].messages[-1]["content"]
+    kinds = [p["type"] for p in parts]
+    assert kinds == ["text", "image_url", "text", "text"]
+    assert parts[1]["image_url"]["url"] == f"data:image/png;base64,{png}"
+    assert "The spec says 42." in parts[2]["text"] and "/tmp/notes.txt" in parts[3]["text"]
