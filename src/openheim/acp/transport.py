@@ -13,7 +13,8 @@ import json
 from typing import Any
 
 MAX_LINE_BYTES = 50 * 1024 * 1024
-"""Prompts carry images as base64, so a line may be large (give readers this limit)."""
+"""The longest message accepted: prompts carry images as base64. Readers with a smaller limit
+(asyncio's default is 64 KiB) work too; lines are read in pieces."""
 
 
 class LineTransport:
@@ -55,19 +56,30 @@ class LineTransport:
             await self._writer.wait_closed()
 
     async def _read_line(self) -> bytes | None:
-        try:
-            line = await self._reader.readuntil(b"\n")
-        except asyncio.IncompleteReadError as err:
-            return err.partial or None
-        except asyncio.LimitOverrunError:
-            await self._skip_long_line()
-            await self._error(
-                -32600, "Invalid request", "the line is longer than the reader's limit"
-            )
-            return b""
-        return line
+        """The next line, whatever the reader's own limit (None at end of input). A line over
+        ``MAX_LINE_BYTES`` is dropped and answered with an invalid-request error."""
+        parts: list[bytes] = []
+        size = 0
+        while True:
+            try:
+                part, ended = await self._reader.readuntil(b"\n"), True
+            except asyncio.IncompleteReadError as err:
+                if not parts and not err.partial:
+                    return None
+                part, ended = err.partial, True
+            except asyncio.LimitOverrunError as err:
+                part, ended = await self._reader.readexactly(err.consumed), False
+            size += len(part)
+            if size > MAX_LINE_BYTES:
+                if not ended:
+                    await self._skip_line()
+                await self._error(-32600, "Invalid request", f"a line over {MAX_LINE_BYTES} bytes")
+                return b""
+            parts.append(part)
+            if ended:
+                return b"".join(parts)
 
-    async def _skip_long_line(self) -> None:
+    async def _skip_line(self) -> None:
         while True:
             try:
                 await self._reader.readuntil(b"\n")
