@@ -125,3 +125,19 @@ def test_stdout_carries_only_protocol_bytes(tmp_path: Path) -> None:
     assert result.stdout == '{"jsonrpc": "2.0"}\n'
     assert "stray print" in result.stderr and "child output" in result.stderr
     assert "stdin now reads: ''" in result.stderr
+
+
+def test_a_bad_config_fails_before_serving(home: Path, work: Path) -> None:
+    (home / "config.toml").write_text('default_provider = "fake"\nmax_iterationz = 3\n')
+    result = subprocess.run(
+        [sys.executable, "-m", "openheim", "acp"],
+        cwd=work,
+        env=env_for(home),
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "max_iterationz" in result.stderr and "max_iterations" in result.stderr
