@@ -3,6 +3,7 @@ list filters and pages, close ends a session."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -118,3 +119,22 @@ async def test_list_filters_by_cwd_and_pages(home: Path, work: Path) -> None:
     assert len(everything.sessions) == 50 and everything.next_cursor is not None
     assert len(sub.sessions) == 3
     assert bad.value.code == -32602
+
+
+async def test_a_session_busy_in_another_process_is_refused_with_its_holder(
+    home: Path, work: Path
+) -> None:
+    sid = await _one_turn(home, work)
+    store = open_store(home)
+    try:
+        with store.acquire(sid):  # this test process holds the session's lease
+            async with acp_agent(home, work, None) as agent:
+                await agent.start()
+                await agent.conn.resume_session(cwd=str(work), session_id=sid)
+                with pytest.raises(RequestError) as busy:
+                    await agent.conn.prompt(session_id=sid, prompt=[text_block("hi")])
+    finally:
+        store.close()
+    data = busy.value.data or {}
+    assert busy.value.code == -32600
+    assert (data["reason"], data["sessionId"], data["pid"]) == ("session_busy", sid, os.getpid())
