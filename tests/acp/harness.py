@@ -11,7 +11,7 @@ import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from acp import PROTOCOL_VERSION, RequestError
 from acp.client.connection import ClientSideConnection
@@ -88,6 +88,10 @@ class RecordingClient:
         answer = self.answers.pop(0) if self.answers else "reject_once"
         if answer == HOLD:
             await asyncio.Event().wait()
+        if answer == "error":
+            raise RequestError.internal_error({"details": "the editor failed"})
+        if answer == "garbage":
+            return cast(RequestPermissionResponse, {"outcome": "yes please"})
         if answer == "cancelled":
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         return RequestPermissionResponse(

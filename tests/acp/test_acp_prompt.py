@@ -307,3 +307,17 @@ async def test_images_and_embedded_resources_reach_the_model(home: Path, work: P
     assert kinds == ["text", "image_url", "text", "text"]
     assert parts[1]["image_url"]["url"] == f"data:image/png;base64,{png}"
     assert "The spec says 42." in parts[2]["text"] and "/tmp/notes.txt" in parts[3]["text"]
+
+
+async def test_a_failed_or_malformed_permission_answer_denies(home: Path, work: Path) -> None:
+    replies: list[FakeReply | str] = [write("a.txt"), write("b.txt"), "gave up"]
+    client = RecordingClient(answers=["error", "garbage"])
+    with FakeLLMServer(replies) as server:
+        async with acp_agent(home, work, server, client) as agent:
+            await agent.start()
+            sid = await agent.new()
+            response = await agent.conn.prompt(session_id=sid, prompt=[text_block("write")])
+    assert response.stop_reason == "end_turn"
+    assert not (work / "a.txt").exists() and not (work / "b.txt").exists()
+    assert "could not be asked" in tool_messages(server, 1)[-1]
+    assert "could not be asked" in tool_messages(server, 2)[-1]

@@ -7,8 +7,10 @@ the pending request is abandoned and the call counts as cancelled.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
+from acp import RequestError
 from acp.interfaces import Client
 from acp.schema import (
     AllowedOutcome,
@@ -22,6 +24,8 @@ from acp.schema import (
 
 from openheim.acp.translate import acp_kind, tool_locations, tool_title
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny
+
+log = logging.getLogger(__name__)
 
 OPTIONS = (
     PermissionOption(option_id="allow_once", name="Allow once", kind="allow_once"),
@@ -46,11 +50,15 @@ class PermissionAsker:
         self.session_id = session_id
 
     async def __call__(self, request: ApprovalRequest, ask: Ask) -> Allow | Deny:
-        response = await self._conn.request_permission(
-            session_id=self.session_id,
-            tool_call=_tool_call(request, ask),
-            options=list(OPTIONS),
-        )
+        try:
+            response = await self._conn.request_permission(
+                session_id=self.session_id,
+                tool_call=_tool_call(request, ask),
+                options=list(OPTIONS),
+            )
+        except (RequestError, ValueError) as err:  # an error reply, or a malformed one
+            log.warning("the client did not answer a permission request: %s", err)
+            return Deny(f"the editor could not be asked for permission ({err})")
         outcome = response.outcome
         if isinstance(outcome, AllowedOutcome):
             answer = _ANSWERS.get(outcome.option_id)
