@@ -411,7 +411,7 @@ async def test_closing_the_stream_cancels_the_run(ctx: ToolContext) -> None:
     async for event in gen:
         if isinstance(event, ToolCall):
             break  # the tool cannot start before this event has been handled
-    await gen.aclose()  # type: ignore[attr-defined]
+    await gen.aclose()
     assert ran == []
     last = history[-1].content[0]
     assert isinstance(last, ToolResultBlock) and last.content == CANCELLED_RESULT

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -116,7 +116,7 @@ class Agent:
         *,
         cancel: asyncio.Event | None = None,
         settled: asyncio.Event | None = None,
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncGenerator[Event, None]:
         """Run on ``history`` (which must end with the user's message); see ``run_agent``."""
         return run_agent(self, history, cancel=cancel, settled=settled)
 
@@ -137,7 +137,7 @@ async def run_agent(
     *,
     cancel: asyncio.Event | None = None,
     settled: asyncio.Event | None = None,
-) -> AsyncIterator[Event]:
+) -> AsyncGenerator[Event, None]:
     """Yield the events of one run; the last one is ``Finished``. Provider errors propagate.
 
     The run works in its own task so that cancelling it never leaves the caller's generator in a

@@ -78,11 +78,13 @@ class Session:
         message = content if isinstance(content, Message) else Message.user(content)
         with self._lease() as lease:
             self.history.append(message)
+            run = self.agent.run(self.history, cancel=cancel, settled=settled)
             try:
-                async for event in self.agent.run(self.history, cancel=cancel, settled=settled):
-                    if lease is not None and isinstance(event, IterationStart):
-                        lease.refresh()
-                    yield event
+                async with contextlib.aclosing(run) as events:  # closed with us: repaired now
+                    async for event in events:
+                        if lease is not None and isinstance(event, IterationStart):
+                            lease.refresh()
+                        yield event
             finally:
                 self._store_totals()
 

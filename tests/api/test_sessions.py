@@ -738,6 +738,23 @@ async def test_breaking_out_of_a_prompt_then_closing_leaves_a_valid_history(
         assert (await resumed.prompt("again")).text == "resumed fine"
 
 
+async def test_leaving_an_async_with_block_stops_the_prompt_and_frees_the_session(
+    scripted: Scripted, make_runtime: MakeRuntime, blocker: Blocker
+) -> None:
+    scripted.provider.add(Reply(tool_calls=[tool_call("block", {"label": "x"})]), "next answer")
+    runtime = make_runtime(tools=[blocker.tool])
+    session = await runtime.new_session()
+    async with session.prompt("go") as events:
+        async for event in events:
+            if isinstance(event, ToolCall):
+                break
+    assert not session.busy
+    assert not blocker.started.is_set()
+    cancelled = session.history[-1].content[0]
+    assert isinstance(cancelled, ToolResultBlock) and "cancelled" in cancelled.content
+    assert (await session.prompt("again")).text == "next answer"
+
+
 async def test_closing_a_session_from_inside_its_own_prompt_loop(
     scripted: Scripted, make_runtime: MakeRuntime, blocker: Blocker
 ) -> None:
@@ -819,3 +836,23 @@ async def test_agent_session_is_the_public_type(make_runtime: MakeRuntime) -> No
     async with await make_runtime().new_session() as session:
         assert isinstance(session, AgentSession)
         assert session.session.id == session.id
+
+
+async def test_closing_from_inside_the_loop_in_the_same_task_ends_it_at_once(
+    scripted: Scripted, make_runtime: MakeRuntime, blocker: Blocker
+) -> None:
+    scripted.provider.add(Reply(tool_calls=[tool_call("block", {"label": "x"})]), "later")
+    runtime = make_runtime(tools=[blocker.tool])
+    session = await runtime.new_session()
+    seen: list[Event] = []
+    async for event in session.prompt("go"):
+        seen.append(event)
+        if isinstance(event, ToolCall):
+            await session.close()
+    assert isinstance(seen[-1], ToolCall)  # the loop saw no event after close()
+    assert not blocker.started.is_set()
+    assert session.id is not None
+    async with await runtime.resume_session(session.id) as resumed:
+        answer = resumed.history[-1].content[0]
+        assert isinstance(answer, ToolResultBlock) and "cancelled" in answer.content
+        assert (await resumed.prompt("again")).text == "later"

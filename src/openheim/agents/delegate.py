@@ -18,14 +18,14 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Protocol, cast
+from typing import Annotated, Protocol
 
 from openheim.agents.profiles import AgentProfile
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny, Resolver
 from openheim.errors import ToolError
-from openheim.events import Event, Finished
+from openheim.events import Finished
 from openheim.loop import Agent
 from openheim.messages import Message, StopReason
 from openheim.providers.base import Provider
@@ -257,10 +257,8 @@ async def run_subagent(
     child = child_agent(parent, request, provider=provider, model=model, max_tokens=max_tokens)
     history.append(Message.user(request.task))
     finished: Finished | None = None
-    # Agent.run is typed as an iterator but is an async generator: close it so that a cancelled
-    # delegation stops the child's run (and its tools) at once.
-    run = cast("AsyncGenerator[Event, None]", child.run(history))
-    async with contextlib.aclosing(run) as events:
+    # Close the run with us, so that a cancelled delegation stops the child's tools at once.
+    async with contextlib.aclosing(child.run(history)) as events:
         async for event in events:
             if isinstance(event, Finished):
                 finished = event

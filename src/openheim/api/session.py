@@ -13,7 +13,8 @@ import contextlib
 import logging
 import os
 import socket
-from collections.abc import AsyncIterator, Callable, Generator
+import weakref
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,7 +46,9 @@ class PromptRun:
     """One prompt: iterate it for its events, or await it for its ``PromptResult``.
 
     It runs when first iterated or awaited, once; ``AgentSession.cancel()`` (or ``cancel()``
-    here) ends it with stop reason ``cancelled``.
+    here) ends it with stop reason ``cancelled``. ``async with session.prompt(...) as events``
+    also stops it (and frees the session at once) when the block is left early, for example
+    with ``break``.
     """
 
     def __init__(self, owner: AgentSession, message: Message) -> None:
@@ -55,12 +58,34 @@ class PromptRun:
         self.settled = asyncio.Event()
         """Set once the run has written its last message to the history."""
         self._started = False
+        self._events_ref: weakref.ref[AsyncGenerator[Event, None]] | None = None
+        self._held: AsyncGenerator[Event, None] | None = None
+
+    @property
+    def iterator(self) -> AsyncGenerator[Event, None] | None:
+        """The events' iterator while someone still holds it (a weak reference, so that an
+        iterator abandoned with ``break`` is finalised by the event loop)."""
+        return self._events_ref() if self._events_ref is not None else None
+
+    def _iterate(self) -> AsyncGenerator[Event, None]:
+        events = self._events()
+        self._events_ref = weakref.ref(events)
+        return events
+
+    async def __aenter__(self) -> AsyncIterator[Event]:
+        self._held = self._iterate()
+        return self._held
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._held is not None:
+            await self._held.aclose()
+            self._held = None
 
     def cancel(self) -> None:
         self._cancel.set()
 
     def __aiter__(self) -> AsyncIterator[Event]:
-        return self._events()
+        return self._iterate()
 
     def __await__(self) -> Generator[Any, None, PromptResult]:
         return self.result().__await__()
@@ -72,7 +97,7 @@ class PromptRun:
         assert isinstance(last, Finished)  # a run always ends with exactly one Finished
         return PromptResult(last.text, last.stop_reason, last.reason, last.usage, events)
 
-    async def _events(self) -> AsyncIterator[Event]:
+    async def _events(self) -> AsyncGenerator[Event, None]:
         if self._started:
             raise RuntimeError("a PromptRun runs once; call session.prompt() again")
         self._started = True
@@ -179,23 +204,32 @@ class AgentSession:
     async def close(self) -> None:
         """Cancel a running prompt and close everything the session opened (idempotent).
 
-        A running prompt first records its cancellation in the history; the session's parts
-        close once the prompt's reader has taken its last event (at once when that reader is
-        another task that keeps reading, when the reader's loop ends when close() is called
-        from inside it)."""
+        A running prompt first records its cancellation in the history. Called from the loop
+        that reads the prompt, the prompt ends at once and the loop sees no more events; with
+        another task reading, the session's parts close once that reader has taken the last
+        event."""
         running = self._running
         if running is None:
             await self._close_now()
             return
         running.cancel()
         self._close_pending = True
-        if self._reader is not asyncio.current_task():
-            try:
-                await asyncio.wait_for(running.settled.wait(), CLOSE_WAIT)
-            except TimeoutError:
-                log.warning("a cancelled prompt did not settle within %s s", CLOSE_WAIT)
+        if self._reader is asyncio.current_task():
+            await self._end_own(running)
+        else:
+            await _wait(running.settled)
         if self._running is None and self._close_pending:
             await self._close_now()
+
+    async def _end_own(self, running: PromptRun) -> None:
+        """close() from the task that reads the prompt. Inside its loop the prompt ends here
+        (the loop then sees no more events); after a loop left with ``break``, the event loop
+        is finishing the abandoned iterator, so wait for that."""
+        events = running.iterator
+        if events is not None and not getattr(events, "ag_running", False):
+            await events.aclose()
+        else:
+            await _wait(self._idle)
 
     async def _close_now(self) -> None:
         self._close_pending = False
@@ -251,6 +285,13 @@ class _Host:
         self._closing.set()
         if self._task is not None:
             await asyncio.gather(self._task, return_exceptions=True)
+
+
+async def _wait(event: asyncio.Event) -> None:
+    try:
+        await asyncio.wait_for(event.wait(), CLOSE_WAIT)
+    except TimeoutError:
+        log.warning("a cancelled prompt did not end within %s s", CLOSE_WAIT)
 
 
 async def host_session(
