@@ -24,6 +24,8 @@ class ApprovalRequest:
     kind: str
     cwd: str = ""
     """The session's working directory, against which relative paths in arguments resolve."""
+    reasons: tuple[str, ...] = ()
+    """Why the call needs a person's decision (risks found), once the gate has asked."""
 
 
 @dataclass(frozen=True, slots=True)

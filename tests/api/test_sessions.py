@@ -373,6 +373,24 @@ async def test_approval_callback_may_answer_allow_or_deny_with_a_reason(
     assert not (work / "bad.txt").exists()
 
 
+async def test_approval_callback_sees_why_a_call_is_risky(
+    scripted: Scripted, make_runtime: MakeRuntime
+) -> None:
+    asked: list[ApprovalRequest] = []
+
+    def callback(request: ApprovalRequest) -> bool:
+        asked.append(request)
+        return False
+
+    risky = tool_call("execute_command", {"command": "git push --force"})
+    scripted.provider.add(Reply(tool_calls=[risky]), "refused")
+    runtime = make_runtime(approval=callback, allow_shell=True)
+    async with await runtime.new_session() as session:
+        await session.prompt("clean up")
+    assert len(asked) == 1 and asked[0].tool == "execute_command"
+    assert asked[0].reasons == ("`git push --force` can overwrite commits on the remote",)
+
+
 async def test_approval_callback_is_not_asked_about_read_only_tools(
     scripted: Scripted, make_runtime: MakeRuntime, work: Path
 ) -> None:

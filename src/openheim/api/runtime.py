@@ -4,6 +4,7 @@ and opens sessions; ``openheim run`` and ``openheim acp`` drive the same object.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
@@ -25,7 +26,8 @@ ApprovalCallback: TypeAlias = Callable[
     [ApprovalRequest], "bool | Allow | Deny | Awaitable[bool | Allow | Deny]"
 ]
 """Decides a tool call the policy would ask about: True / ``Allow`` runs it, False / ``Deny``
-refuses it (the reason reaches the model)."""
+refuses it (the reason reaches the model). ``request.reasons`` says why it was asked (the
+risks found, when there are any)."""
 
 
 class Runtime:
@@ -204,7 +206,7 @@ def _callback_resolver(callback: ApprovalCallback) -> Resolver:
     """A resolver that asks the caller's callback (sync or async)."""
 
     async def resolve(request: ApprovalRequest, ask: Ask) -> Allow | Deny:
-        answer: Any = callback(request)
+        answer: Any = callback(dataclasses.replace(request, reasons=ask.reasons))
         if inspect.isawaitable(answer):
             answer = await answer
         if isinstance(answer, Allow | Deny):
