@@ -19,7 +19,7 @@ from acp.helpers import (
 )
 
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
-from tests.acp.harness import HOLD, RecordingClient, acp_agent
+from tests.acp.harness import HOLD, Agent, RecordingClient, acp_agent
 
 MODELS = '\nmodels = ["fake-model", "other-model"]\ncontext_window = 32000\n'
 
@@ -174,16 +174,20 @@ async def _pid_from(path: Path) -> int:
     raise AssertionError("the command never started")
 
 
+async def held_turn(agent: Agent) -> tuple[str, asyncio.Task[Any]]:
+    """A session whose prompt waits on a permission request that is never answered."""
+    await agent.start()
+    sid = await agent.new()
+    turn = asyncio.create_task(agent.conn.prompt(session_id=sid, prompt=[text_block("write")]))
+    await asyncio.wait_for(agent.client.asked.wait(), 30)
+    return sid, turn
+
+
 async def test_cancel_abandons_an_open_permission_request(home: Path, work: Path) -> None:
     client = RecordingClient(answers=[HOLD])
     with FakeLLMServer([write("held.txt"), "never"]) as server:
         async with acp_agent(home, work, server, client) as agent:
-            await agent.start()
-            sid = await agent.new()
-            turn = asyncio.create_task(
-                agent.conn.prompt(session_id=sid, prompt=[text_block("write")])
-            )
-            await asyncio.wait_for(client.asked.wait(), 30)
+            sid, turn = await held_turn(agent)
             await agent.conn.cancel(session_id=sid)
             response = await asyncio.wait_for(turn, 30)
     assert response.stop_reason == "cancelled"
@@ -195,12 +199,7 @@ async def test_a_second_prompt_is_refused_while_one_runs(home: Path, work: Path)
     client = RecordingClient(answers=[HOLD])
     with FakeLLMServer([write("held.txt"), "never"]) as server:
         async with acp_agent(home, work, server, client) as agent:
-            await agent.start()
-            sid = await agent.new()
-            turn = asyncio.create_task(
-                agent.conn.prompt(session_id=sid, prompt=[text_block("write")])
-            )
-            await asyncio.wait_for(client.asked.wait(), 30)
+            sid, turn = await held_turn(agent)
             with pytest.raises(RequestError) as busy:
                 await agent.conn.prompt(session_id=sid, prompt=[text_block("again")])
             await agent.conn.cancel(session_id=sid)
