@@ -57,7 +57,7 @@ from openheim.acp.transport import LineTransport
 from openheim.acp.turn import Turn
 from openheim.api import AgentSession, Runtime
 from openheim.errors import OpenheimError
-from openheim.skills import skills_for
+from openheim.skills import SkillsManager, skills_for
 
 log = logging.getLogger(__name__)
 
@@ -66,12 +66,14 @@ PAGE_SIZE = 50
 
 @dataclass
 class _Live:
-    """An open ACP session: the runtime's session and where it works."""
+    """An open ACP session: the runtime's session, where it works, and its skills (offered as
+    slash commands)."""
 
     session: AgentSession
     cwd: Path
     io: AcpClientIO
     asker: PermissionAsker
+    skills: SkillsManager
 
 
 class OpenheimAgent:
@@ -202,7 +204,7 @@ class OpenheimAgent:
     async def prompt(self, session_id: str, prompt: list[Any], **_: Any) -> PromptResponse:
         live = self._get(session_id)
         message = prompt_message(prompt)
-        message = expand(message, skills_for(self.runtime.settings))
+        message = expand(message, live.skills)
         if live.session.busy:
             raise busy(session_id)
         turn = Turn(self.conn, session_id, live.session, live.cwd)
@@ -256,9 +258,9 @@ class OpenheimAgent:
         session = await self._start(folder, servers, resume, meta, io, asker)
         sid = session.id or str(uuid.uuid4())
         io.session_id = asker.session_id = sid
-        live = _Live(session, folder, io, asker)
+        live = _Live(session, folder, io, asker, skills_for(self.runtime.settings))
         self._live[sid] = live
-        self._announce(sid)
+        self._announce(sid, live.skills)
         return live
 
     async def _start(
@@ -292,9 +294,9 @@ class OpenheimAgent:
             for notice in notices[seen:]:
                 log.warning("%s", notice)
 
-    def _announce(self, session_id: str) -> None:
+    def _announce(self, session_id: str, skills: SkillsManager) -> None:
         """Send the skills as slash commands once the response naming the session is out."""
-        commands = available_commands(skills_for(self.runtime.settings))
+        commands = available_commands(skills)
         update = AvailableCommandsUpdate(
             session_update="available_commands_update", available_commands=commands
         )
