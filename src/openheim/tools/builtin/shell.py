@@ -8,6 +8,9 @@
 * When the shell exits but a background process still holds the output pipes, it gets a short
   grace period, then its group is killed too. Owning the pipes means the call always returns,
   even if a grandchild escaped the group with ``setsid``.
+* The shell is started by ``openheim.spawn``, so on Linux it also dies if openheim is killed
+  outright (SIGKILL); the processes it started are then not killed (no group kill can run), and
+  end only when they exit by themselves or on their closed output pipe.
 
 When the session's client (``ToolContext.client``, an ACP editor) runs commands, the command runs
 in one of its terminals instead (the user watches it live) and the client keeps these promises;
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
+from openheim import spawn
 from openheim.errors import ToolError
 from openheim.tools.base import Capabilities, Tool, ToolContext, ToolKind, ToolOutput
 from openheim.tools.client_io import CommandResult
@@ -132,16 +136,13 @@ async def run_shell(
         with contextlib.ExitStack() as writers:
             out_fd = await _pipe(out, readers, writers)
             err_fd = await _pipe(err, readers, writers)
-            proc = await asyncio.create_subprocess_exec(
-                SHELL,
-                "-c",
-                command,
+            proc = await spawn.exec_async(
+                (SHELL, "-c", command),
                 cwd=cwd,
                 env=env,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=out_fd,
                 stderr=err_fd,
-                start_new_session=True,
             )
         code, timed_out, lingered = await _supervise(proc, out, err, time_limit)
     return CommandResult(code, out.text("stdout"), err.text("stderr"), timed_out, lingered)
