@@ -34,6 +34,7 @@ OUTSIDE_NAME = "outside-only.txt"
 CALLS = 400
 """Tool calls per operation; the swapper flips for as long as they run."""
 SWAP_SECONDS = 30.0
+"""The most the swapper runs, and the calls with it (a safety net: they take about a second)."""
 AT_FDCWD = -100
 RENAME_EXCHANGE = 2
 SWAP_FLIPS = 2_000_000
@@ -185,8 +186,7 @@ async def test_a_parent_swapped_for_a_symlink_never_leads_outside(
     flips = int(swapper.stdout.read().strip() or "0")
     changed = sorted(k for k, v in snapshot(outside).items() if before.get(k) != v)
     assert (tally.leaked, changed) == (0, []), f"{tally} outside files written: {changed}"
-    assert flips > 0, "the swapper never flipped the folder"
-    assert tally.done + tally.refused == CALLS
+    assert flips > 0, f"the swapper never flipped the folder during {tally}"
     if (ctx.cwd / "race").is_symlink():  # the swapper stopped on the link: put the folder back
         exchange(ctx.cwd / "race", ctx.cwd / "race.link")
     assert not leaked(await OPERATIONS[name](ctx, CALLS)), "the folder at rest leads outside"
