@@ -32,8 +32,9 @@ from openheim.approval import Allow, ApprovalGate, ApprovalRequest, Deny, Verdic
 from openheim.errors import ToolError
 from openheim.tools.base import Tool, ToolContext, ToolKind
 from openheim.tools.builtin.files import apply_edit, read_for_edit, write_bytes
-from openheim.tools.builtin.fs import looks_binary, open_regular, read_error
+from openheim.tools.builtin.fs import kind_of, looks_binary, open_regular, read_error
 from openheim.tools.decorator import tool
+from openheim.tools.sandbox import PathSandbox
 
 APPLY_TOOL_NAME = "apply_file_change"
 """The tool whose call with a valid token is the explicit approval of a previewed change."""
@@ -124,21 +125,22 @@ class StagingArea:
         """Write a claimed change if its file is as previewed; whether a file was replaced."""
         with self._write_lock:
             target = ctx.sandbox.resolve(str(change.path), ctx.cwd, write=True)
-            if target != change.path or file_digest(target, change.shown) != change.base_digest:
+            digest = file_digest(ctx.sandbox, target, change.shown)
+            if target != change.path or digest != change.base_digest:
                 raise ToolError(
                     f"{change.shown} changed since the preview of {change.token}",
                     hint="read the file and preview the change again",
                 )
-            return write_bytes(target, change.shown, change.content)
+            return write_bytes(ctx.sandbox, target, change.shown, change.content)
 
     def _expired(self, change: StagedChange) -> bool:
         return self._clock() - change.staged_at > TOKEN_TTL
 
 
-def file_digest(path: Path, shown: str) -> str | None:
+def file_digest(sandbox: PathSandbox, path: Path, shown: str) -> str | None:
     """sha256 of a regular file's bytes, or None when nothing is there."""
     try:
-        with open_regular(path) as fh:
+        with open_regular(sandbox, path) as fh:
             digest = hashlib.sha256()
             while chunk := fh.read(1 << 20):
                 digest.update(chunk)
@@ -149,10 +151,10 @@ def file_digest(path: Path, shown: str) -> str | None:
         raise read_error(err, shown) from None
 
 
-def _current(target: Path, shown: str) -> bytes | None:
+def _current(sandbox: PathSandbox, target: Path, shown: str) -> bytes | None:
     """The bytes a write would replace, or None for a new file."""
     try:
-        with open_regular(target) as fh:
+        with open_regular(sandbox, target) as fh:
             return fh.read()
     except FileNotFoundError:
         return None
@@ -199,16 +201,25 @@ def _preview(area: StagingArea, target: Path, shown: str, old: bytes | None, new
     )
 
 
-def _preview_write(area: StagingArea, target: Path, shown: str, content: str) -> str:
-    if target.is_dir():
+def _preview_write(
+    area: StagingArea, sandbox: PathSandbox, target: Path, shown: str, content: str
+) -> str:
+    if kind_of(sandbox, target) == "dir":
         raise ToolError(f"{shown} is a directory", hint="give the path of a file")
-    return _preview(area, target, shown, _current(target, shown), content.encode("utf-8"))
+    old = _current(sandbox, target, shown)
+    return _preview(area, target, shown, old, content.encode("utf-8"))
 
 
 def _preview_edit(
-    area: StagingArea, target: Path, shown: str, old: str, new: str, replace_all: bool
+    area: StagingArea,
+    sandbox: PathSandbox,
+    target: Path,
+    shown: str,
+    old: str,
+    new: str,
+    replace_all: bool,
 ) -> str:
-    text = read_for_edit(target, shown)
+    text = read_for_edit(sandbox, target, shown)
     updated = _edited(text, shown, old, new, replace_all)
     encode = "utf-8", "surrogateescape"  # undecodable bytes round-trip unchanged
     return _preview(area, target, shown, text.encode(*encode), updated.encode(*encode))
@@ -228,7 +239,7 @@ def staging_tools(area: StagingArea) -> list[Tool]:
         are created on apply."""
         target = ctx.path(path, write=True)
         shown = ctx.display(target)
-        return await asyncio.to_thread(_preview_write, area, target, shown, content)
+        return await asyncio.to_thread(_preview_write, area, ctx.sandbox, target, shown, content)
 
     @tool(read_only=True, kind=ToolKind.EDIT)
     async def preview_edit_file(
@@ -250,7 +261,7 @@ def staging_tools(area: StagingArea) -> list[Tool]:
         target = ctx.path(path, write=True)
         shown = ctx.display(target)
         return await asyncio.to_thread(
-            _preview_edit, area, target, shown, old_string, new_string, replace_all
+            _preview_edit, area, ctx.sandbox, target, shown, old_string, new_string, replace_all
         )
 
     @tool(name=APPLY_TOOL_NAME, kind=ToolKind.EDIT)

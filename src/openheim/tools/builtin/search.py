@@ -4,14 +4,14 @@ Ignore rules follow git: every ``.gitignore`` from the work dir down applies to 
 its folder, and a deeper file takes precedence over a shallower one (so a nested ``!keep.log``
 re-includes what the root file excluded). An ignored folder is not entered. ``.git``, symlinks,
 binary files and files over 10 MiB are skipped, and so are files matching the secret policy
-(``ToolContext.is_secret``; a note counts them).
+(``ToolContext.is_secret``; a note counts them). Files and folders are opened from a descriptor
+of the work dir, one component at a time (``fs.walk``, ``fs.open_regular``).
 """
 
 from __future__ import annotations
 
 import os
 import re
-import stat
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -23,13 +23,16 @@ from openheim.tools.base import ToolContext, ToolKind
 from openheim.tools.builtin.fs import (
     BINARY_PROBE,
     Entry,
+    kind_of,
     looks_binary,
     open_regular,
+    open_regular_at,
     run_blocking,
     walk,
 )
 from openheim.tools.builtin.patterns import GlobPattern
 from openheim.tools.decorator import tool
+from openheim.tools.sandbox import PathSandbox
 
 if TYPE_CHECKING:
     import pathspec
@@ -42,17 +45,16 @@ MAX_FILE_BYTES = 10 * 1024 * 1024
 class GitIgnores:
     """The ``.gitignore`` files met from the work dir down, keyed by their folder's parts."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
+    def __init__(self, sandbox: PathSandbox) -> None:
+        self.sandbox = sandbox
         self._specs: dict[tuple[str, ...], pathspec.GitIgnoreSpec] = {}
 
     def load(self, folder: tuple[str, ...]) -> None:
         """Read ``folder/.gitignore`` (parts relative to the root) if it is a regular file."""
-        path = self.root.joinpath(*folder, ".gitignore")
+        path = self.sandbox.root.joinpath(*folder, ".gitignore")
         try:
-            if not stat.S_ISREG(os.lstat(path).st_mode):
-                return
-            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+            with open_regular(self.sandbox, path) as fh:
+                lines = fh.read().decode("utf-8", "replace").splitlines()
         except OSError:
             return
         import pathspec  # only once a .gitignore exists: importing it costs start-up time
@@ -90,14 +92,18 @@ class _Search:
     def full(self) -> bool:
         return len(self.matches) >= MAX_MATCHES
 
-    def scan(self, path: Path) -> None:
-        """Add the matching lines of one file; secret, binary, huge and unreadable files are
-        skipped."""
+    def scan(self, path: Path, folder: int | None = None) -> None:
+        """Add the matching lines of one file (opened in ``folder`` if given, a descriptor of the
+        folder holding it); secret, binary, huge and unreadable files are skipped."""
         if self.ctx.is_secret(path):
             self.secret += 1
             return
         try:
-            with open_regular(path) as fh:
+            if folder is None:
+                fh = open_regular(self.ctx.sandbox, path)
+            else:
+                fh = open_regular_at(folder, path.name)
+            with fh:
                 if os.fstat(fh.fileno()).st_size > MAX_FILE_BYTES:
                     self.too_big += 1
                     return
@@ -125,17 +131,17 @@ def _clip(line: str, start: int) -> str:
     return ("…" if begin else "") + line[begin:end] + ("…" if end < len(line) else "")
 
 
-def _ignores_for(root: Path, base_parts: tuple[str, ...]) -> GitIgnores:
+def _ignores_for(sandbox: PathSandbox, base_parts: tuple[str, ...]) -> GitIgnores:
     """The rules that apply below ``base_parts``: those of every folder from the root down.
 
     A folder that is itself ignored but was named explicitly (``path="node_modules/x"``) is
     searched as if it were a root: only its own and nested ``.gitignore`` files apply.
     """
-    ignores = GitIgnores(root)
+    ignores = GitIgnores(sandbox)
     for depth in range(len(base_parts) + 1):
         ignores.load(base_parts[:depth])
     if base_parts and ignores.ignored(base_parts, True):
-        ignores = GitIgnores(root)
+        ignores = GitIgnores(sandbox)
         ignores.load(base_parts)
     return ignores
 
@@ -143,7 +149,7 @@ def _ignores_for(root: Path, base_parts: tuple[str, ...]) -> GitIgnores:
 def _candidates(run: _Search, base: Path, stop: threading.Event) -> Iterator[Entry]:
     """Files below ``base`` that git would not ignore and the name glob accepts."""
     base_parts = base.relative_to(run.ctx.sandbox.root).parts
-    ignores = _ignores_for(run.ctx.sandbox.root, base_parts)
+    ignores = _ignores_for(run.ctx.sandbox, base_parts)
 
     def descend(entry: Entry) -> bool:
         parts = base_parts + entry.rel
@@ -152,7 +158,7 @@ def _candidates(run: _Search, base: Path, stop: threading.Event) -> Iterator[Ent
         ignores.load(parts)
         return True
 
-    for entry in walk(base, descend=descend, stop=stop):
+    for entry in walk(run.ctx.sandbox, base, descend=descend, stop=stop):
         if entry.kind != "file" or ignores.ignored(base_parts + entry.rel, False):
             continue
         if run.names is None or run.names.matches(entry.rel):
@@ -160,11 +166,12 @@ def _candidates(run: _Search, base: Path, stop: threading.Event) -> Iterator[Ent
 
 
 def _search(run: _Search, base: Path, stop: threading.Event) -> str:
-    if base.is_file():
+    kind = kind_of(run.ctx.sandbox, base)
+    if kind == "file":
         run.scan(base)
-    elif base.is_dir():
+    elif kind == "dir":
         for entry in _candidates(run, base, stop):
-            run.scan(entry.path)
+            run.scan(entry.path, entry.folder)
             if run.full:
                 break
     else:
