@@ -113,6 +113,9 @@ def _collect_fields(cls: type[Any]) -> tuple[FieldInfo, ...]:
         if not f.init:
             continue
         tp, doc = _strip_annotated(hints[f.name])
+        bounds = _bounds_of(hints[f.name])
+        if bounds is not None:  # kept on the type, where convert() and json_schema() see it
+            tp = typing.Annotated[tp, bounds]
         doc = f.metadata.get("doc", doc)
         required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
         out.append(FieldInfo(f.name, tp, doc, required))
