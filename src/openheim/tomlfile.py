@@ -32,6 +32,10 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(
             f"{path}: nested too deeply to read", hint="use fewer nested arrays or tables"
         ) from None
+    except IsADirectoryError:
+        raise ConfigError(
+            f"{path} is a folder, not a file", hint="move the folder away or put a file there"
+        ) from None
     except OSError as err:
         reason = err.strerror or str(err)
         raise ConfigError(f"cannot read {path}: {reason}", hint="check the file") from None

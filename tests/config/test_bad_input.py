@@ -59,7 +59,7 @@ CASES: dict[str, Bad] = {
     "too many iterations": Bad(config("max_iterations = 100000000\n" + FAKE), r"max_iterations: must be at least 1 and at most 100000, got 100000000"),
     "not a number": Bad(config(FAKE + "timeout_secs = nan"), r"timeout_secs: must be greater than 0"),
     "iterations variable": Bad(config(FAKE), r"max_iterations must be at least 1 and at most 100000", {"OPENHEIM_MAX_ITERATIONS": "9999999"}),
-    "config is a folder": Bad(config_folder, r"cannot read .*config\.toml: Is a directory"),
+    "config is a folder": Bad(config_folder, r"config\.toml is a folder, not a file"),
     "invalid GGUF": Bad(garbage_model, r"bad\.gguf is not a GGUF file: its header is cut short or corrupt \(point model_path"),
 }  # fmt: skip
 

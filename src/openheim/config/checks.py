@@ -18,8 +18,9 @@ def check_folder(path: Path, what: str) -> Path:
         if part.is_dir():
             return path
         if part.exists() or part.is_symlink():
+            inside = "" if part == path else f" ({part} is not a directory)"
             raise ConfigError(
-                f"{what} {path} is not a folder ({part} is not a directory)",
+                f"{what} {path} is not a folder{inside}",
                 hint=f"point {what} at a folder; it is created when missing",
             )
     return path

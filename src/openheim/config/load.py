@@ -96,7 +96,9 @@ def openheim_home(env: Mapping[str, str] | None = None) -> Path:
 def read_config_file(path: Path) -> dict[str, Any]:
     """Parse and validate one file; the raw table is returned for layering."""
     raw = read_toml(path)
-    config = typed_table(path, raw, ConfigFile, "see docs/configuration.md for the valid keys")
+    config = typed_table(
+        path, raw, ConfigFile, "see docs/configuration.md for the valid keys and values"
+    )
     check_config(path, config)
     return raw
 
