@@ -11,6 +11,8 @@ from typing import NamedTuple
 import pytest
 
 from openheim.cli import exit_codes
+from openheim.config.load import load_settings
+from openheim.errors import ConfigError
 from tests.test_cli import openheim
 
 FAKE = '[providers.fake]\napi_base = "http://127.0.0.1:9/v1"\ndefault_model = "m"\n'
@@ -74,3 +76,20 @@ def test_bad_config_is_one_line_and_exit_2(home: Path, work: Path, case: Bad) ->
     assert "Traceback" not in result.stderr
     assert result.stdout == ""
     assert re.search(case.message, errors[0]), errors[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('work_dir = "a\\u0000b"', r"work_dir 'a\\x00b' is not a usable path: embedded null byte"),
+        ('data_dir = "a\\u0000b"', r"data_dir 'a\\x00b' is not a usable path: embedded null byte"),
+        (
+            f'work_dir = "{"a" * 5000}"',
+            r"work_dir \S*a{5000} is not a usable path: File name too long",
+        ),
+    ],
+)
+def test_unusable_paths_are_config_errors(home: Path, work: Path, text: str, message: str) -> None:
+    (home / "config.toml").write_text(text + "\n")
+    with pytest.raises(ConfigError, match=message):
+        load_settings(cwd=work, env={"OPENHEIM_HOME": str(home)})

@@ -11,11 +11,33 @@ from openheim.config.schema import APPROVAL_MODES, MAX_ITERATIONS_LIMIT, ConfigF
 from openheim.errors import ConfigError
 
 
+def resolved(raw: object, base: Path, what: str) -> Path:
+    """``raw`` (``~`` expanded) made absolute against ``base`` with links resolved; a
+    ConfigError when it cannot be a path at all (a NUL character, a name too long)."""
+    try:
+        return (base / Path(str(raw)).expanduser()).resolve()
+    except (OSError, ValueError) as err:
+        raise _unusable(f"{what} {raw!r}", err) from None
+
+
+def is_folder(path: Path, what: str) -> bool:
+    """Whether ``path`` is a folder; a ConfigError when the system cannot even check it."""
+    try:
+        return path.is_dir()
+    except (OSError, ValueError) as err:
+        raise _unusable(f"{what} {path}", err) from None
+
+
+def _unusable(what: str, err: OSError | ValueError) -> ConfigError:
+    reason = (err.strerror if isinstance(err, OSError) else None) or str(err)
+    return ConfigError(f"{what} is not a usable path: {reason}", hint="fix the path")
+
+
 def check_folder(path: Path, what: str) -> Path:
     """``path`` when it is a folder or can become one: the nearest part of it that exists must be
     a folder (``OPENHEIM_HOME=/dev/null`` is refused here, not by a traceback later)."""
     for part in (path, *path.parents):
-        if part.is_dir():
+        if is_folder(part, what):
             return path
         if part.exists() or part.is_symlink():
             inside = "" if part == path else f" ({part} is not a directory)"

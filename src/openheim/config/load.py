@@ -15,7 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from openheim.config.checks import check_approval, check_config, check_folder, check_max_iterations
+from openheim.config.checks import (
+    check_approval,
+    check_config,
+    check_folder,
+    check_max_iterations,
+    is_folder,
+    resolved,
+)
 from openheim.config.schema import (
     DEFAULT_MAX_ITERATIONS,
     DEFAULT_PARALLEL_SUBAGENTS,
@@ -89,7 +96,7 @@ def openheim_home(env: Mapping[str, str] | None = None) -> Path:
     """``$OPENHEIM_HOME`` (default ``~/.openheim``); a ConfigError when it cannot be a folder."""
     env = os.environ if env is None else env
     raw = env.get("OPENHEIM_HOME")
-    home = Path(raw).expanduser().resolve() if raw else Path.home() / ".openheim"
+    home = resolved(raw, Path.cwd(), "OPENHEIM_HOME") if raw else Path.home() / ".openheim"
     return check_folder(home, "OPENHEIM_HOME")
 
 
@@ -142,8 +149,7 @@ def load_settings(
     work_dir = _dir_setting(merged.get("work_dir"), cwd, "work_dir", user_file) or cwd
     data_dir = home
     if merged.get("data_dir"):
-        data_dir = Path(str(merged["data_dir"])).expanduser().resolve()
-        check_folder(data_dir, f"{user_file}: data_dir")
+        data_dir = check_folder(resolved(merged["data_dir"], cwd, "data_dir"), "data_dir")
     root = find_project_root(cwd, home)
     if root is not None:
         project_file = root / ".openheim" / "config.toml"
@@ -267,9 +273,9 @@ def _env_int(env: Mapping[str, str], name: str) -> int | None:
 def _dir_setting(raw: object, base: Path, key: str, source: Path | None) -> Path | None:
     if raw is None or raw == "":
         return None
-    path = (base / Path(str(raw)).expanduser()).resolve()
-    if not path.is_dir():
-        where = f"{source}: " if source else ""
+    where = f"{source}: " if source else ""
+    path = resolved(raw, base, f"{where}{key}")
+    if not is_folder(path, f"{where}{key}"):
         raise ConfigError(
             f"{where}{key} {raw!r} is not an existing directory", hint="create it or fix the path"
         )

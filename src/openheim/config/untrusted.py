@@ -24,6 +24,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from openheim.config.checks import resolved
 from openheim.config.schema import (
     DEFAULT_MAX_ITERATIONS,
     DEFAULT_PARALLEL_SUBAGENTS,
@@ -142,7 +143,7 @@ def _own_model(value: Any, ctx: Context) -> Any:
 
 def _inside_work_dir(value: Any, ctx: Context) -> Any:
     """A work dir that resolves inside the current one (checked for existence later)."""
-    proposed = (ctx.root / Path(str(value)).expanduser()).resolve()
+    proposed = resolved(value, ctx.root, "work_dir")
     return value if proposed.is_relative_to(ctx.work_dir) else _REFUSE
 
 
