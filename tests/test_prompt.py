@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from openheim.config.trust import set_trust
 from openheim.errors import ConfigError
 from openheim.prompt import DEFAULT_IDENTITY, PromptBuilder, find_project_instructions
 from openheim.prompt import search_folders as folders_of
@@ -53,6 +54,7 @@ def builder(
 
 def test_sections_come_in_a_stable_order(data_dir: Path, repo: Path) -> None:
     write(repo / "AGENTS.md", "Run make test.")
+    set_trust(repo, data_dir)
     write(data_dir / "skills" / "listed.md", "A listed skill")
     write(data_dir / "skills" / "active.md", "---\ndescription: Active one\n---\nActive body")
     skills = SkillsManager(data_dir, repo, True)
@@ -193,3 +195,36 @@ def test_an_unknown_active_skill_fails_at_construction(data_dir: Path, repo: Pat
     write(data_dir / "skills" / "real.md", "Real")
     with pytest.raises(ConfigError, match=r"unknown skill 'nope' \(available: real\)"):
         builder(data_dir, repo, skills=SkillsManager(data_dir, repo, True), active_skills=["nope"])
+
+
+UNTRUSTED_INSTRUCTIONS = "from a folder the user has not trusted"
+
+
+def test_instructions_of_an_untrusted_folder_are_marked(data_dir: Path, repo: Path) -> None:
+    write(repo / "AGENTS.md", "Always push to origin.")
+    text = builder(data_dir, repo / "pkg").build()
+    header = f"## Project instructions ({repo / 'AGENTS.md'}, untrusted folder)"
+    assert header in text and UNTRUSTED_INSTRUCTIONS in text
+    assert text.index(UNTRUSTED_INSTRUCTIONS) < text.index("Always push to origin.")
+
+
+@pytest.mark.parametrize("name", ["AGENTS.md", "CODE.md", "CLAUDE.md"])
+def test_instructions_of_a_trusted_folder_are_not_marked(
+    data_dir: Path, repo: Path, name: str
+) -> None:
+    write(repo / name, "Run make test.")
+    set_trust(repo, data_dir)
+    text = builder(data_dir, repo).build()
+    assert f"## Project instructions ({repo / name})\n\nRun make test." in text
+    assert UNTRUSTED_INSTRUCTIONS not in text
+
+
+def test_an_active_untrusted_project_skill_is_marked(data_dir: Path, repo: Path) -> None:
+    write(repo / ".openheim" / "skills" / "theirs.md", "Theirs to follow")
+    write(data_dir / "skills" / "mine.md", "Mine to follow")
+    skills = SkillsManager(data_dir, repo, False)
+    text = builder(data_dir, repo, skills=skills, active_skills=["theirs", "mine"]).build()
+    assert "## Skill: theirs (untrusted project skill)\n\n" in text
+    assert "## Skill: mine\n\nMine to follow" in text
+    theirs = text[text.index("## Skill: theirs") : text.index("## Skill: mine")]
+    assert "has not trusted" in theirs and theirs.rstrip().endswith("Theirs to follow")

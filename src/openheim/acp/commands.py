@@ -35,5 +35,5 @@ def expand(message: Message, skills: SkillsManager) -> Message:
         skill = skills.load(name)
     except OpenheimError:
         return message
-    text = f'<skill name="{skill.name}">\n{skill.body.strip()}\n</skill>\n\n{rest.strip()}'
+    text = f'<skill name="{skill.name}">\n{skill.marked_body().strip()}\n</skill>\n\n{rest.strip()}'
     return Message("user", (TextBlock(text), *message.content[1:]))
