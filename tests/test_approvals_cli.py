@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import pty
+import re
 import select
 import sys
 import time
@@ -151,22 +152,56 @@ def test_untrusted_project_cannot_loosen_approval(home: Path, work: Path) -> Non
     assert not (work / "a.txt").exists()
 
 
-def test_applying_a_staged_change_is_its_approval_headless(home: Path, work: Path) -> None:
-    import re
+def staged_config(home: Path) -> None:
+    text = (home / "config.toml").read_text()
+    (home / "config.toml").write_text('file_changes = "staged"\n' + text)
 
-    def apply(request: Any) -> FakeReply:
-        token = re.search(r"chg_[0-9a-f]+", request.last_tool_result or "")
-        assert token, request.last_tool_result
-        return FakeReply(tool_calls=[FakeToolCall("apply_file_change", {"token": token[0]})])
 
-    preview = FakeToolCall("preview_write_file", {"path": "a.txt", "content": "staged\n"})
-    direct = FakeToolCall("write_file", {"path": "b.txt", "content": "x"})
-    replies: list[Any] = [FakeReply(tool_calls=[preview]), apply, "done"]
-    with FakeLLMServer(replies) as server:
+def apply_token(request: Any) -> FakeReply:
+    token = re.search(r"chg_[0-9a-f]+", request.last_tool_result or "")
+    assert token, request.last_tool_result
+    return FakeReply(tool_calls=[FakeToolCall("apply_file_change", {"token": token[0]})])
+
+
+def preview_and_apply(*paths: str) -> list[Any]:
+    steps: list[Any] = []
+    for path in paths:
+        call = FakeToolCall("preview_write_file", {"path": path, "content": "staged\n"})
+        steps += [FakeReply(tool_calls=[call]), apply_token]
+    return [*steps, "done"]
+
+
+PLANTED = (".openheim/permissions.toml", ".git/hooks/post-checkout", "a.txt")
+
+
+def test_a_staged_change_is_not_applied_headless_in_ask_mode(home: Path, work: Path) -> None:
+    with FakeLLMServer(preview_and_apply(*PLANTED)) as server:
         configure(home, server)
-        text = (home / "config.toml").read_text()
-        (home / "config.toml").write_text('file_changes = "staged"\n' + text)
+        staged_config(home)
         result = openheim("run", "stage it", home=home, cwd=work)
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 6, result.stderr
+    assert [p for p in PLANTED if (work / p).exists()] == []
+    names = {t["function"]["name"] for t in server.requests[0].body["tools"]}
+    assert "write_file" not in names and "apply_file_change" in names
+    assert 'allow path "a.txt"' in result.stderr
+
+
+def test_auto_mode_applies_staged_changes_except_to_protected_paths(home: Path, work: Path) -> None:
+    with FakeLLMServer(preview_and_apply(*PLANTED)) as server:
+        configure(home, server)
+        staged_config(home)
+        result = openheim("run", "--approve", "auto", "stage it", home=home, cwd=work)
+    assert result.returncode == 6, result.stderr
     assert (work / "a.txt").read_text() == "staged\n"
-    assert direct.name not in {t["function"]["name"] for t in server.requests[0].body["tools"]}
+    assert not (work / ".openheim").exists() and not (work / ".git").exists()
+
+
+def test_the_terminal_is_asked_before_a_staged_change_is_applied(home: Path, work: Path) -> None:
+    with FakeLLMServer(preview_and_apply("a.txt"), default="done") as server:
+        configure(home, server)
+        staged_config(home)
+        status, output, asked = run_in_pty(["run", "stage it"], env_for(home), work, ["y"])
+    assert status == 0, output
+    assert asked == 1 and "openheim wants to run apply_file_change" in output
+    assert "+staged" in output  # the staged diff is shown
+    assert (work / "a.txt").read_text() == "staged\n"

@@ -5,6 +5,9 @@ A gate answers ``Allow``, ``Deny(reason)`` (the reason is shown to the model) or
 through a ``Resolver``; with no resolver an ``Ask`` counts as a denial whose reason says why the
 call needed a person and which rule would let it run. The core ships the allow-all and deny-all
 gates; the policy engine is another gate behind the same interface.
+
+A gate may also have ``learn(request, answer)`` (called for "always" / "never" answers) and
+``answered(request, answer)`` (called for every answer a resolver gave), to remember decisions.
 """
 
 from __future__ import annotations
@@ -52,6 +55,9 @@ class Ask:
     rule can (a risk was found)."""
     auto_allows: bool = False
     """Whether ``approval = "auto"`` would run the call: only the mode made the gate ask."""
+    detail: str = ""
+    """More for whoever answers (such as the diff a staged change writes); not part of a
+    refusal."""
 
 
 Verdict: TypeAlias = Allow | Deny | Ask
@@ -98,6 +104,9 @@ async def decide(
         hint = f"; the permission rule {rules} would let it run" if rules else ""
         return Deny(unanswered(request, verdict) + hint)
     answer = await resolver(request, verdict)
+    answered = getattr(gate, "answered", None)
+    if answered is not None:
+        answered(request, answer)
     learn = getattr(gate, "learn", None)
     if answer.always and learn is not None:
         learn(request, answer)
