@@ -7,6 +7,7 @@ import os
 import pty
 import re
 import select
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -205,3 +206,51 @@ def test_the_terminal_is_asked_before_a_staged_change_is_applied(home: Path, wor
     assert asked == 1 and "openheim wants to run apply_file_change" in output
     assert "+staged" in output  # the staged diff is shown
     assert (work / "a.txt").read_text() == "staged\n"
+
+
+def test_auto_mode_asks_before_changing_git_config(home: Path, work: Path) -> None:
+    """Shell off, auto mode: edit_file on .git/config would set core.fsmonitor, which runs at
+    the next git status. Headless it is refused; the rule named in the refusal allows it."""
+    (work / ".git").mkdir()
+    (work / ".git/config").write_text("[core]\n\tbare = false\n")
+    args = {"path": ".git/config", "old_string": "bare = false", "new_string": "fsmonitor = x"}
+    edit = FakeReply(tool_calls=[FakeToolCall("edit_file", args)])
+    with FakeLLMServer([edit, "done", edit, "done"]) as server:
+        configure(home, server)
+        refused = openheim("run", "--approve", "auto", "edit", home=home, cwd=work)
+        assert refused.returncode == 6, refused.stderr
+        assert (work / ".git/config").read_text() == "[core]\n\tbare = false\n"
+        command = "openheim permissions add 'allow path \".git/config\"'"
+        assert f"  {command}\n" in refused.stderr
+        added = openheim(*shlex.split(command)[1:], home=home, cwd=work)
+        assert added.returncode == 0, added.stderr
+        allowed = openheim("run", "--approve", "auto", "edit", home=home, cwd=work)
+    assert allowed.returncode == 0, allowed.stderr
+    assert "fsmonitor = x" in (work / ".git/config").read_text()
+
+
+def test_a_headless_refusal_says_how_to_proceed(home: Path, work: Path) -> None:
+    with FakeLLMServer([write("a.txt"), "I wrote a.txt", write("a.txt"), "ok"]) as server:
+        configure(home, server)
+        refused = openheim("run", "write a.txt", home=home, cwd=work)
+        told = next(m for m in server.requests[1].messages if m.get("role") == "tool")
+        lines = refused.stderr.splitlines()
+        assert refused.returncode == 6
+        assert "denied: denied" not in refused.stderr
+        assert "  ✗ write_file: denied: write_file needs approval (the approval mode is ask" in (
+            refused.stderr
+        )
+        rule = "openheim permissions add 'allow path \"a.txt\"'"
+        for way in ("in a terminal", "--approve auto", rule):
+            assert way in told["content"] and way in refused.stderr, way
+        assert lines[-2] == f"  {rule}"
+        assert lines[-1] == (
+            "openheim: 1 tool call was denied; the answer above may describe work that was refused"
+        )
+        assert refused.stderr.count("--approve auto") == 1  # once at exit, not per call
+        added = openheim(*shlex.split(rule)[1:], home=home, cwd=work)
+        assert added.returncode == 0
+        allowed = openheim("run", "write a.txt", home=home, cwd=work)
+    assert allowed.returncode == 0, allowed.stderr
+    assert (work / "a.txt").read_text() == "hello\n"
+    assert "may describe work" not in allowed.stderr

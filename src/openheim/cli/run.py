@@ -15,6 +15,7 @@ from openheim.api import Runtime
 from openheim.cli import exit_codes
 from openheim.cli.approve import TerminalResolver, open_terminal
 from openheim.cli.prompt import build_prompt
+from openheim.cli.refusal import HeadlessRefusals, summary
 from openheim.cli.render import JsonRenderer, TextRenderer
 from openheim.cli.settings import settings_from_flags
 from openheim.config.load import Settings
@@ -63,7 +64,8 @@ async def _run(
     render = JsonRenderer(sys.stdout) if json_mode else TextRenderer(sys.stdout, sys.stderr)
     cancel = asyncio.Event()
     terminal = open_terminal()
-    resolver = TerminalResolver(terminal, cancel) if terminal is not None else None
+    refusals = HeadlessRefusals() if terminal is None else None
+    resolver = TerminalResolver(terminal, cancel) if terminal is not None else refusals
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGINT, cancel.set)
     loop.add_signal_handler(signal.SIGTERM, cancel.set)
@@ -79,6 +81,8 @@ async def _run(
                     render(event)
                     if isinstance(event, Finished):
                         _remember(settings, session, remember)
+                        lines = summary(event.denied, refusals)
+                        sys.stderr.writelines(f"{line}\n" for line in lines)
                         return exit_codes.for_stop(event.stop_reason, event.denied)
     finally:
         if terminal is not None:
