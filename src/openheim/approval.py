@@ -2,8 +2,12 @@
 
 A gate answers ``Allow``, ``Deny(reason)`` (the reason is shown to the model) or ``Ask``. An
 ``Ask`` is settled by whoever drives the session (a terminal prompt, an ACP client, a callback)
-through a ``Resolver``; with no resolver an ``Ask`` counts as a denial. The core ships the
-allow-all and deny-all gates; the policy engine is another gate behind the same interface.
+through a ``Resolver``; with no resolver an ``Ask`` counts as a denial whose reason says why the
+call needed a person and which rule would let it run. The core ships the allow-all and deny-all
+gates; the policy engine is another gate behind the same interface.
+
+A gate may also have ``learn(request, answer)`` (called for "always" / "never" answers) and
+``answered(request, answer)`` (called for every answer a resolver gave), to remember decisions.
 """
 
 from __future__ import annotations
@@ -46,6 +50,14 @@ class Ask:
     prompt: str = ""
     reasons: tuple[str, ...] = ()
     """Why the call needs a person's decision (risks found), shown to whoever answers."""
+    rules: tuple[str, ...] = ()
+    """Allow rules that together would let this exact call run without asking; empty when no
+    rule can (a risk was found)."""
+    auto_allows: bool = False
+    """Whether ``approval = "auto"`` would run the call: only the mode made the gate ask."""
+    detail: str = ""
+    """More for whoever answers (such as the diff a staged change writes); not part of a
+    refusal."""
 
 
 Verdict: TypeAlias = Allow | Deny | Ask
@@ -88,9 +100,21 @@ async def decide(
     if not isinstance(verdict, Ask):
         return verdict
     if resolver is None:
-        return Deny(f"{request.tool} needs approval and there is no one to ask in this session")
+        rules = " and ".join(f"`{rule}`" for rule in verdict.rules)
+        hint = f"; the permission rule {rules} would let it run" if rules else ""
+        return Deny(unanswered(request, verdict) + hint)
     answer = await resolver(request, verdict)
+    answered = getattr(gate, "answered", None)
+    if answered is not None:
+        answered(request, answer)
     learn = getattr(gate, "learn", None)
     if answer.always and learn is not None:
         learn(request, answer)
     return answer
+
+
+def unanswered(request: ApprovalRequest, ask: Ask) -> str:
+    """One line: ``request`` needed a person's decision, why, and that no one could be asked."""
+    why = "; ".join(ask.reasons) or ask.prompt
+    because = f" ({why})" if why else ""
+    return f"{request.tool} needs approval{because} and there is no one to ask in this session"

@@ -232,9 +232,14 @@ async def acp_agent(
     *,
     args: tuple[str, ...] = (),
     extra: str = "",
+    top: str = "",
 ) -> AsyncIterator[Agent]:
-    """``openheim acp`` as a subprocess on a config that points at ``server``."""
+    """``openheim acp`` as a subprocess on a config that points at ``server``; ``extra`` goes
+    in the provider's table, ``top`` before it (top-level keys)."""
     configure(home, server, extra=extra)
+    if top:
+        config = home / "config.toml"
+        config.write_text(f"{top}\n{config.read_text()}")
     client = client or RecordingClient()
     validator = AgentMessageValidator()
     with (home / "acp-stderr.log").open("wb") as stderr:

@@ -115,6 +115,9 @@ def describe(request: ApprovalRequest, verdict: Ask) -> str:
     lines += [f"  ! {reason}" for reason in verdict.reasons]
     if verdict.prompt:
         lines.append(verdict.prompt)
+    if verdict.detail:
+        detail = verdict.detail
+        lines.append(detail if len(detail) <= MAX_SHOWN else detail[:MAX_SHOWN] + "\n…")
     diff = edit_diff(request)
     if diff:
         lines.append(diff if len(diff) <= MAX_SHOWN else diff[:MAX_SHOWN] + "\n…")

@@ -48,10 +48,9 @@ class TextRenderer:
             content = redact(event.content).strip()  # before cutting: a cut secret hides
             first = content.splitlines()[0] if content else ""
             mark = "✓" if not event.is_error else "✗"
-            self._line(
-                f"  {mark} {event.name}: {event.status}"
-                + (f": {first[:200]}" if event.is_error else "")
-            )
+            said = first.startswith(f"{event.status}:")  # a denial's text starts "denied:"
+            detail = first[:200] if said else f"{event.status}: {first[:200]}"
+            self._line(f"  {mark} {event.name}: {detail if event.is_error else event.status}")
         elif isinstance(event, RetryNotice):
             of = f" of {event.max_retries}" if event.max_retries else ""
             self._line(

@@ -14,6 +14,7 @@ from openheim.api import Runtime
 from openheim.cli import exit_codes
 from openheim.cli.approve import TerminalResolver, open_terminal
 from openheim.cli.prompt import build_prompt
+from openheim.cli.refusal import HeadlessRefusals, summary
 from openheim.cli.render import JsonRenderer, TextRenderer
 from openheim.cli.settings import settings_from_flags
 from openheim.cli.stop import SignalStop
@@ -63,7 +64,8 @@ async def _run(
     render = JsonRenderer(sys.stdout) if json_mode else TextRenderer(sys.stdout, sys.stderr)
     cancel = asyncio.Event()
     terminal = open_terminal()
-    resolver = TerminalResolver(terminal, cancel) if terminal is not None else None
+    refusals = HeadlessRefusals() if terminal is None else None
+    resolver = TerminalResolver(terminal, cancel) if terminal is not None else refusals
     len_notices = len(settings.notices)
     with SignalStop(cancel) as stop:
         try:
@@ -78,6 +80,8 @@ async def _run(
                         render(event)
                         if isinstance(event, Finished):
                             _remember(settings, session, remember)
+                            lines = summary(event.denied, refusals)
+                            sys.stderr.writelines(f"{line}\n" for line in lines)
                             return stop.exit_code(
                                 exit_codes.for_stop(event.stop_reason, event.denied)
                             )

@@ -19,6 +19,8 @@ A rule is ``EFFECT KIND PATTERN``, the effect ``allow`` or ``deny``:
     when the pattern matches every name directly in it (``secrets/*``, ``secrets/**``), so
     ``deny path "secrets/**"`` covers listing or searching ``secrets`` itself. Symlinks are
     resolved too: a deny rule matches if either spelling does, an allow rule only if both do.
+    A rule without wildcards *names* its path (``literal_path_pattern``); only such a rule
+    allows a change to a protected path (``protected``).
 
 Patterns are quoted like shell words (``"…"`` or ``'…'``); ``str(rule)`` gives the canonical text.
 """
@@ -37,6 +39,7 @@ from typing import Literal, TypeAlias, cast
 
 from openheim.approval import ApprovalRequest
 from openheim.errors import ConfigError, SandboxError
+from openheim.safety.protected import folded
 from openheim.safety.shell_words import Command, ShellParseError, parse, quote
 from openheim.safety.wrappers import expand
 from openheim.tools.sandbox import PathSandbox
@@ -48,6 +51,7 @@ KINDS: tuple[RuleKind, ...] = ("tool", "command", "path")
 SHELL_TOOL = "execute_command"
 FILE_KINDS = frozenset({"read", "edit", "delete", "move", "search"})
 """Tool kinds whose ``path`` argument names a file or folder in the work dir."""
+_WILDCARD = re.compile(r"[*?\[]")
 RULE_HINT = (
     'write a rule as: allow tool read_*, allow command "git status" or deny path "secrets/**"'
 )
@@ -167,6 +171,11 @@ def path_regex(pattern: str) -> re.Pattern[str]:
             f"path pattern {pattern!r} is not a valid glob: {err.msg}",
             hint="check the [...] classes; a range such as [a-z] must go upwards",
         ) from None
+
+
+def literal_path_pattern(path: str) -> str:
+    """The path glob that matches exactly ``path``: wildcard characters go in ``[…]``."""
+    return _WILDCARD.sub(lambda m: f"[{m.group(0)}]", path)
 
 
 def _segment_regex(part: str) -> str:
@@ -312,6 +321,12 @@ class RuleSet:
             return ()
         used = [self.covering(c) for c in subject.commands]
         return tuple(dict.fromkeys(r for r in used if r)) if all(used) else ()
+
+    def naming(self, path: str) -> Rule | None:
+        """The allow rule naming exactly ``path`` (no wildcards; compared case-insensitively)."""
+        wanted = folded(literal_path_pattern(path))
+        named = (r for r in self.of("allow") if r.kind == "path" and folded(r.pattern) == wanted)
+        return next(named, None)
 
     def covering(self, command: Command) -> Rule | None:
         """The allow rule covering one command of a shell line, if any."""
