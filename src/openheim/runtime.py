@@ -22,6 +22,7 @@ from openheim.config.load import Settings
 from openheim.config.providers import resolve_provider
 from openheim.config.schema import McpServerEntry
 from openheim.context import ContextFitter
+from openheim.env_files import register_env_files
 from openheim.envelope import EnvelopeProvider, protocol_for
 from openheim.errors import ConfigError
 from openheim.fsutil import atomic_write
@@ -163,6 +164,7 @@ async def open_session(
         )
         work_dir = Path(settings.work_dir)
         sandbox = PathSandbox(work_dir)
+        register_env_files(work_dir)
         prompt = PromptBuilder(
             data_dir=settings.data_dir,
             cwd=work_dir,
