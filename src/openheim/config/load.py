@@ -76,6 +76,8 @@ class Settings:
     inline_subagents: bool = False
     deny_read: list[str] | None = None
     shell_env_allow: list[str] = field(default_factory=list)
+    shell_sandbox: str = "auto"
+    shell_network: bool = False
     project_trusted: bool = False
     sources: list[Path] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
@@ -209,6 +211,8 @@ def _finish(
         max_parallel_subagents=config.max_parallel_subagents or 4,
         inline_subagents=bool(config.inline_subagents),
         shell_env_allow=list(config.shell_env_allow),
+        shell_sandbox=config.shell_sandbox or "auto",
+        shell_network=bool(config.shell_network),
         project_trusted=paths.project_trusted,
         sources=sources,
         notices=notices,
@@ -287,7 +291,15 @@ def _narrow(
         else:
             notices.append(f"kept the default deny_read patterns too {why}")
             out["deny_read"] = [*DEFAULT_DENY_READ, *out["deny_read"]]
-    for key in ("mcp_servers", "data_dir", "memory", "web_fetch_allow", "shell_env_allow"):
+    for key in (
+        "mcp_servers",
+        "data_dir",
+        "memory",
+        "web_fetch_allow",
+        "shell_env_allow",
+        "shell_sandbox",
+        "shell_network",
+    ):
         if key in out:
             notices.append(f"ignored {key} from the untrusted project config {why}")
             del out[key]
