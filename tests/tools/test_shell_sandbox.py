@@ -11,9 +11,11 @@ import asyncio
 import base64
 import binascii
 import dataclasses
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -47,13 +49,17 @@ class Target:
     victim: subprocess.Popen[bytes]
     """A process with ``KEY`` in its environment, as openheim has its provider key."""
     port: int
+    socket: Path
+    """A Unix socket a service listens on, in /run (or the user's runtime dir under it)."""
     hidden: Path
     sleep_arg: str
-    connections: list[int] = field(default_factory=list)
+    connections: list[str] = field(default_factory=list)
 
     def fill(self, command: str) -> str:
         connect = f"socket.create_connection(('127.0.0.1', {self.port}), 3)"
+        unix = f"socket.socket(socket.AF_UNIX).connect('{self.socket}')"
         return command.format(
+            connect_unix=f'{sys.executable} -c "import socket; {unix}"',
             proc=f"/proc/{self.victim.pid}",
             pid=self.victim.pid,
             outside=self.outside,
@@ -101,7 +107,11 @@ def wrote_home(target: Target, out: ToolOutput) -> bool:
 
 
 def connected(target: Target, out: ToolOutput) -> bool:
-    return bool(target.connections)
+    return "tcp" in target.connections
+
+
+def connected_unix(target: Target, out: ToolOutput) -> bool:
+    return "unix" in target.connections
 
 
 def read_hidden(target: Target, out: ToolOutput) -> bool:
@@ -140,6 +150,7 @@ ESCAPES = [
     ),
     Escape("a user namespace", "unshare -rm sh -c 'echo x > {home_file}'", wrote_home, False),
     Escape("connect to a loopback server", "{connect}", connected),
+    Escape("connect to a service's Unix socket", "{connect_unix}", connected_unix),
     Escape("read a hidden file", "base64 -w0 {hidden}", read_hidden),
     Escape("outlive the command", "setsid {sleep} >/dev/null 2>&1 & {until_sleeping}", outlived),
 ]
@@ -168,19 +179,27 @@ async def target(tmp_path: Path) -> AsyncIterator[Target]:
     hidden.write_text(HIDDEN_TEXT)
     home_file = Path.home() / f".openheim-sandbox-probe-{uuid.uuid4().hex}"
     victim = subprocess.Popen(["sleep", "120"], env={"PATH": "/usr/bin:/bin", "A_API_KEY": KEY})
-    connections: list[int] = []
+    connections: list[str] = []
 
-    async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        connections.append(1)
-        writer.close()
+    def accept(kind: str) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], None]:
+        def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            connections.append(kind)
+            writer.close()
 
-    server = await asyncio.start_server(accept, "127.0.0.1", 0)
+        return accepted
+
+    server = await asyncio.start_server(accept("tcp"), "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
+    run_dir = Path(tempfile.mkdtemp(dir=os.environ.get("XDG_RUNTIME_DIR") or "/run"))
+    sock = run_dir / "service.sock"
+    unix_server = await asyncio.start_unix_server(accept("unix"), sock)
     sleep_arg = f"1000.{uuid.uuid4().int % 10**9:09d}"
     try:
-        yield Target(outside, home_file, victim, port, hidden, sleep_arg, connections)
+        yield Target(outside, home_file, victim, port, sock, hidden, sleep_arg, connections)
     finally:
         server.close()
+        unix_server.close()
+        shutil.rmtree(run_dir)
         victim.kill()
         victim.wait()
         home_file.unlink(missing_ok=True)
@@ -207,9 +226,12 @@ async def test_inside_the_work_dir_and_temp_dirs_a_command_works(
 ) -> None:
     (ctx.cwd / "sub").mkdir()
     sub = boxed(dataclasses.replace(ctx, cwd=ctx.cwd / "sub"))
-    command = "pwd; echo a > here.txt; echo b > /tmp/t.txt; cat /tmp/t.txt; ls /tmp | wc -l"
+    command = (
+        "pwd; echo a > here.txt; echo b > /tmp/t.txt; cat /tmp/t.txt; "
+        'mkdir -p "$XDG_CACHE_HOME" && echo c > "$XDG_CACHE_HOME/c" && cat "$XDG_CACHE_HOME/c"'
+    )
     out = await call(execute_command, sub, command=command)
-    assert out.content.startswith(f"exit code: 0\n--- stdout ---\n{ctx.cwd}/sub\nb\n")
+    assert out.content.startswith(f"exit code: 0\n--- stdout ---\n{ctx.cwd}/sub\nb\nc\n")
     assert (ctx.cwd / "sub" / "here.txt").read_text() == "a\n"
     assert not (tmp_path / "t.txt").exists() and not Path("/tmp/t.txt").exists()
 
@@ -217,7 +239,7 @@ async def test_inside_the_work_dir_and_temp_dirs_a_command_works(
 async def test_network_is_there_when_allowed(ctx: ToolContext, target: Target) -> None:
     allowed = boxed(ctx, network=True)
     out = await call(execute_command, allowed, command=target.fill("{connect}"))
-    assert not out.is_error and target.connections == [1], out.content
+    assert not out.is_error and target.connections == ["tcp"], out.content
 
 
 def unavailable_here(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -233,7 +255,7 @@ async def test_without_the_sandbox_require_refuses_and_auto_runs_unconfined(
     with pytest.raises(ToolError, match=r'"require"\), but bubblewrap \(bwrap\) is not installed'):
         await call(execute_command, boxed(ctx), command="true")
     out = await call(execute_command, boxed(ctx, "auto"), command=target.fill("{connect}"))
-    assert not out.is_error and target.connections == [1]
+    assert not out.is_error and target.connections == ["tcp"]
 
 
 def test_the_notice_comes_once_per_mode(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,14 +7,23 @@ A confined command sees the whole filesystem read-only, except:
 * ``/dev``: a minimal one (``null``, ``zero``, ``random``, ``tty``, ``shm``, ...);
 * ``/proc``: a fresh one for a new PID namespace, so no other process (openheim among them) is
   visible, nor its command line or environment;
+* ``/run``: empty, so the sockets of system services (Docker, D-Bus, ssh and gpg agents) are
+  out of reach (a Unix socket elsewhere on the filesystem is not);
 * ``hidden`` paths (deny-read patterns naming a fixed file or folder, such as ``~/.ssh`` and
   openheim's own ``config.toml``): an empty folder or an unreadable file.
+
+``XDG_CACHE_HOME`` points into the private ``/tmp``, so tools that keep a cache there work.
 
 It runs in new user, PID, IPC, UTS, cgroup and network namespaces with no capabilities and no
 way to create further user namespaces. The new network namespace holds only its own loopback,
 so no connection leaves it; ``network=True`` (config ``shell_network = true``) keeps the host's
 network instead. When the command's shell ends, the namespace's first process ends and the
 kernel kills everything left in it: nothing a command starts outlives it.
+
+The command is started, as unconfined ones are, in a new session without a controlling
+terminal and with stdin on ``/dev/null`` (so no ``--new-session`` is needed against terminal
+input injection); its process group holds ``bwrap`` and the namespace's first process, so
+killing the group on a timeout or a cancel ends the whole sandbox.
 
 Whether ``bwrap`` works here is probed once per process (``unavailable``); where it does not
 (not installed, user namespaces disabled, a container's seccomp filter), ``mode="auto"`` runs
@@ -34,6 +43,8 @@ from typing import Literal
 SandboxMode = Literal["auto", "require", "off"]
 SHELL = "/bin/sh"
 TEMP_DIRS = ("/tmp", "/var/tmp")
+RUN_DIR = Path("/run")
+RESOLVER_DIR = RUN_DIR / "systemd" / "resolve"
 
 _BASE = (
     "--ro-bind", "/", "/",
@@ -105,14 +116,30 @@ def confine(
     too."""
     bwrap = shutil.which("bwrap") or "bwrap"
     argv = [bwrap, *_BASE, *_probe()[0]]
-    if sandbox.network:
-        argv.append("--share-net")
     for temp in _temp_dirs(env.get("TMPDIR")):
         argv += ["--tmpfs", temp]
+    argv += _run_dir(sandbox.network)
     argv += ["--bind", str(work_dir), str(work_dir)]
     for path in _hidden(sandbox.hidden, work_dir):
         argv += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
+    cache = env.get("XDG_CACHE_HOME", "")
+    if not Path(cache).is_absolute() or not Path(cache).is_relative_to(work_dir):
+        argv += ["--setenv", "XDG_CACHE_HOME", f"{TEMP_DIRS[0]}/.cache"]
     return [*argv, "--chdir", str(cwd), "--", SHELL, "-c", command]
+
+
+def _run_dir(network: bool) -> list[str]:
+    """``/run`` emptied: it holds the sockets of system services (Docker, D-Bus, agents), which a
+    read-only mount does not stop a command from connecting to. With the network, the
+    resolver's files (``/etc/resolv.conf`` may point there) stay; so does the host network."""
+    if not RUN_DIR.is_dir():
+        return ["--share-net"] if network else []
+    flags = ["--tmpfs", str(RUN_DIR.resolve())]
+    if network:
+        flags.insert(0, "--share-net")
+        if RESOLVER_DIR.is_dir():
+            flags += ["--ro-bind", str(RESOLVER_DIR), str(RESOLVER_DIR)]
+    return flags
 
 
 def _temp_dirs(tmpdir: str | None) -> list[str]:
