@@ -13,8 +13,7 @@ import dataclasses
 import os
 import shutil
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,58 +24,10 @@ from openheim.tools.base import ToolContext
 from openheim.tools.builtin.shell import MAX_STREAM_BYTES, execute_command
 from openheim.tools.sandbox import PathSandbox
 from openheim.tools.shell_sandbox import ShellSandbox, unavailable
+from tests.processes import Sleeper, alive, wait_until
 from tests.tools.support import call
 
 MODES = ("sandboxed", "unconfined")
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie waiting to be reaped by someone else counts as dead)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-
-
-async def wait_until(condition: Callable[[], bool], limit: float = 10.0) -> None:
-    deadline = time.monotonic() + limit
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await asyncio.sleep(0.01)
-
-
-class Sleeper:
-    """A ``sleep`` with a unique argument, found on the host by it (in or out of a sandbox)."""
-
-    def __init__(self) -> None:
-        self.arg = f"1000.{uuid.uuid4().int % 10**9:09d}"
-        self.command = f"sleep {self.arg}"
-        self.wait = (
-            f"until pgrep -fx '{self.command}' >/dev/null; do sleep 0.01; done; echo started"
-        )
-        """Shell code that returns once the sleep runs, and says so."""
-
-    def pids(self) -> list[int]:
-        """Host pids of the live processes running this sleep."""
-        found = []
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                argv = (entry / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if argv[:2] == [b"sleep", self.arg.encode()] and alive(int(entry.name)):
-                found.append(int(entry.name))
-        return found
-
-    def running(self) -> bool:
-        return bool(self.pids())
-
-    def kill(self) -> None:
-        for pid in self.pids():
-            os.kill(pid, 9)
 
 
 @pytest.fixture
@@ -160,7 +111,7 @@ async def test_large_outputs_are_capped_and_drained(ctx: ToolContext) -> None:
 
 async def test_timeout_kills_the_whole_process_group(ctx: ToolContext, sleeper: Sleeper) -> None:
     started = time.monotonic()
-    command = f"{sleeper.command} & {sleeper.wait}; wait"
+    command = f"{sleeper.command} & {sleeper.wait}; echo started; wait"
     out = await call(execute_command, ctx, command=command, timeout=1)
     assert out.is_error and "started" in out.content
     assert out.content.startswith("timed out after 1 s")
@@ -171,7 +122,9 @@ async def test_timeout_kills_the_whole_process_group(ctx: ToolContext, sleeper: 
 async def test_background_process_holding_the_output_is_stopped(
     ctx: ToolContext, sleeper: Sleeper
 ) -> None:
-    out = await call(execute_command, ctx, command=f"{sleeper.command} & {sleeper.wait}")
+    out = await call(
+        execute_command, ctx, command=f"{sleeper.command} & {sleeper.wait}; echo started"
+    )
     assert not out.is_error and "started" in out.content
     # confined, it ends with the sandbox at once; unconfined, after the grace period
     lingered = "background processes still holding the output" in out.content
@@ -181,7 +134,7 @@ async def test_background_process_holding_the_output_is_stopped(
 
 async def test_detached_background_process(ctx: ToolContext, sleeper: Sleeper) -> None:
     """Unconfined, a detached process keeps running; confined, it ends with the command."""
-    command = f"{sleeper.command} >/dev/null 2>&1 & {sleeper.wait}"
+    command = f"{sleeper.command} >/dev/null 2>&1 & {sleeper.wait}; echo started"
     out = await call(execute_command, ctx, command=command)
     assert "started" in out.content and "background processes" not in out.content
     if confined(ctx):
@@ -251,7 +204,9 @@ async def test_returns_even_when_a_grandchild_escapes_the_group(
 ) -> None:
     assert shutil.which("setsid") is not None, "these tests need setsid(1) (util-linux)"
     started = time.monotonic()
-    out = await call(execute_command, ctx, command=f"setsid {sleeper.command} & {sleeper.wait}")
+    out = await call(
+        execute_command, ctx, command=f"setsid {sleeper.command} & {sleeper.wait}; echo started"
+    )
     assert time.monotonic() - started < 5 and "started" in out.content
     if confined(ctx):  # a new session is no way out of the sandbox's PID namespace
         assert "background processes" not in out.content

@@ -283,4 +283,5 @@ def test_the_probe_says_why_bwrap_cannot_be_used(
     fake.chmod(0o755)
     assert probe() == ((), "bwrap fails here: bwrap: No permissions to create a new namespace")
     monkeypatch.setenv("PATH", str(Path(real).parent))
-    assert probe()[1] is None
+    command, reason = probe()
+    assert reason is None and command[0] == real and "--unshare-all" in command

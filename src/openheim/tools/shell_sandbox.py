@@ -74,7 +74,8 @@ class ShellSandbox:
 
 @functools.cache
 def _probe() -> tuple[tuple[str, ...], str | None]:
-    """The extra flags this ``bwrap`` takes and None, or ``()`` and why it cannot be used."""
+    """The ``bwrap`` command with the flags this one takes, and None; or ``()`` and why it
+    cannot be used."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return (), "bubblewrap (bwrap) is not installed"
@@ -91,7 +92,7 @@ def _probe() -> tuple[tuple[str, ...], str | None]:
         except (OSError, subprocess.SubprocessError) as err:
             return (), f"bwrap could not be run: {err}"
         if done.returncode == 0:
-            return extra, None
+            return (bwrap, *_BASE, *extra), None
         lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
         error = f"bwrap fails here: {lines[-1] if lines else f'exit code {done.returncode}'}"
     return (), error
@@ -114,8 +115,7 @@ def confine(
     """The argv running ``sh -c command`` in ``cwd`` inside the sandbox (call only when
     ``unavailable()`` is None). ``env`` is the child environment; its ``TMPDIR`` is made private
     too."""
-    bwrap = shutil.which("bwrap") or "bwrap"
-    argv = [bwrap, *_BASE, *_probe()[0]]
+    argv = list(_probe()[0])
     for temp in _temp_dirs(env.get("TMPDIR")):
         argv += ["--tmpfs", temp]
     argv += _run_dir(sandbox.network)
