@@ -6,6 +6,7 @@ so they stay thin translations of the event stream.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import time
@@ -22,6 +23,7 @@ from openheim.config.load import Settings
 from openheim.config.providers import resolve_provider
 from openheim.config.schema import McpServerEntry
 from openheim.context import ContextFitter
+from openheim.env_files import register_env_files
 from openheim.envelope import EnvelopeProvider, protocol_for
 from openheim.errors import ConfigError
 from openheim.fsutil import atomic_write
@@ -39,9 +41,11 @@ from openheim.session_tools import ToolRequest, session_tools
 from openheim.skills import LOAD_SKILL, skills_for
 from openheim.store import SessionRecord, SessionStore, import_rust_history, open_store
 from openheim.subagents import Spawner, main_profile, profile_provider, profiles_for
+from openheim.tools import shell_sandbox
 from openheim.tools.base import Tool, ToolContext
 from openheim.tools.client_io import ClientIO
 from openheim.tools.sandbox import PathSandbox
+from openheim.tools.shell_sandbox import SandboxMode, ShellSandbox
 from openheim.usage import DEFAULT_PRICES, Meter, Price
 
 if TYPE_CHECKING:
@@ -163,6 +167,9 @@ async def open_session(
         )
         work_dir = Path(settings.work_dir)
         sandbox = PathSandbox(work_dir)
+        policy = SecretPolicy.from_config(settings.deny_read, home=settings.home)
+        shell = await _shell_sandbox(settings, policy, "execute_command" in offered)
+        register_env_files(work_dir)
         prompt = PromptBuilder(
             data_dir=settings.data_dir,
             cwd=work_dir,
@@ -183,8 +190,9 @@ async def open_session(
                 sandbox,
                 work_dir,
                 child_env(allow=settings.shell_env_allow),
-                secret_policy=SecretPolicy.from_config(settings.deny_read, home=settings.home),
+                secret_policy=policy,
                 client=client,
+                shell_sandbox=shell,
             ),
             max_iterations=(profile.max_iterations if profile else None) or settings.max_iterations,
             max_tokens=chosen.max_tokens,
@@ -196,6 +204,17 @@ async def open_session(
         yield session
         if store is not None and settings.session_log == "markdown":
             _write_markdown_log(settings, store, agent)
+
+
+async def _shell_sandbox(settings: Settings, policy: SecretPolicy, offered: bool) -> ShellSandbox:
+    """How shell commands are confined; when the shell is offered and the OS sandbox is
+    missing, a notice says so (once per process)."""
+    mode = cast("SandboxMode", settings.shell_sandbox)
+    shell = ShellSandbox(mode, settings.shell_network, policy.fixed_paths())
+    line = await asyncio.to_thread(shell_sandbox.notice, shell) if offered else None
+    if line is not None:
+        settings.notices.append(line)
+    return shell
 
 
 def session_settings(settings: Settings, options: SessionOptions) -> Settings:

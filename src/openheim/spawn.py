@@ -29,10 +29,12 @@ would report it only as an exit status).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import functools
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -162,3 +164,25 @@ async def open_process(
     return await anyio.open_process(
         tied_command(argv, env, cwd), env=dict(env), cwd=cwd, stderr=stderr, start_new_session=True
     )
+
+
+def run_briefly(argv: Sequence[str], *, timeout: float) -> subprocess.CompletedProcess[bytes]:
+    """Run a short check (``argv`` with no input, output captured) and wait for it; killed with
+    its process group after ``timeout`` seconds (``subprocess.TimeoutExpired``)."""
+    env = dict(os.environ)
+    proc = popen(
+        argv,
+        env=env,
+        cwd=None,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)

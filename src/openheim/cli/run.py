@@ -24,6 +24,7 @@ from openheim.errors import ConfigError
 from openheim.events import Finished
 from openheim.providers.base import NamedTool, ToolChoice
 from openheim.runtime import SessionOptions, remember_rules
+from openheim.secrets import SecretPolicy
 from openheim.session import Session
 
 
@@ -32,8 +33,9 @@ def run_command(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"--max-iterations must be at least 1, got {args.max_iterations}", hint="use 1 or more"
         )
-    prompt = build_prompt(args.prompt, Path.cwd())
     settings = settings_from_flags(args)
+    policy = SecretPolicy.from_config(settings.deny_read, home=settings.home)
+    prompt = build_prompt(args.prompt, Path.cwd(), policy=policy)
     options = SessionOptions(
         resume=args.session,
         continue_latest=args.continue_latest,

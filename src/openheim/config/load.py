@@ -86,6 +86,8 @@ class Settings:
     inline_subagents: bool = False
     deny_read: list[str] | None = None
     shell_env_allow: list[str] = field(default_factory=list)
+    shell_sandbox: str = "auto"
+    shell_network: bool = False
     project_trusted: bool = False
     sources: list[Path] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
@@ -228,6 +230,8 @@ def _finish(
         max_parallel_subagents=config.max_parallel_subagents or DEFAULT_PARALLEL_SUBAGENTS,
         inline_subagents=bool(config.inline_subagents),
         shell_env_allow=list(config.shell_env_allow),
+        shell_sandbox=config.shell_sandbox or "auto",
+        shell_network=bool(config.shell_network),
         project_trusted=paths.project_trusted,
         sources=sources,
         notices=notices,

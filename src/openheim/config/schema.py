@@ -123,3 +123,5 @@ class ConfigFile:
     inline_subagents: bool | None = None
     deny_read: list[str] | None = None
     shell_env_allow: list[str] = field(default_factory=list)
+    shell_sandbox: Literal["auto", "require", "off"] | None = None
+    shell_network: bool | None = None

@@ -55,7 +55,7 @@ TOP_LEVEL: dict[str, Trust] = {
     "memory": R, "tui": P, "prices": R, "max_cost": N, "max_tokens_per_session": N,
     "save_sessions": R, "session_log": R, "file_changes": N, "web_fetch_allow": R,
     "approval": N, "default_agent": R, "max_parallel_subagents": N, "inline_subagents": N,
-    "deny_read": N, "shell_env_allow": R,
+    "deny_read": N, "shell_env_allow": R, "shell_sandbox": R, "shell_network": R,
 }  # fmt: skip
 PROVIDER_KEYS: dict[str, Trust] = {
     "kind": R, "api_base": R, "default_model": N, "models": R, "env_var": R, "api_key": R,

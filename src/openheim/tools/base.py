@@ -19,6 +19,7 @@ from openheim.providers.base import ToolSpec
 from openheim.secrets import SecretPolicy
 from openheim.tools.client_io import ClientIO
 from openheim.tools.sandbox import PathSandbox
+from openheim.tools.shell_sandbox import ShellSandbox
 from openheim.typed import TypeCheckError, from_mapping, json_schema
 
 MAX_RESULT_BYTES = 128 * 1024
@@ -60,6 +61,8 @@ class ToolContext:
     """File and terminal access offered by the session's client (an ACP editor), if any."""
     call_id: str = ""
     """The id of the tool call being run (the loop sets it for each call)."""
+    shell_sandbox: ShellSandbox = field(default_factory=ShellSandbox)
+    """How shell commands are confined (default: in the OS sandbox where there is one)."""
 
     def path(self, raw: str, *, write: bool = False) -> Path:
         """Resolve a path argument inside the sandbox; a file matching the secret policy is
