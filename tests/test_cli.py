@@ -225,6 +225,16 @@ def test_tools_pattern_matching_no_tool_is_a_usage_error(home: Path, work: Path,
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
 
 
+def test_missing_system_md_is_warned_about_on_the_first_run_only(home: Path, work: Path) -> None:
+    with FakeLLMServer(["one", "two"]) as server:
+        configure(home, server)
+        first = openheim("run", "--no-session", "hi", home=home, cwd=work)
+        second = openheim("run", "--no-session", "hi", home=home, cwd=work)
+    assert first.returncode == second.returncode == 0, first.stderr + second.stderr
+    assert f"{home / 'system.md'} is missing" in first.stderr
+    assert "system.md" not in second.stderr
+
+
 def test_allow_shell_offers_the_shell(home: Path, work: Path) -> None:
     with FakeLLMServer(["ok"]) as server:
         configure(home, server)
