@@ -98,6 +98,9 @@ def test_the_terminal_is_asked(
 
 def test_always_is_remembered(home: Path, work: Path) -> None:
     replies: list[Any] = [write("a.txt"), write("b.txt", "second\n"), "done"]
+    own = "# the project's rules, by hand\n[rules]\ndeny = ['command \"git push\"']  # never\n"
+    (work / ".openheim").mkdir()
+    (work / ".openheim" / "permissions.toml").write_text(own)
     with FakeLLMServer(replies) as server:
         configure(home, server)
         args = ["run", "--remember", "write both"]
@@ -107,6 +110,7 @@ def test_always_is_remembered(home: Path, work: Path) -> None:
     assert (work / "b.txt").read_text() == "second\n"
     saved = (work / ".openheim" / "permissions.toml").read_text()
     assert "write_file" in saved and "openheim trust" in output
+    assert saved.startswith(own.removesuffix("\n"))  # the file's own comments are kept
     assert openheim("trust", home=home, cwd=work).returncode == 0
     check = openheim(
         "permissions",
