@@ -232,8 +232,10 @@ async def acp_agent(
     *,
     args: tuple[str, ...] = (),
     extra: str = "",
+    env: dict[str, str] | None = None,
 ) -> AsyncIterator[Agent]:
-    """``openheim acp`` as a subprocess on a config that points at ``server``."""
+    """``openheim acp`` as a subprocess on a config that points at ``server``; ``env`` adds
+    environment variables (``OPENHEIM_MAX_ITERATIONS``, say)."""
     configure(home, server, extra=extra)
     client = client or RecordingClient()
     validator = AgentMessageValidator()
@@ -241,7 +243,7 @@ async def acp_agent(
         async with spawn_agent_process(
             client,
             sys.executable, "-m", "openheim", "acp", *args,
-            env=env_for(home),
+            env=env_for(home, **(env or {})),
             cwd=work,
             transport_kwargs={"stderr": stderr},
             observers=[validator.observer],
