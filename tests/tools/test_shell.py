@@ -65,10 +65,10 @@ def open_stdin() -> Iterator[None]:
 
 @pytest.mark.usefixtures("open_stdin")
 async def test_stdin_is_detached(ctx: ToolContext) -> None:
-    started = time.monotonic()
+    """``cat`` reading an inherited stdin would wait until the command's own timeout."""
     out = await call(execute_command, ctx, command="cat; echo done", timeout=5)
+    assert not out.is_error and "timed out" not in out.content
     assert out.content.startswith("exit code: 0\n--- stdout ---\ndone")
-    assert time.monotonic() - started < 4
 
 
 async def test_large_outputs_are_capped_and_drained(ctx: ToolContext) -> None:
@@ -89,11 +89,9 @@ async def test_large_outputs_are_capped_and_drained(ctx: ToolContext) -> None:
 
 
 async def test_timeout_kills_the_whole_process_group(ctx: ToolContext) -> None:
-    started = time.monotonic()
     out = await call(execute_command, ctx, command="sleep 1000 & echo $!; wait", timeout=1)
     assert out.is_error
     assert out.content.startswith("timed out after 1 s")
-    assert time.monotonic() - started < 5
     grandchild = int(out.content.split("--- stdout ---\n")[1].split("\n")[0])
     assert not alive(grandchild)
 
@@ -159,11 +157,11 @@ async def test_argument_validation(ctx: ToolContext, work: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("setsid") is None, reason="needs setsid(1)")
 async def test_returns_even_when_a_grandchild_escapes_the_group(ctx: ToolContext) -> None:
-    started = time.monotonic()
-    out = await call(execute_command, ctx, command="setsid sleep 1000 & echo $!")
+    """Waiting for the escaped grandchild to let go of the output would end in the timeout."""
+    out = await call(execute_command, ctx, command="setsid sleep 1000 & echo $!", timeout=20)
     escaped = int(out.content.split("--- stdout ---\n")[1].split("\n")[0])
     try:
-        assert time.monotonic() - started < 5
+        assert out.content.startswith("exit code: 0\n") and "timed out" not in out.content
         assert "background processes still holding the output" in out.content
     finally:
         os.kill(escaped, 9)
