@@ -8,6 +8,7 @@ import pty
 import re
 import select
 import shlex
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -25,32 +26,61 @@ def write(name: str, content: str = "hello\n") -> FakeReply:
     return FakeReply(tool_calls=[FakeToolCall("write_file", {"path": name, "content": content})])
 
 
+CONTROLLING_TERMINAL = (
+    "import fcntl, os, sys, termios; "
+    "fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
+    "os.execv(sys.executable, [sys.executable, '-m', 'openheim', *sys.argv[1:]])"
+)
+"""Run in the child: make its stdin (the pty) its controlling terminal, then become openheim."""
+
+
 def run_in_pty(args: list[str], env: dict[str, str], cwd: Path, answers: list[str]) -> Any:
-    """Run openheim with a pseudo-terminal as its controlling terminal; answer each prompt."""
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: the pty is now its controlling terminal and stdio
-        os.chdir(cwd)
-        os.execve(sys.executable, [sys.executable, "-m", "openheim", *args], env)
+    """Run openheim with a pseudo-terminal as its controlling terminal; answer each prompt.
+
+    The child is started by ``subprocess`` in a new session (no ``fork()`` of this process,
+    which has threads: the fake server's), and takes the pty as its terminal before it execs.
+    """
+    master, slave = pty.openpty()
+    child = subprocess.Popen(
+        [sys.executable, "-c", CONTROLLING_TERMINAL, *args],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
+    )
+    os.close(slave)
+    try:
+        output, asked = _converse(master, answers)
+        return child.wait(timeout=60), output.decode(errors="replace"), asked
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(timeout=10)
+        os.close(master)
+
+
+def _converse(master: int, answers: list[str]) -> tuple[bytes, int]:
+    """Read the terminal until the child closes it, answering each approval prompt."""
     output = b""
     asked = 0
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 5)
+        ready, _, _ = select.select([master], [], [], 5)
         if not ready:
             continue
         try:
-            data = os.read(fd, 4096)
+            data = os.read(master, 4096)
         except OSError:  # EIO: the child closed the terminal
             break
         if not data:
             break
         output += data
         if output.count(PROMPT_END) > asked:
-            os.write(fd, answers[asked].encode() + b"\n")
+            os.write(master, answers[asked].encode() + b"\n")
             asked += 1
-    _, status = os.waitpid(pid, 0)
-    os.close(fd)
-    return os.waitstatus_to_exitcode(status), output.decode(errors="replace"), asked
+    return output, asked
 
 
 def test_headless_ask_denies_at_once_with_its_exit_code(home: Path, work: Path) -> None:
@@ -100,6 +130,9 @@ def test_the_terminal_is_asked(
 
 def test_always_is_remembered(home: Path, work: Path) -> None:
     replies: list[Any] = [write("a.txt"), write("b.txt", "second\n"), "done"]
+    own = "# the project's rules, by hand\n[rules]\ndeny = ['command \"git push\"']  # never\n"
+    (work / ".openheim").mkdir()
+    (work / ".openheim" / "permissions.toml").write_text(own)
     with FakeLLMServer(replies) as server:
         configure(home, server)
         args = ["run", "--remember", "write both"]
@@ -109,6 +142,7 @@ def test_always_is_remembered(home: Path, work: Path) -> None:
     assert (work / "b.txt").read_text() == "second\n"
     saved = (work / ".openheim" / "permissions.toml").read_text()
     assert "write_file" in saved and "openheim trust" in output
+    assert saved.startswith(own.removesuffix("\n"))  # the file's own comments are kept
     assert openheim("trust", home=home, cwd=work).returncode == 0
     check = openheim(
         "permissions",

@@ -10,9 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from openheim import prompt as prompt_module
 from openheim.config.trust import set_trust
 from openheim.errors import ConfigError
-from openheim.prompt import DEFAULT_IDENTITY, PromptBuilder, find_project_instructions
+from openheim.prompt import (
+    DEFAULT_IDENTITY,
+    IDENTITY_WARNED,
+    PromptBuilder,
+    find_project_instructions,
+)
 from openheim.prompt import search_folders as folders_of
 from openheim.skills import SkillsManager
 
@@ -109,6 +115,24 @@ def test_missing_system_md_gives_the_default_and_one_warning(
     assert len(caplog.records) == 1
     assert str(empty_home / "system.md") in caplog.records[0].getMessage()
     assert "missing" in caplog.records[0].getMessage()
+
+
+def test_missing_system_md_is_warned_about_once_per_data_dir(
+    tmp_path: Path, repo: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A marker in the data directory keeps the warning from repeating in later processes."""
+    first_dir, other_dir = tmp_path / "one", tmp_path / "two"
+    first_dir.mkdir()
+    other_dir.mkdir()
+    with caplog.at_level(logging.WARNING, logger="openheim.prompt"):
+        builder(first_dir, repo).build()
+        monkeypatch.setattr(prompt_module, "_WARNED", set())  # as if in a new process
+        assert DEFAULT_IDENTITY in builder(first_dir, repo).build()
+        builder(other_dir, repo).build()
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 2
+    assert str(first_dir / "system.md") in warned[0] and str(other_dir) in warned[1]
+    assert (first_dir / IDENTITY_WARNED).is_file() and (other_dir / IDENTITY_WARNED).is_file()
 
 
 def test_an_empty_system_md_also_gives_the_default(data_dir: Path, repo: Path) -> None:

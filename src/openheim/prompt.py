@@ -4,7 +4,8 @@ Sections, most stable first, so a provider's prompt cache keeps hitting:
 
 1. a short preamble: what openheim is, that tools are the way to act, the working directory
    (stable for a session; nothing time-dependent such as today's date appears anywhere);
-2. the identity: ``data_dir/system.md``, or a built-in default with one logged warning;
+2. the identity: ``data_dir/system.md``, or a built-in default with a logged warning, given
+   once per data directory (a marker file there remembers it, so it does not repeat every run);
 3. project instructions: the nearest ``AGENTS.md``, else the nearest ``CODE.md`` or ``CLAUDE.md``,
    searched from the working directory up to the repository root (the folder holding ``.git``),
    or up to the filesystem root outside a repository;
@@ -22,6 +23,7 @@ and the same files always give byte-identical output.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -37,6 +39,8 @@ log = logging.getLogger(__name__)
 _WARNED: set[str] = set()
 
 SYSTEM_FILE = "system.md"
+IDENTITY_WARNED = ".system-md-warned"
+"""Marker in the data directory: the missing ``system.md`` was warned about there already."""
 INSTRUCTION_FILES: tuple[tuple[str, ...], ...] = (("AGENTS.md",), ("CODE.md", "CLAUDE.md"))
 MAX_INSTRUCTIONS_CHARS = 64 * 1024
 
@@ -138,12 +142,28 @@ class PromptBuilder:
         text = self._read(self._system_file)
         if text is None or not text.strip():
             state = "is missing" if text is None else "is empty"
-            self._warn(
+            self._warn_once_per_data_dir(
                 f"{self._system_file} {state}: using the built-in identity "
                 f"(write your agent's instructions there to replace it)"
             )
             return DEFAULT_IDENTITY
         return text.strip()
+
+    def _warn_once_per_data_dir(self, message: str) -> None:
+        """Warn unless a marker says this data directory was warned already; leave the marker.
+
+        Where the marker cannot be written (no data directory yet, or a read-only one), the
+        warning falls back to once per process."""
+        marker = self._system_file.with_name(IDENTITY_WARNED)
+        if message in _WARNED or marker.exists():
+            return
+        self._warn(message)
+        with contextlib.suppress(OSError):
+            marker.write_text(
+                f"openheim warned once that {SYSTEM_FILE} is missing or empty here.\n"
+                "Delete this file to be warned again.\n",
+                encoding="utf-8",
+            )
 
     def _project_instructions(self) -> str:
         path = find_project_instructions(self._folders)

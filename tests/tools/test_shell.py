@@ -12,7 +12,6 @@ import asyncio
 import dataclasses
 import os
 import shutil
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -86,10 +85,10 @@ def open_stdin() -> Iterator[None]:
 
 @pytest.mark.usefixtures("open_stdin")
 async def test_stdin_is_detached(ctx: ToolContext) -> None:
-    started = time.monotonic()
+    """``cat`` reading an inherited stdin would wait until the command's own timeout."""
     out = await call(execute_command, ctx, command="cat; echo done", timeout=5)
+    assert not out.is_error and "timed out" not in out.content
     assert out.content.startswith("exit code: 0\n--- stdout ---\ndone")
-    assert time.monotonic() - started < 4
 
 
 async def test_large_outputs_are_capped_and_drained(ctx: ToolContext) -> None:
@@ -110,12 +109,10 @@ async def test_large_outputs_are_capped_and_drained(ctx: ToolContext) -> None:
 
 
 async def test_timeout_kills_the_whole_process_group(ctx: ToolContext, sleeper: Sleeper) -> None:
-    started = time.monotonic()
     command = f"{sleeper.command} & {sleeper.wait}; echo started; wait"
     out = await call(execute_command, ctx, command=command, timeout=1)
     assert out.is_error and "started" in out.content
     assert out.content.startswith("timed out after 1 s")
-    assert time.monotonic() - started < 5
     await wait_until(lambda: not sleeper.running())
 
 
@@ -203,11 +200,14 @@ async def test_returns_even_when_a_grandchild_escapes_the_group(
     ctx: ToolContext, sleeper: Sleeper
 ) -> None:
     assert shutil.which("setsid") is not None, "these tests need setsid(1) (util-linux)"
-    started = time.monotonic()
     out = await call(
-        execute_command, ctx, command=f"setsid {sleeper.command} & {sleeper.wait}; echo started"
+        execute_command,
+        ctx,
+        command=f"setsid {sleeper.command} & {sleeper.wait}; echo started",
+        timeout=20,
     )
-    assert time.monotonic() - started < 5 and "started" in out.content
+    assert out.content.startswith("exit code: 0\n") and "timed out" not in out.content
+    assert "started" in out.content
     if confined(ctx):  # a new session is no way out of the sandbox's PID namespace
         assert "background processes" not in out.content
         await wait_until(lambda: not sleeper.running())

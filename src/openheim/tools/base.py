@@ -179,3 +179,7 @@ class ToolSet:
         return ToolSet(
             t for t in self._tools.values() if any(fnmatch.fnmatchcase(t.name, p) for p in patterns)
         )
+
+    def unmatched(self, patterns: Sequence[str]) -> list[str]:
+        """The fnmatch patterns that match no tool of this set (a mistyped name, say)."""
+        return [p for p in patterns if not any(fnmatch.fnmatchcase(n, p) for n in self._tools)]
