@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +57,10 @@ class ApprovalGate(Protocol):
     async def check(self, request: ApprovalRequest) -> Verdict: ...
 
 
+@runtime_checkable
 class LearningGate(ApprovalGate, Protocol):
-    """A gate that turns "always" / "never" answers into rules."""
+    """A gate that turns "always" / "never" answers into rules; ``decide`` tells it each such
+    answer."""
 
     def learn(self, request: ApprovalRequest, answer: Allow | Deny) -> None: ...
 
@@ -90,7 +92,6 @@ async def decide(
     if resolver is None:
         return Deny(f"{request.tool} needs approval and there is no one to ask in this session")
     answer = await resolver(request, verdict)
-    learn = getattr(gate, "learn", None)
-    if answer.always and learn is not None:
-        learn(request, answer)
+    if answer.always and isinstance(gate, LearningGate):
+        gate.learn(request, answer)
     return answer

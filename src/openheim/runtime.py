@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -21,7 +22,6 @@ from openheim.child_env import child_env
 from openheim.config.load import Settings
 from openheim.config.providers import resolve_provider
 from openheim.config.schema import McpServerEntry
-from openheim.context import ContextFitter
 from openheim.envelope import EnvelopeProvider, protocol_for
 from openheim.errors import ConfigError
 from openheim.fsutil import atomic_write
@@ -29,8 +29,10 @@ from openheim.loop import Agent
 from openheim.prompt import PromptBuilder
 from openheim.providers import create_provider
 from openheim.providers.base import Provider, ProviderSettings, ToolChoice
+from openheim.providers.context import ContextFitter
 from openheim.providers.fallback import FallbackProvider
 from openheim.providers.retry import RetryingProvider, RetryPolicy
+from openheim.providers.windows import context_window
 from openheim.safety.permissions import add_rule, load_rules, project_permissions
 from openheim.safety.policy import ApprovalMode, PolicyGate
 from openheim.secrets import SecretPolicy
@@ -91,7 +93,7 @@ def _member(chosen: ProviderSettings) -> Provider:
     provider: Provider = RetryingProvider(create_provider(chosen), policy)
     if protocol_for(chosen.kind, chosen.tool_protocol) == "envelope":
         provider = EnvelopeProvider(provider)
-    return ContextFitter(provider, chosen.context_window)
+    return ContextFitter(provider, functools.partial(context_window, chosen))
 
 
 def make_meter(settings: Settings) -> Meter:
@@ -156,7 +158,7 @@ async def open_session(
         names = _skill_names(settings, options, record)
         skills = skills_for(settings)
         area = _staging_area(settings)
-        spawner = Spawner(settings, stack, store, build_provider, _close)
+        spawner = Spawner(settings, stack, store, build_provider)
         wanted = ToolRequest(options.tool_patterns, options.tool_choice, tools)
         offered = await session_tools(
             settings, wanted, stack, skills, area, spawner, profiles, profile
@@ -171,7 +173,7 @@ async def open_session(
             catalog=LOAD_SKILL in offered,
         )
         provider = build_provider(settings, chosen)
-        stack.push_async_callback(_close, provider)
+        stack.push_async_callback(provider.aclose)
         agent = Agent(
             provider=provider,
             model=chosen.model,
@@ -318,9 +320,3 @@ def _write_markdown_log(settings: Settings, store: SessionStore, agent: Agent) -
         stamp = time.strftime("%Y-%m-%d-%H%M%S", time.localtime(record.created_at))
         text = export_markdown(store, record.id, system_prompt=agent.system)
         atomic_write(folder / f"{stamp}-{record.id[:8]}.md", text.encode("utf-8"))
-
-
-async def _close(provider: Provider) -> None:
-    close = getattr(provider, "aclose", None)
-    if close is not None:
-        await close()
