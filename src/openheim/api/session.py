@@ -20,10 +20,10 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
+from openheim.errors import SessionBusy
 from openheim.events import Event, Finished
 from openheim.messages import Message, StopReason, Usage
 from openheim.session import Session
-from openheim.store.base import SessionBusy
 from openheim.tools.base import ToolSet
 
 log = logging.getLogger(__name__)
