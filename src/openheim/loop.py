@@ -135,6 +135,8 @@ def run_agent(
 
 
 class _Run:
+    """One run's state: what it has used, what it still owes the history, its guards."""
+
     def __init__(self, agent: Agent, history: list[Message], handover: Handover) -> None:
         self.agent = agent
         self.history = history
