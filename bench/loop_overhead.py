@@ -57,6 +57,9 @@ class TimedProvider:
             self.seconds += time.perf_counter() - start
             yield item
 
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
 
 def script() -> list[Reply]:
     steps = [Reply(tool_calls=[tool_call("noop", {"n": i})]) for i in range(ITERATIONS - 1)]

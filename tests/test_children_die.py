@@ -59,17 +59,27 @@ def alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def children(pid: int) -> dict[int, bytes]:
-    """The live children of ``pid`` and their command lines."""
-    found = {}
+def descendants(pid: int) -> dict[int, bytes]:
+    """The live descendants of ``pid`` (children, their children, ...) and their command
+    lines."""
+    parents: dict[int, int] = {}
+    lines: dict[int, bytes] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
             cmdline = (stat.parent / "cmdline").read_bytes()
         except OSError:
             continue
-        if int(fields[1]) == pid and fields[0] != "Z":
-            found[int(stat.parent.name)] = cmdline
+        if fields[0] != "Z":
+            parents[int(stat.parent.name)] = int(fields[1])
+            lines[int(stat.parent.name)] = cmdline
+    found = {}
+    for child, line in lines.items():
+        ancestor, hops = parents.get(child), 0
+        while ancestor is not None and ancestor != pid and hops < 64:
+            ancestor, hops = parents.get(ancestor), hops + 1
+        if ancestor == pid:
+            found[child] = line
     return found
 
 
@@ -114,11 +124,12 @@ def kill_and_expect_gone(openheim: subprocess.Popen[bytes], child: int) -> None:
 
 
 def the_child(openheim: subprocess.Popen[bytes], program: bytes) -> int:
-    """The pid of openheim's child whose command line contains ``program`` (waits for it)."""
+    """The pid of openheim's descendant whose command line contains ``program`` (waits for
+    it)."""
     found: list[int] = []
 
     def started() -> bool:
-        found[:] = [pid for pid, cmd in children(openheim.pid).items() if program in cmd]
+        found[:] = [pid for pid, cmd in descendants(openheim.pid).items() if program in cmd]
         return bool(found)
 
     wait_until(started, f"openheim runs {program!r}")
@@ -126,13 +137,18 @@ def the_child(openheim: subprocess.Popen[bytes], program: bytes) -> int:
     return found[0]
 
 
+@pytest.mark.parametrize("sandbox", ["off", "require"])
 def test_a_shell_command_dies_with_openheim(
-    home: Path, openheim_run: Callable[..., subprocess.Popen[bytes]]
+    home: Path, openheim_run: Callable[..., subprocess.Popen[bytes]], sandbox: str
 ) -> None:
+    """Unconfined, the command is openheim's child; confined, it runs inside bubblewrap, whose
+    PID namespace ends with it."""
     command = {"command": "exec sleep 607", "timeout": 3600}
     reply = FakeReply(tool_calls=[FakeToolCall("execute_command", command)])
     with FakeLLMServer([reply], default="done") as server:
         configure(home, server)
+        config = home / "config.toml"
+        config.write_text(f'shell_sandbox = "{sandbox}"\n{config.read_text()}')
         openheim = openheim_run("--allow-shell", "--approve", "auto", "wait")
         child = the_child(openheim, b"sleep\x00607")
         kill_and_expect_gone(openheim, child)
@@ -160,7 +176,7 @@ def test_a_managed_llama_server_dies_with_openheim(
     command = json.dumps([sys.executable, str(script), str(marker)])
     (home / "config.toml").write_text(
         'default_provider = "llama"\n[providers.llama]\nkind = "llama_server"\n'
-        f'default_model = "m"\nmodel_path = {json.dumps(str(model))}\nn_ctx = 512\n'
+        f'default_model = "m"\nmodel_path = {json.dumps(str(model))}\nn_ctx = 8192\n'
         f"server_command = {command}\n"
     )
     openheim = openheim_run("hi")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,10 +69,20 @@ class ApprovalGate(Protocol):
     async def check(self, request: ApprovalRequest) -> Verdict: ...
 
 
+@runtime_checkable
 class LearningGate(ApprovalGate, Protocol):
-    """A gate that turns "always" / "never" answers into rules."""
+    """A gate that turns "always" / "never" answers into rules; ``decide`` tells it each such
+    answer."""
 
     def learn(self, request: ApprovalRequest, answer: Allow | Deny) -> None: ...
+
+
+@runtime_checkable
+class AnswerObserver(ApprovalGate, Protocol):
+    """A gate that wants to know every answer a person gave to its questions (the staging gate
+    records an allowed preview); ``decide`` tells it each one."""
+
+    def answered(self, request: ApprovalRequest, answer: Allow | Deny) -> None: ...
 
 
 class AllowAll:
@@ -104,12 +114,10 @@ async def decide(
         hint = f"; the permission rule {rules} would let it run" if rules else ""
         return Deny(unanswered(request, verdict) + hint)
     answer = await resolver(request, verdict)
-    answered = getattr(gate, "answered", None)
-    if answered is not None:
-        answered(request, answer)
-    learn = getattr(gate, "learn", None)
-    if answer.always and learn is not None:
-        learn(request, answer)
+    if isinstance(gate, AnswerObserver):
+        gate.answered(request, answer)
+    if answer.always and isinstance(gate, LearningGate):
+        gate.learn(request, answer)
     return answer
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -22,7 +23,6 @@ from openheim.child_env import child_env
 from openheim.config.load import Settings
 from openheim.config.providers import resolve_provider
 from openheim.config.schema import McpServerEntry
-from openheim.context import ContextFitter
 from openheim.env_files import register_env_files
 from openheim.envelope import EnvelopeProvider, protocol_for
 from openheim.errors import ConfigError
@@ -31,8 +31,10 @@ from openheim.loop import Agent
 from openheim.prompt import PromptBuilder
 from openheim.providers import create_provider
 from openheim.providers.base import Provider, ProviderSettings, ToolChoice
+from openheim.providers.context import ContextFitter
 from openheim.providers.fallback import FallbackProvider
 from openheim.providers.retry import RetryingProvider, RetryPolicy
+from openheim.providers.windows import context_window
 from openheim.safety.permissions import add_rule, load_rules, project_permissions
 from openheim.safety.policy import ApprovalMode, PolicyGate
 from openheim.secrets import SecretPolicy
@@ -70,9 +72,10 @@ def _gate(gate: ApprovalGate, area: StagingArea | None) -> ApprovalGate:
 
 def remember_rules(settings: Settings, gate: object) -> list[str]:
     """``--remember``: write the session's "always" rules to the project's permissions file."""
-    inner = getattr(gate, "inner", None)  # a StagedApplyGate around the policy
-    if inner is not None:
-        gate = inner
+    from openheim.safety.staging import StagedApplyGate
+
+    if isinstance(gate, StagedApplyGate):
+        gate = gate.inner
     if not isinstance(gate, PolicyGate) or not gate.learned:
         return []
     path = project_permissions(settings.project_root or Path(settings.work_dir))
@@ -95,7 +98,7 @@ def _member(chosen: ProviderSettings) -> Provider:
     provider: Provider = RetryingProvider(create_provider(chosen), policy)
     if protocol_for(chosen.kind, chosen.tool_protocol) == "envelope":
         provider = EnvelopeProvider(provider)
-    return ContextFitter(provider, chosen.context_window)
+    return ContextFitter(provider, functools.partial(context_window, chosen))
 
 
 def make_meter(settings: Settings) -> Meter:
@@ -160,7 +163,7 @@ async def open_session(
         names = _skill_names(settings, options, record)
         skills = skills_for(settings)
         area = _staging_area(settings)
-        spawner = Spawner(settings, stack, store, build_provider, _close)
+        spawner = Spawner(settings, stack, store, build_provider)
         wanted = ToolRequest(options.tool_patterns, options.tool_choice, tools)
         offered = await session_tools(
             settings, wanted, stack, skills, area, spawner, profiles, profile
@@ -178,7 +181,7 @@ async def open_session(
             catalog=LOAD_SKILL in offered,
         )
         provider = build_provider(settings, chosen)
-        stack.push_async_callback(_close, provider)
+        stack.push_async_callback(provider.aclose)
         agent = Agent(
             provider=provider,
             model=chosen.model,
@@ -337,9 +340,3 @@ def _write_markdown_log(settings: Settings, store: SessionStore, agent: Agent) -
         stamp = time.strftime("%Y-%m-%d-%H%M%S", time.localtime(record.created_at))
         text = export_markdown(store, record.id, system_prompt=agent.system)
         atomic_write(folder / f"{stamp}-{record.id[:8]}.md", text.encode("utf-8"))
-
-
-async def _close(provider: Provider) -> None:
-    close = getattr(provider, "aclose", None)
-    if close is not None:
-        await close()

@@ -144,6 +144,18 @@ async def test_tool_calls_stream_as_updates_with_diffs(home: Path, work: Path) -
     assert text == "Edited."
 
 
+async def test_usage_reports_the_window_the_fitter_uses_when_none_is_configured(
+    home: Path, work: Path
+) -> None:
+    with FakeLLMServer(["Hi."]) as server:
+        async with acp_agent(home, work, server) as agent:  # no context_window in config
+            await agent.start()
+            sid = await agent.new()
+            await agent.conn.prompt(session_id=sid, prompt=[text_block("hello")])
+    usage = agent.client.of_kind("usage_update")[-1]
+    assert usage.size == 128_000 and usage.used > 0  # an unknown model: the default window
+
+
 async def test_cancel_kills_a_long_command(home: Path, work: Path) -> None:
     sleeper = Sleeper(120)
     command = f"exec {sleeper.command}"

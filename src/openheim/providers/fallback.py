@@ -57,9 +57,7 @@ class FallbackProvider:
 
     async def aclose(self) -> None:
         for provider, _ in self.chain:
-            close = getattr(provider, "aclose", None)
-            if close is not None:
-                await close()
+            await provider.aclose()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
         for index, (provider, model) in enumerate(self.chain):

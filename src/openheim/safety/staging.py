@@ -28,7 +28,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
-from openheim.approval import Allow, ApprovalGate, ApprovalRequest, Ask, Deny, Verdict
+from openheim.approval import (
+    Allow,
+    ApprovalGate,
+    ApprovalRequest,
+    Ask,
+    Deny,
+    LearningGate,
+    Verdict,
+)
 from openheim.errors import ToolError
 from openheim.safety.protected import protected_reason
 from openheim.tools.base import Tool, ToolContext, ToolKind
@@ -355,6 +363,5 @@ class StagedApplyGate:
             self.area.approve_call(request.tool_call_id)
 
     def learn(self, request: ApprovalRequest, answer: Allow | Deny) -> None:
-        learn = getattr(self.inner, "learn", None)
-        if learn is not None:
-            learn(request, answer)
+        if isinstance(self.inner, LearningGate):
+            self.inner.learn(request, answer)
