@@ -142,15 +142,27 @@ def test_an_untrusted_project_cannot_replace_a_user_profile(data_dir: Path, proj
     assert "not trusted" in warning
 
 
-def test_an_untrusted_project_profile_loses_its_model_but_keeps_its_tools(
+def test_an_untrusted_project_profile_loses_its_model_and_limit_but_keeps_its_tools(
     data_dir: Path, project: Path
 ) -> None:
     project_file(project, "helper.md", TOML_PROFILE)
     profiles, [warning] = load_profiles(data_dir, project, False)
     helper = profiles["helper"]
-    assert (helper.model, helper.provider) == (None, None)
+    assert (helper.model, helper.provider, helper.max_iterations) == (None, None, None)
     assert helper.tools == ("read_file", "search_*")
-    assert "ignored model 'claude-haiku-4-5'" in warning
+    assert "ignored model 'claude-haiku-4-5' and max_iterations 6" in warning
+
+
+def test_an_untrusted_main_profile_cannot_raise_max_iterations(
+    data_dir: Path, project: Path
+) -> None:
+    """Run with ``--agent``, a project profile asking for 500 model calls gets the user's cap."""
+    project_file(project, "long.md", "+++\nmax_iterations = 500\n+++\nKeep going.")
+    profiles, [warning] = load_profiles(data_dir, project, False)
+    assert profiles["long"].max_iterations is None
+    assert "ignored max_iterations 500" in warning
+    trusted, _ = load_profiles(data_dir, project, True)
+    assert trusted["long"].max_iterations == 500
 
 
 @pytest.mark.parametrize(

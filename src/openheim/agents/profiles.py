@@ -13,14 +13,16 @@ frontmatter that does not parse, or a field of the wrong type, skips the profile
 ignoring a malformed ``tools`` list would silently grant every tool.
 
 Untrusted projects may not widen anything. Their profiles are loaded only under names the user has
-no profile of (so they cannot replace a user's persona or its tool limits), and their ``model`` and
-``provider`` are dropped with a warning (so a cloned repository cannot route work, or spend money,
-on a model the user did not choose). Their ``tools`` list is kept: it can only narrow the parent's
+no profile of (so they cannot replace a user's persona or its tool limits), and their ``model``,
+``provider`` and ``max_iterations`` are dropped with a warning (so a cloned repository cannot
+route work, or spend money, on a model the user did not choose, nor run longer than the user
+allows). Their ``tools`` list is kept: it can only narrow the parent's
 tools, which the parent's sandbox and approval gate still guard.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -88,24 +90,20 @@ def load_profiles(
 
 
 def _untrusted(profile: AgentProfile, warnings: list[str]) -> AgentProfile:
-    """An untrusted project's profile without its model and provider choice."""
-    if profile.model is None:
+    """An untrusted project's profile without its model, provider and ``max_iterations``."""
+    dropped = []
+    if profile.model is not None:
+        dropped.append(f"model {profile.model!r}")
+    if profile.max_iterations is not None:
+        dropped.append(f"max_iterations {profile.max_iterations}")
+    if not dropped:
         return profile
     warnings.append(
-        f"subagent profile {profile.path}: ignored model {profile.model!r} because this project "
-        "is not trusted; the subagent uses the parent's model (trust the folder to allow it)"
+        f"subagent profile {profile.path}: ignored {' and '.join(dropped)} because this project "
+        "is not trusted; it runs on your model and your max_iterations (trust the folder to "
+        "allow it)"
     )
-    return AgentProfile(
-        profile.name,
-        profile.description,
-        None,
-        None,
-        profile.tools,
-        profile.max_iterations,
-        profile.system_prompt,
-        profile.path,
-        profile.source,
-    )
+    return dataclasses.replace(profile, model=None, provider=None, max_iterations=None)
 
 
 def _scan(
