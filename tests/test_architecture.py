@@ -8,6 +8,7 @@ a rule that stopped finding anything would fail here rather than pass in silence
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -35,37 +36,24 @@ def test_the_document_rows_are_well_formed(table: architecture.Table) -> None:
     assert len(table.layers) > 100  # the table was read at all
 
 
-def test_every_module_is_in_the_architecture_document(
-    modules: dict[str, architecture.Module], table: architecture.Table
+Rule = Callable[[dict[str, architecture.Module], architecture.Table], list[str]]
+RULES: dict[str, Rule] = {
+    "every module is in the document": lambda m, t: architecture.unlisted(m, t.layers),
+    "the document lists only modules that exist": lambda m, t: architecture.stale(m, t.layers),
+    "no module is over the line limit": lambda m, t: architecture.long_modules(m),
+    "no core function is over the line limit": (
+        lambda m, t: architecture.long_core_functions(m, t.layers)
+    ),
+    "imports point down between layers": lambda m, t: architecture.upward_imports(m, t.layers),
+}
+
+
+@pytest.mark.parametrize("rule", list(RULES))
+def test_the_source_tree_keeps_the_rule(
+    rule: str, modules: dict[str, architecture.Module], table: architecture.Table
 ) -> None:
-    missing = architecture.unlisted(modules, table.layers)
-    assert missing == [], "\n".join(missing)
-
-
-def test_the_document_lists_only_modules_that_exist(
-    modules: dict[str, architecture.Module], table: architecture.Table
-) -> None:
-    gone = architecture.stale(modules, table.layers)
-    assert gone == [], "\n".join(gone)
-
-
-def test_no_module_is_over_the_line_limit(modules: dict[str, architecture.Module]) -> None:
-    long = architecture.long_modules(modules)
-    assert long == [], "\n".join(long)
-
-
-def test_no_core_function_is_over_the_line_limit(
-    modules: dict[str, architecture.Module], table: architecture.Table
-) -> None:
-    long = architecture.long_core_functions(modules, table.layers)
-    assert long == [], "\n".join(long)
-
-
-def test_imports_point_down_between_layers(
-    modules: dict[str, architecture.Module], table: architecture.Table
-) -> None:
-    upward = architecture.upward_imports(modules, table.layers)
-    assert upward == [], "\n".join(upward)
+    found = RULES[rule](modules, table)
+    assert found == [], "\n".join(found)
 
 
 def test_the_layers_are_those_the_document_names(table: architecture.Table) -> None:
