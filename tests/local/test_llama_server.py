@@ -26,7 +26,8 @@ from openheim.messages import Message
 from openheim.providers import create_provider
 from openheim.providers import llama_server as llama_server_module
 from openheim.providers.base import ModelRequest, ModelResponse, ProviderSettings, StreamItem
-from openheim.providers.llama_server import LlamaServerProvider, server_argv
+from openheim.providers.llama_server import LlamaServerProvider
+from openheim.providers.llama_server_command import server_argv
 from openheim.providers.local_models import shipped_model_path
 from openheim.providers.server_process import ServerProcess, ephemeral_port
 
@@ -352,7 +353,7 @@ import asyncio, signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)  # even if the test runner ignores it
 from pathlib import Path
 from openheim.providers.base import ProviderSettings
-from openheim.providers.llama_server import LlamaServerProvider, server_argv
+from openheim.providers.llama_server import LlamaServerProvider
 KEPT = []
 async def main():
     fake, marker, data = sys.argv[1:4]

@@ -2,9 +2,8 @@
 
 Unlike ``llama_cpp`` (the model inside this process), the model runs in a child server spoken to
 over OpenAI chat completions, so a crash in the native code cannot take openheim down and the
-official ``llama-server`` (the fastest build, GPU offload) can be used. The command is
-``llama-server`` when it is on PATH, else ``python -m llama_cpp.server`` from the ``local`` extra,
-or ``server_command``.
+official ``llama-server`` (the fastest build, GPU offload) can be used. What runs (the command
+and its flags) is decided in ``llama_server_command``.
 
 * The server starts on first use, in its own process group, logging to
   ``data_dir/logs/llama-server-<provider>.log``, with the scrubbed child environment. It is ready
@@ -25,11 +24,8 @@ or ``server_command``.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import re
-import shutil
 import ssl
-import sys
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass, replace
@@ -43,7 +39,8 @@ from openheim.errors import ConfigError, ProviderUnavailable, StreamCut
 from openheim.events import Notice
 from openheim.providers.base import ModelRequest, ProviderSettings, StreamItem
 from openheim.providers.llama_cpp import INSTALL_HINT
-from openheim.providers.local_models import default_threads, find_model, fitting_context
+from openheim.providers.llama_server_command import check_settings, server_argv
+from openheim.providers.local_models import find_model
 from openheim.providers.openai_chat import OpenAIChatProvider
 from openheim.providers.server_process import (
     ServerProcess,
@@ -53,7 +50,6 @@ from openheim.providers.server_process import (
 )
 from openheim.providers.server_usage import with_counted_usage
 
-PORT_POLICIES = ("fail", "reuse", "next-free")
 PROBE_TIMEOUT = 2.0
 """Seconds one readiness request may take (a busy ``llama_cpp.server`` answers late)."""
 _CONNECTION_LOST = (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError)
@@ -86,7 +82,7 @@ class LlamaServerProvider:
     def __init__(
         self, settings: ProviderSettings, http_client: httpx.AsyncClient | None = None
     ) -> None:
-        _check(settings)
+        check_settings(settings)
         self.name = settings.name
         self.settings = settings
         self.restarts = 0
@@ -321,65 +317,6 @@ class LlamaServerProvider:
             f"the llama.cpp server of provider {self.name!r} stopped; restarted it at "
             f"{server.root} (log: {self.log_path})",
             level="warning",
-        )
-
-
-def server_argv(settings: ProviderSettings, model: Path, port: int) -> list[str]:
-    """The command line that serves ``model`` on ``settings.host:port``, in the flags of the
-    server's flavour (``llama_cpp.server`` or llama.cpp's own ``llama-server``)."""
-    command = list(settings.server_command) or default_command()
-    n_ctx = str(settings.n_ctx or _context_for(model))
-    threads = str(settings.n_threads or default_threads())
-    alias = settings.model or model.stem
-    where = ["--host", settings.host, "--port", str(port)]
-    if "llama_cpp.server" in command:
-        sizes = ["--n_ctx", n_ctx, "--n_threads", threads]
-        return [*command, "--model", str(model), "--model_alias", alias, *where, *sizes]
-    return [*command, "-m", str(model), "--alias", alias, *where, "-c", n_ctx, "-t", threads]
-
-
-def default_command() -> list[str]:
-    """``llama-server`` from PATH, else ``llama_cpp.server`` run by this Python."""
-    found = shutil.which("llama-server")
-    if found:
-        return [found]
-    if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("uvicorn") is None:
-        raise ConfigError(
-            "no llama.cpp server found: llama-server is not on PATH and llama_cpp.server is not "
-            "installed",
-            hint=f"{INSTALL_HINT}, install llama.cpp's llama-server, or set server_command",
-        )
-    return [sys.executable, "-m", "llama_cpp.server"]
-
-
-def _context_for(model: Path) -> int:
-    """The context to ask for when ``n_ctx`` is unset: what the model and memory allow."""
-    try:
-        return fitting_context(model)
-    except (OSError, ValueError) as exc:
-        raise ConfigError(
-            f"cannot read the GGUF header of {model}: {exc}",
-            hint="point model_path at a valid .gguf file, or set n_ctx",
-        ) from exc
-
-
-def _check(settings: ProviderSettings) -> None:
-    """Reject settings the server cannot start with, before anything runs."""
-    where = f"provider {settings.name!r}"
-    if settings.port_policy not in PORT_POLICIES:
-        raise ConfigError(
-            f"{where} has port_policy {settings.port_policy!r}",
-            hint=f"set port_policy to one of: {', '.join(PORT_POLICIES)}",
-        )
-    if settings.port is not None and not 0 < settings.port < 65536:
-        raise ConfigError(
-            f"{where} has port {settings.port}",
-            hint="set port to a number from 1 to 65535, or leave it unset to pick a free one",
-        )
-    if settings.startup_timeout <= 0:
-        raise ConfigError(
-            f"{where} has startup_timeout {settings.startup_timeout:g}",
-            hint="set startup_timeout to a positive number of seconds",
         )
 
 
