@@ -1,0 +1,67 @@
+"""``.gitignore`` rules as git applies them, for ``search``.
+
+Every ``.gitignore`` from the work dir down applies to the paths below its folder, and a deeper
+file takes precedence over a shallower one (so a nested ``!keep.log`` re-includes what the root
+file excluded). The files belong to the project, so their patterns are matched with RE2
+(pathspec's ``re2`` backend): a line such as ``*a*a*a*a*a*a*b`` cannot make a walk hang.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pathspec
+
+
+class GitIgnores:
+    """The ``.gitignore`` files met from the work dir down, keyed by their folder's parts."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._specs: dict[tuple[str, ...], pathspec.GitIgnoreSpec] = {}
+
+    def load(self, folder: tuple[str, ...]) -> None:
+        """Read ``folder/.gitignore`` (parts relative to the root) if it is a regular file."""
+        path = self.root.joinpath(*folder, ".gitignore")
+        try:
+            if not stat.S_ISREG(os.lstat(path).st_mode):
+                return
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return
+        import pathspec  # only once a .gitignore exists: importing it costs start-up time
+
+        self._specs[folder] = pathspec.GitIgnoreSpec.from_lines(lines, backend="re2")
+
+    def ignored(self, parts: tuple[str, ...], is_dir: bool) -> bool:
+        """Whether git would ignore ``parts``; the deepest ``.gitignore`` with a verdict wins."""
+        if not self._specs:
+            return False
+        for depth in range(len(parts) - 1, -1, -1):
+            spec = self._specs.get(parts[:depth])
+            if spec is None:
+                continue
+            rel = "/".join(parts[depth:]) + ("/" if is_dir else "")
+            verdict = spec.check_file(rel).include
+            if verdict is not None:
+                return bool(verdict)
+        return False
+
+
+def ignores_for(root: Path, base_parts: tuple[str, ...]) -> GitIgnores:
+    """The rules that apply below ``base_parts``: those of every folder from the root down.
+
+    A folder that is itself ignored but was named explicitly (``path="node_modules/x"``) is
+    searched as if it were a root: only its own and nested ``.gitignore`` files apply.
+    """
+    ignores = GitIgnores(root)
+    for depth in range(len(base_parts) + 1):
+        ignores.load(base_parts[:depth])
+    if base_parts and ignores.ignored(base_parts, True):
+        ignores = GitIgnores(root)
+        ignores.load(base_parts)
+    return ignores
