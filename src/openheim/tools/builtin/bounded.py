@@ -1,15 +1,17 @@
 """Blocking tool work that a cancelled call leaves at once and that stops at a deadline.
 
-The built-in tools that walk trees or read many files run their work in a daemon thread with
+The built-in tools that walk trees or read many files run their work in a thread of its own with
 ``run_bounded(work, overrun)``. The work gets a ``Budget`` and checks ``budget.is_set()``
 between units of work (a folder entry, a file, a chunk of a file). It turns true when the call
 is cancelled or when the time limit has passed; ``budget.expired`` then tells the work to end
 with a note that it stopped early, so the model can narrow its request.
 
 A cancelled call returns at once, without waiting for the thread: the thread ends at its next
-check, and as a daemon it never holds up the process's exit (``asyncio.to_thread`` would: the
-default executor is joined at shutdown). Should one unit of work overrun the deadline by more
-than ``GRACE`` seconds, the call returns ``overrun()`` without waiting for it either.
+check, so the process's exit waits for one unit of work at most. (Not ``asyncio.to_thread``:
+abandoned work would fill the default executor's few threads. Not a daemon thread either: one
+killed at exit inside RE2, which runs without the GIL, aborts the process.) Should one unit of
+work overrun the deadline by more than ``GRACE`` seconds, the call returns ``overrun()``
+without waiting for it.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ class Budget(threading.Event):
 
 
 async def run_bounded(work: Callable[[Budget], T], overrun: Callable[[Budget], T]) -> T:
-    """``work(budget)`` in a daemon thread, within ``TIME_LIMIT`` seconds.
+    """``work(budget)`` in a thread of its own, within ``TIME_LIMIT`` seconds.
 
     When the work is still busy ``GRACE`` seconds after the limit, ``overrun(budget)`` gives
     the result instead (it may read what the work collected so far, or raise).
@@ -65,9 +67,7 @@ async def run_bounded(work: Callable[[Budget], T], overrun: Callable[[Budget], T
     budget = Budget(TIME_LIMIT)
     loop = asyncio.get_running_loop()
     done: asyncio.Future[T] = loop.create_future()
-    thread = threading.Thread(
-        target=_work, args=(work, budget, loop, done), name="openheim-tool", daemon=True
-    )
+    thread = threading.Thread(target=_work, args=(work, budget, loop, done), name="openheim-tool")
     thread.start()
     try:
         finished, _ = await asyncio.wait({done}, timeout=budget.seconds + GRACE)

@@ -1,8 +1,8 @@
 """``search``: a regular expression over the files of a folder, honouring ``.gitignore``.
 
 Ignore rules follow git (``gitignore.py``); an ignored folder is not entered. ``.git``,
-symlinks, binary files and files over 10 MiB are skipped, and so are files matching the secret
-policy (``ToolContext.is_secret``; a note counts them).
+symlinks, binary files, files over 10 MiB and lines over 1 MiB are skipped, and so are files
+matching the secret policy (``ToolContext.is_secret``; a note counts them).
 
 The pattern is RE2 syntax (``openheim.regex``), matched in time linear in the text, and the
 search runs in a worker with a time limit (``bounded.py``): it checks between files and between
@@ -48,6 +48,7 @@ class _Search:
     matches: list[str] = field(default_factory=list)
     files: int = 0
     too_big: int = 0
+    long_lines: int = 0
     secret: int = 0
 
     @property
@@ -76,6 +77,9 @@ class _Search:
         self.files += 1
         shown = self.ctx.display(path)
         for hit in hits(self.matcher, normalise(data), budget):
+            if hit.too_long:
+                self.long_lines += 1
+                continue
             self.matches.append(f"{shown}:{hit.number}: {_clip(hit.text, hit.column)}")
             if self.full:
                 return
@@ -132,6 +136,9 @@ def _report(run: _Search, shown: str, budget: Budget) -> str:
         notes.append(budget.note("narrow the pattern, path or glob"))
     if run.too_big:
         notes.append(f"[skipped {run.too_big} files over 10 MiB]")
+    if run.long_lines:
+        lines = "line" if run.long_lines == 1 else "lines"
+        notes.append(f"[skipped {run.long_lines} {lines} over 1 MiB]")
     if run.secret:
         files = "file" if run.secret == 1 else "files"
         notes.append(f"[skipped {run.secret} {files} matching secret patterns; never shown]")
