@@ -75,11 +75,12 @@ class _Search:
         if looks_binary(data[:BINARY_PROBE]):
             return
         self.files += 1
-        shown = self.ctx.display(path)
+        shown = ""
         for hit in hits(self.matcher, normalise(data), budget):
             if hit.too_long:
                 self.long_lines += 1
                 continue
+            shown = shown or self.ctx.display(path)
             self.matches.append(f"{shown}:{hit.number}: {_clip(hit.text, hit.column)}")
             if self.full:
                 return
