@@ -1,6 +1,7 @@
 """Patterns that take exponential or high-polynomial time in a backtracking engine finish at
 once. Every model-, project- or config-supplied pattern is in a table: adding one is one line.
-Each call must end well under a second; before RE2, each of them ran for minutes or hours."""
+Each call must end well under a second; before RE2, each of them ran for minutes or hours.
+Fixed patterns over a long text from the project or the model are here too."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 
 from openheim.safety.rules import path_regex
 from openheim.secrets import SecretPolicy
+from openheim.skills.manager import _first_line
 from openheim.tools.base import Tool, ToolContext
 from openheim.tools.builtin.gitignore import GitIgnores
 from openheim.tools.builtin.listing import glob
@@ -87,6 +89,7 @@ MATCHERS: list[tuple[str, Callable[[Path], object], object]] = [
     ("deny_read", lambda tmp: SecretPolicy([STARS]).match(tmp / LONG, LONG), None),
     ("deny_read **", lambda tmp: SecretPolicy([f"**/{STARS}"]).match(tmp / LONG), None),
     (".gitignore", _gitignore_verdict, False),
+    ("skill heading", lambda _: _first_line("#" + " " * 50_000 + "#x"), "#x"),
 ]
 
 
