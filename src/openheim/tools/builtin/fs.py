@@ -3,12 +3,10 @@
 * ``open_regular`` opens a file for reading without following a symlink swapped in after the
   sandbox check and without blocking on a FIFO.
 * ``walk`` lists a tree in sorted path order without following symlinks and skipping ``.git``.
-* ``run_blocking`` runs a walk in a worker thread and tells it to stop when the call is cancelled.
 """
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import os
 import stat
@@ -16,11 +14,9 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Literal, TypeVar
+from typing import BinaryIO, Literal
 
 from openheim.errors import ToolError
-
-T = TypeVar("T")
 
 BINARY_PROBE = 8192
 SKIP_NAMES = frozenset({".git"})
@@ -130,12 +126,3 @@ def _kind(entry: os.DirEntry[str]) -> EntryKind:
         return "file" if entry.is_file(follow_symlinks=False) else "other"
     except OSError:
         return "other"
-
-
-async def run_blocking(fn: Callable[[threading.Event], T]) -> T:
-    """Run ``fn(stop)`` in a worker thread; ``stop`` is set when the caller is cancelled."""
-    stop = threading.Event()
-    try:
-        return await asyncio.to_thread(fn, stop)
-    finally:
-        stop.set()
