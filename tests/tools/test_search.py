@@ -193,3 +193,11 @@ async def test_lines_over_a_mebibyte_are_counted(ctx: ToolContext, work: Path) -
     write(work, {"min.js": "x" * (1024 * 1024 + 1) + "\nneedle\n"})
     text = await ok(search, ctx, pattern="needle|x")
     assert text.splitlines() == ["min.js:2: needle", "[skipped 1 line over 1 MiB]"]
+
+
+@pytest.mark.filterwarnings("ignore:Possible nested set:FutureWarning")  # pathspec on [[:alpha:]]
+async def test_invalid_gitignore_lines_are_skipped(ctx: ToolContext, work: Path) -> None:
+    write(
+        work, {".gitignore": "[z-a]\n*.log\nx\\\n[[:alpha:]]\n", "a.log": "hit\n", "b.txt": "hit\n"}
+    )
+    assert await ok(search, ctx, pattern="hit") == "b.txt:1: hit"

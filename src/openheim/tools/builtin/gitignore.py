@@ -3,7 +3,8 @@
 Every ``.gitignore`` from the work dir down applies to the paths below its folder, and a deeper
 file takes precedence over a shallower one (so a nested ``!keep.log`` re-includes what the root
 file excluded). The files belong to the project, so their patterns are matched with RE2
-(pathspec's ``re2`` backend): a line such as ``*a*a*a*a*a*a*b`` cannot make a walk hang.
+(pathspec's ``re2`` backend): a line such as ``*a*a*a*a*a*a*b`` cannot make a walk hang. A
+line that is not a valid pattern (``[z-a]``, a trailing backslash) is skipped, as git does.
 """
 
 from __future__ import annotations
@@ -33,9 +34,11 @@ class GitIgnores:
             lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
         except OSError:
             return
-        import pathspec  # only once a .gitignore exists: importing it costs start-up time
-
-        self._specs[folder] = pathspec.GitIgnoreSpec.from_lines(lines, backend="re2")
+        try:
+            spec = _spec(lines)
+        except Exception:  # pathspec raises a different type per backend and per problem
+            spec = _spec([line for line in lines if _valid(line)])
+        self._specs[folder] = spec
 
     def ignored(self, parts: tuple[str, ...], is_dir: bool) -> bool:
         """Whether git would ignore ``parts``; the deepest ``.gitignore`` with a verdict wins."""
@@ -50,6 +53,21 @@ class GitIgnores:
             if verdict is not None:
                 return bool(verdict)
         return False
+
+
+def _spec(lines: list[str]) -> pathspec.GitIgnoreSpec:
+    import pathspec  # only once a .gitignore exists: importing it costs start-up time
+
+    return pathspec.GitIgnoreSpec.from_lines(lines, backend="re2")
+
+
+def _valid(line: str) -> bool:
+    """Whether one line compiles; git skips a line that is not a valid pattern, and so do we."""
+    try:
+        _spec([line])
+    except Exception:
+        return False
+    return True
 
 
 def ignores_for(root: Path, base_parts: tuple[str, ...]) -> GitIgnores:
