@@ -4,8 +4,9 @@ A turn is one prompt with ten tool rounds (a read-only tool, approval mode ``aut
 provider. The library run awaits ``AgentSession.prompt()``; the ACP run sends ``session/prompt``
 to ``serve_acp`` over a loopback socket pair, driven by the official SDK's client, which also
 receives every ``session/update``. Both run in this process on the same runtime, so the
-difference is the protocol: JSON-RPC framing, pydantic models, the notifications. Prints median
-and p90 per turn and the ratio.
+difference is the protocol: JSON-RPC framing, pydantic models, the notifications. Library and
+ACP turns alternate (A B A B ...) on one session each, so a machine that gets busier or quieter
+during the run affects both alike. Prints median and p90 per turn and the ratio.
 
     .venv/bin/python bench/acp_turn.py [--repeats 40]
 """
@@ -25,7 +26,7 @@ from acp import PROTOCOL_VERSION, connect_to_agent
 from acp.helpers import text_block
 
 from openheim.acp.server import serve_acp
-from openheim.api import Runtime
+from openheim.api import AgentSession, Runtime
 from openheim.testing import Reply, ScriptedProvider, tool_call
 from openheim.tools.base import ToolKind
 from openheim.tools.decorator import tool
@@ -66,38 +67,42 @@ class QuietClient:
         return None
 
 
-async def library_turns(runtime: Runtime, script: Script, repeats: int) -> list[float]:
-    session = await runtime.new_session()
-    times = []
-    for _ in range(repeats):
-        script.refill()
-        start = time.perf_counter()
-        result = await session.prompt("go")
-        times.append(time.perf_counter() - start)
-        assert result.stop_reason == "end_turn"
-    await session.close()
-    return times
+async def library_turn(session: AgentSession, script: Script) -> float:
+    """Seconds for one turn through the library."""
+    script.refill()
+    start = time.perf_counter()
+    result = await session.prompt("go")
+    elapsed = time.perf_counter() - start
+    assert result.stop_reason == "end_turn"
+    return elapsed
 
 
-async def acp_turns(runtime: Runtime, script: Script, repeats: int, work: Path) -> list[float]:
-    agent_sock, client_sock = socket.socketpair()
-    reader, writer = await asyncio.open_connection(sock=agent_sock)
-    server = asyncio.create_task(serve_acp(reader, writer, runtime))
-    c_reader, c_writer = await asyncio.open_connection(sock=client_sock)
-    client = QuietClient()
-    conn = connect_to_agent(client, c_writer, c_reader, use_unstable_protocol=True)  # type: ignore[arg-type]
-    await conn.initialize(protocol_version=PROTOCOL_VERSION)
-    sid = (await conn.new_session(cwd=str(work))).session_id
-    times = []
-    for _ in range(repeats):
+class AcpSession:
+    """A session over ACP: ``serve_acp`` on one end of a socket pair, the SDK's client on the
+    other."""
+
+    async def open(self, runtime: Runtime, work: Path) -> None:
+        agent_sock, client_sock = socket.socketpair()
+        reader, writer = await asyncio.open_connection(sock=agent_sock)
+        self.server = asyncio.create_task(serve_acp(reader, writer, runtime))
+        c_reader, self.c_writer = await asyncio.open_connection(sock=client_sock)
+        client: Any = QuietClient()  # a partial Client: it answers only what a turn sends
+        self.conn = connect_to_agent(client, self.c_writer, c_reader, use_unstable_protocol=True)
+        await self.conn.initialize(protocol_version=PROTOCOL_VERSION)
+        self.sid = (await self.conn.new_session(cwd=str(work))).session_id
+
+    async def turn(self, script: Script) -> float:
+        """Seconds for one turn over ACP."""
         script.refill()
         start = time.perf_counter()
-        response = await conn.prompt(session_id=sid, prompt=[text_block("go")])
-        times.append(time.perf_counter() - start)
+        response = await self.conn.prompt(session_id=self.sid, prompt=[text_block("go")])
+        elapsed = time.perf_counter() - start
         assert response.stop_reason == "end_turn"
-    c_writer.close()
-    await asyncio.wait_for(server, 30)
-    return times
+        return elapsed
+
+    async def close(self) -> None:
+        self.c_writer.close()
+        await asyncio.wait_for(self.server, 30)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -120,9 +125,19 @@ async def main(repeats: int) -> None:
             max_iterations=ROUNDS + 1,
             save_sessions=False,
         )
-        await library_turns(runtime, script, 3)  # warm up imports and caches
-        lib = [t * 1e3 for t in await library_turns(runtime, script, repeats)]
-        acp = [t * 1e3 for t in await acp_turns(runtime, script, repeats, work)]
+        session = await runtime.new_session()
+        over_acp = AcpSession()
+        await over_acp.open(runtime, work)
+        for _ in range(3):  # warm up imports and caches
+            await library_turn(session, script)
+            await over_acp.turn(script)
+        lib: list[float] = []
+        acp: list[float] = []
+        for _ in range(repeats):  # alternated: A B A B
+            lib.append(await library_turn(session, script) * 1e3)
+            acp.append(await over_acp.turn(script) * 1e3)
+        await over_acp.close()
+        await session.close()
     med_lib, med_acp = statistics.median(lib), statistics.median(acp)
     print(f"one prompt turn with {ROUNDS} tool rounds ({repeats} turns each)")
     print(f"  library : median {med_lib:7.2f} ms   p90 {percentile(lib, 0.9):7.2f} ms")

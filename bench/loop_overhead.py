@@ -2,7 +2,9 @@
 
 The baseline in the same run drives the same scripted provider and the same tool directly, with
 no agent loop around them, so the difference is what the loop itself costs (event hand-over,
-argument validation, approval, history). Prints median and p90 per iteration, in microseconds.
+argument validation, approval, history). Loop and baseline runs alternate (A B A B ...), so a
+machine that gets busier or quieter during the run affects both alike. Prints median and p90 per
+iteration, in microseconds.
 
     .venv/bin/python bench/loop_overhead.py [--repeats 30]
 """
@@ -55,6 +57,9 @@ class TimedProvider:
             self.seconds += time.perf_counter() - start
             yield item
 
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
 
 def script() -> list[Reply]:
     steps = [Reply(tool_calls=[tool_call("noop", {"n": i})]) for i in range(ITERATIONS - 1)]
@@ -94,8 +99,11 @@ def percentile(values: list[float], q: float) -> float:
 async def main(repeats: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ctx = ToolContext(PathSandbox(tmp), Path(tmp).resolve())
-        loop_us = [await one_loop_run(ctx) * 1e6 for _ in range(repeats)]
-        base_us = [await one_baseline_run(ctx) * 1e6 for _ in range(repeats)]
+        loop_us: list[float] = []
+        base_us: list[float] = []
+        for _ in range(repeats):  # alternated: A B A B
+            loop_us.append(await one_loop_run(ctx) * 1e6)
+            base_us.append(await one_baseline_run(ctx) * 1e6)
     med, base = statistics.median(loop_us), statistics.median(base_us)
     print(f"loop overhead per iteration ({ITERATIONS}-iteration tool loop, {repeats} runs)")
     print(f"  agent loop : median {med:8.1f} us   p90 {percentile(loop_us, 0.9):8.1f} us")

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from openheim.tools.base import ToolContext
-from openheim.tools.builtin.fs import Entry, looks_binary, open_regular, walk
+from openheim.tools.builtin.fs import Entry, looks_binary, open_regular_at, walk
 from openheim.tools.builtin.gitignore import ignores_for
 from openheim.tools.builtin.listing import MAX_MATCHES as MAX_GLOB
 from openheim.tools.builtin.listing import glob as glob_tool
@@ -81,7 +81,8 @@ def make_tree(root: Path, files: int) -> None:
 def old_search(ctx: ToolContext, pattern: str, ignore_case: bool) -> str:
     """The search as it was: Python's ``re`` on each decoded line."""
     regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-    ignores = ignores_for(ctx.sandbox.root, ())
+    sandbox = ctx.sandbox
+    ignores = ignores_for(sandbox, ())
     matches: list[str] = []
 
     def descend(entry: Entry) -> bool:
@@ -90,10 +91,10 @@ def old_search(ctx: ToolContext, pattern: str, ignore_case: bool) -> str:
         ignores.load(entry.rel)
         return True
 
-    for entry in walk(ctx.sandbox.root, descend=descend):
+    for entry in walk(sandbox, sandbox.root, descend=descend):
         if entry.kind != "file" or ignores.ignored(entry.rel, False):
             continue
-        with open_regular(entry.path) as fh:
+        with open_regular_at(entry.folder, entry.name) as fh:
             if looks_binary(fh.read(8192)):
                 continue
             fh.seek(0)
@@ -157,7 +158,8 @@ async def bench_search(ctx: ToolContext, repeats: int) -> None:
 def old_glob(ctx: ToolContext, glob: ReferenceGlob) -> str:
     """The glob tool's walk as it was, matching with the backtracking ``re`` translation."""
     found: list[str] = []
-    for entry in walk(ctx.sandbox.root, descend=lambda e: glob.may_contain(e.rel)):
+    sandbox = ctx.sandbox
+    for entry in walk(sandbox, sandbox.root, descend=lambda e: glob.may_contain(e.rel)):
         if entry.kind != "dir" and glob.matches(entry.rel):
             if len(found) == MAX_GLOB:
                 note = "narrow the pattern or set path to a subfolder"
@@ -184,7 +186,7 @@ async def bench_glob_tool(ctx: ToolContext, repeats: int) -> None:
 
 
 async def bench_globs(root: Path, repeats: int) -> None:
-    paths = [e.rel for e in walk(root) if e.kind == "file"]
+    paths = [e.rel for e in walk(PathSandbox(root), root) if e.kind == "file"]
     for text in GLOBS:
         new, old = GlobPattern(text), ReferenceGlob(GlobPattern(text).segments)
 

@@ -1,12 +1,15 @@
-"""Start-up and one-shot wall time, measured with hyperfine against a baseline in the same run.
+"""Start-up and one-shot wall time, against a baseline measured in the same run.
 
 (a) ``openheim --version`` beside ``python -c pass`` (target: at most 60 ms);
 (b) ``openheim run "hi"`` against a FakeLLMServer on loopback that answers instantly
     (target: at most 150 ms).
 
-Prints median and p90 of each command and its ratio to the ``python -c pass`` baseline.
+Prints median and p90 of each command and its ratio to the ``python -c pass`` baseline. With
+hyperfine on PATH it does the timing; without it, each command runs as a subprocess timed with
+``time.perf_counter``, the commands taking turns (A B C A B C ...) after three warm-up rounds
+(the times then include starting a process from Python, for the baseline too).
 
-    .venv/bin/python bench/startup.py [--runs 30]     # needs hyperfine on PATH
+    .venv/bin/python bench/startup.py [--runs 30] [--no-hyperfine]
 """
 
 from __future__ import annotations
@@ -20,11 +23,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+from subprocess import DEVNULL
 
 from openheim.testing import FakeLLMServer
 
 TARGETS_MS = {"openheim --version": 60.0, "openheim run": 150.0}
+WARMUP = 3
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -33,25 +39,36 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def hyperfine(
-    commands: dict[str, str], runs: int, env: dict[str, str], out: Path
+    commands: dict[str, list[str]], runs: int, env: dict[str, str], out: Path
 ) -> dict[str, list[float]]:
-    args = ["hyperfine", "--style", "none", "--warmup", "3", "--runs", str(runs), "-N"]
+    args = ["hyperfine", "--style", "none", "--warmup", str(WARMUP), "--runs", str(runs), "-N"]
     args += ["--export-json", str(out)]
-    for name, command in commands.items():
-        args += ["--command-name", name, command]
+    for name, argv in commands.items():
+        args += ["--command-name", name, shlex.join(argv)]
     subprocess.run(args, check=True, env=env, stdout=subprocess.DEVNULL)
     results = json.loads(out.read_text())["results"]
     return {r["command"]: [t * 1000 for t in r["times"]] for r in results}
 
 
-def main(runs: int) -> int:
-    if shutil.which("hyperfine") is None:
-        print(
-            "hyperfine is not installed (Debian/Ubuntu: apt-get install hyperfine)", file=sys.stderr
-        )
-        return 2
-    bindir = Path(sys.executable).parent
-    python, openheim = shlex.quote(sys.executable), shlex.quote(str(bindir / "openheim"))
+def perf_counter_runs(
+    commands: dict[str, list[str]], runs: int, env: dict[str, str]
+) -> dict[str, list[float]]:
+    """Milliseconds per run of each command, the commands taking turns, warm-up rounds left
+    out."""
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for round_number in range(WARMUP + runs):
+        for name, argv in commands.items():
+            start = time.perf_counter()
+            subprocess.run(argv, check=True, env=env, stdout=DEVNULL, stderr=DEVNULL)
+            elapsed = (time.perf_counter() - start) * 1000
+            if round_number >= WARMUP:
+                times[name].append(elapsed)
+    return times
+
+
+def main(runs: int, use_hyperfine: bool) -> int:
+    use_hyperfine = use_hyperfine and shutil.which("hyperfine") is not None
+    openheim = str(Path(sys.executable).parent / "openheim")
     with tempfile.TemporaryDirectory() as tmp, FakeLLMServer(default="ok") as server:
         home = Path(tmp) / "home"
         home.mkdir()
@@ -61,12 +78,17 @@ def main(runs: int) -> int:
         )
         env = {**os.environ, "OPENHEIM_HOME": str(home)}
         commands = {
-            "python -c pass": f"{python} -c pass",
-            "openheim --version": f"{openheim} --version",
-            "openheim run": f"{openheim} run hi",
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "openheim --version": [openheim, "--version"],
+            "openheim run": [openheim, "run", "hi"],
         }
-        times = hyperfine(commands, runs, env, Path(tmp) / "out.json")
+        if use_hyperfine:
+            times = hyperfine(commands, runs, env, Path(tmp) / "out.json")
+        else:
+            times = perf_counter_runs(commands, runs, env)
     base = statistics.median(times["python -c pass"])
+    method = "hyperfine" if use_hyperfine else "time.perf_counter around subprocess.run"
+    print(f"{runs} runs each, timed with {method}")
     print(f"{'command':<22}{'median ms':>11}{'p90 ms':>9}{'vs python':>11}{'target ms':>11}")
     for name, values in times.items():
         med = statistics.median(values)
@@ -79,4 +101,10 @@ def main(runs: int) -> int:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=30)
-    sys.exit(main(parser.parse_args().runs))
+    parser.add_argument(
+        "--no-hyperfine",
+        action="store_true",
+        help="time with perf_counter even if hyperfine is there",
+    )
+    arguments = parser.parse_args()
+    sys.exit(main(arguments.runs, not arguments.no_hyperfine))

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import os
 import pty
+import re
 import select
+import shlex
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -23,32 +26,61 @@ def write(name: str, content: str = "hello\n") -> FakeReply:
     return FakeReply(tool_calls=[FakeToolCall("write_file", {"path": name, "content": content})])
 
 
+CONTROLLING_TERMINAL = (
+    "import fcntl, os, sys, termios; "
+    "fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
+    "os.execv(sys.executable, [sys.executable, '-m', 'openheim', *sys.argv[1:]])"
+)
+"""Run in the child: make its stdin (the pty) its controlling terminal, then become openheim."""
+
+
 def run_in_pty(args: list[str], env: dict[str, str], cwd: Path, answers: list[str]) -> Any:
-    """Run openheim with a pseudo-terminal as its controlling terminal; answer each prompt."""
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: the pty is now its controlling terminal and stdio
-        os.chdir(cwd)
-        os.execve(sys.executable, [sys.executable, "-m", "openheim", *args], env)
+    """Run openheim with a pseudo-terminal as its controlling terminal; answer each prompt.
+
+    The child is started by ``subprocess`` in a new session (no ``fork()`` of this process,
+    which has threads: the fake server's), and takes the pty as its terminal before it execs.
+    """
+    master, slave = pty.openpty()
+    child = subprocess.Popen(
+        [sys.executable, "-c", CONTROLLING_TERMINAL, *args],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
+    )
+    os.close(slave)
+    try:
+        output, asked = _converse(master, answers)
+        return child.wait(timeout=60), output.decode(errors="replace"), asked
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(timeout=10)
+        os.close(master)
+
+
+def _converse(master: int, answers: list[str]) -> tuple[bytes, int]:
+    """Read the terminal until the child closes it, answering each approval prompt."""
     output = b""
     asked = 0
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 5)
+        ready, _, _ = select.select([master], [], [], 5)
         if not ready:
             continue
         try:
-            data = os.read(fd, 4096)
+            data = os.read(master, 4096)
         except OSError:  # EIO: the child closed the terminal
             break
         if not data:
             break
         output += data
         if output.count(PROMPT_END) > asked:
-            os.write(fd, answers[asked].encode() + b"\n")
+            os.write(master, answers[asked].encode() + b"\n")
             asked += 1
-    _, status = os.waitpid(pid, 0)
-    os.close(fd)
-    return os.waitstatus_to_exitcode(status), output.decode(errors="replace"), asked
+    return output, asked
 
 
 def test_headless_ask_denies_at_once_with_its_exit_code(home: Path, work: Path) -> None:
@@ -98,6 +130,9 @@ def test_the_terminal_is_asked(
 
 def test_always_is_remembered(home: Path, work: Path) -> None:
     replies: list[Any] = [write("a.txt"), write("b.txt", "second\n"), "done"]
+    own = "# the project's rules, by hand\n[rules]\ndeny = ['command \"git push\"']  # never\n"
+    (work / ".openheim").mkdir()
+    (work / ".openheim" / "permissions.toml").write_text(own)
     with FakeLLMServer(replies) as server:
         configure(home, server)
         args = ["run", "--remember", "write both"]
@@ -107,6 +142,7 @@ def test_always_is_remembered(home: Path, work: Path) -> None:
     assert (work / "b.txt").read_text() == "second\n"
     saved = (work / ".openheim" / "permissions.toml").read_text()
     assert "write_file" in saved and "openheim trust" in output
+    assert saved.startswith(own.removesuffix("\n"))  # the file's own comments are kept
     assert openheim("trust", home=home, cwd=work).returncode == 0
     check = openheim(
         "permissions",
@@ -151,22 +187,104 @@ def test_untrusted_project_cannot_loosen_approval(home: Path, work: Path) -> Non
     assert not (work / "a.txt").exists()
 
 
-def test_applying_a_staged_change_is_its_approval_headless(home: Path, work: Path) -> None:
-    import re
+def staged_config(home: Path) -> None:
+    text = (home / "config.toml").read_text()
+    (home / "config.toml").write_text('file_changes = "staged"\n' + text)
 
-    def apply(request: Any) -> FakeReply:
-        token = re.search(r"chg_[0-9a-f]+", request.last_tool_result or "")
-        assert token, request.last_tool_result
-        return FakeReply(tool_calls=[FakeToolCall("apply_file_change", {"token": token[0]})])
 
-    preview = FakeToolCall("preview_write_file", {"path": "a.txt", "content": "staged\n"})
-    direct = FakeToolCall("write_file", {"path": "b.txt", "content": "x"})
-    replies: list[Any] = [FakeReply(tool_calls=[preview]), apply, "done"]
-    with FakeLLMServer(replies) as server:
+def apply_token(request: Any) -> FakeReply:
+    token = re.search(r"chg_[0-9a-f]+", request.last_tool_result or "")
+    assert token, request.last_tool_result
+    return FakeReply(tool_calls=[FakeToolCall("apply_file_change", {"token": token[0]})])
+
+
+def preview_and_apply(*paths: str) -> list[Any]:
+    steps: list[Any] = []
+    for path in paths:
+        call = FakeToolCall("preview_write_file", {"path": path, "content": "staged\n"})
+        steps += [FakeReply(tool_calls=[call]), apply_token]
+    return [*steps, "done"]
+
+
+PLANTED = (".openheim/permissions.toml", ".git/hooks/post-checkout", "a.txt")
+
+
+def test_a_staged_change_is_not_applied_headless_in_ask_mode(home: Path, work: Path) -> None:
+    with FakeLLMServer(preview_and_apply(*PLANTED)) as server:
         configure(home, server)
-        text = (home / "config.toml").read_text()
-        (home / "config.toml").write_text('file_changes = "staged"\n' + text)
+        staged_config(home)
         result = openheim("run", "stage it", home=home, cwd=work)
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 6, result.stderr
+    assert [p for p in PLANTED if (work / p).exists()] == []
+    names = {t["function"]["name"] for t in server.requests[0].body["tools"]}
+    assert "write_file" not in names and "apply_file_change" in names
+    assert 'allow path "a.txt"' in result.stderr
+
+
+def test_auto_mode_applies_staged_changes_except_to_protected_paths(home: Path, work: Path) -> None:
+    with FakeLLMServer(preview_and_apply(*PLANTED)) as server:
+        configure(home, server)
+        staged_config(home)
+        result = openheim("run", "--approve", "auto", "stage it", home=home, cwd=work)
+    assert result.returncode == 6, result.stderr
     assert (work / "a.txt").read_text() == "staged\n"
-    assert direct.name not in {t["function"]["name"] for t in server.requests[0].body["tools"]}
+    assert not (work / ".openheim").exists() and not (work / ".git").exists()
+
+
+def test_the_terminal_is_asked_before_a_staged_change_is_applied(home: Path, work: Path) -> None:
+    with FakeLLMServer(preview_and_apply("a.txt"), default="done") as server:
+        configure(home, server)
+        staged_config(home)
+        status, output, asked = run_in_pty(["run", "stage it"], env_for(home), work, ["y"])
+    assert status == 0, output
+    assert asked == 1 and "openheim wants to run apply_file_change" in output
+    assert "+staged" in output  # the staged diff is shown
+    assert (work / "a.txt").read_text() == "staged\n"
+
+
+def test_auto_mode_asks_before_changing_git_config(home: Path, work: Path) -> None:
+    """Shell off, auto mode: edit_file on .git/config would set core.fsmonitor, which runs at
+    the next git status. Headless it is refused; the rule named in the refusal allows it."""
+    (work / ".git").mkdir()
+    (work / ".git/config").write_text("[core]\n\tbare = false\n")
+    args = {"path": ".git/config", "old_string": "bare = false", "new_string": "fsmonitor = x"}
+    edit = FakeReply(tool_calls=[FakeToolCall("edit_file", args)])
+    with FakeLLMServer([edit, "done", edit, "done"]) as server:
+        configure(home, server)
+        refused = openheim("run", "--approve", "auto", "edit", home=home, cwd=work)
+        assert refused.returncode == 6, refused.stderr
+        assert (work / ".git/config").read_text() == "[core]\n\tbare = false\n"
+        command = "openheim permissions add 'allow path \".git/config\"'"
+        assert f"  {command}\n" in refused.stderr
+        added = openheim(*shlex.split(command)[1:], home=home, cwd=work)
+        assert added.returncode == 0, added.stderr
+        allowed = openheim("run", "--approve", "auto", "edit", home=home, cwd=work)
+    assert allowed.returncode == 0, allowed.stderr
+    assert "fsmonitor = x" in (work / ".git/config").read_text()
+
+
+def test_a_headless_refusal_says_how_to_proceed(home: Path, work: Path) -> None:
+    with FakeLLMServer([write("a.txt"), "I wrote a.txt", write("a.txt"), "ok"]) as server:
+        configure(home, server)
+        refused = openheim("run", "write a.txt", home=home, cwd=work)
+        told = next(m for m in server.requests[1].messages if m.get("role") == "tool")
+        lines = refused.stderr.splitlines()
+        assert refused.returncode == 6
+        assert "denied: denied" not in refused.stderr
+        assert "  ✗ write_file: denied: write_file needs approval (the approval mode is ask" in (
+            refused.stderr
+        )
+        rule = "openheim permissions add 'allow path \"a.txt\"'"
+        for way in ("in a terminal", "--approve auto", rule):
+            assert way in told["content"] and way in refused.stderr, way
+        assert lines[-2] == f"  {rule}"
+        assert lines[-1] == (
+            "openheim: 1 tool call was denied; the answer above may describe work that was refused"
+        )
+        assert refused.stderr.count("--approve auto") == 1  # once at exit, not per call
+        added = openheim(*shlex.split(rule)[1:], home=home, cwd=work)
+        assert added.returncode == 0
+        allowed = openheim("run", "write a.txt", home=home, cwd=work)
+    assert allowed.returncode == 0, allowed.stderr
+    assert (work / "a.txt").read_text() == "hello\n"
+    assert "may describe work" not in allowed.stderr

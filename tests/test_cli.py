@@ -212,6 +212,29 @@ def test_tools_flag_selects_tools(home: Path, work: Path) -> None:
     assert names == ["read_file", "glob"]
 
 
+@pytest.mark.parametrize("flag", ["read,glob", "read_*,nothing_*"])
+def test_tools_pattern_matching_no_tool_is_a_usage_error(home: Path, work: Path, flag: str) -> None:
+    with FakeLLMServer(["ok"]) as server:
+        configure(home, server)
+        result = openheim("run", "--tools", flag, "hi", home=home, cwd=work)
+    assert result.returncode == 2
+    assert server.requests == []
+    wrong = flag.split(",")[0 if flag.startswith("read,") else 1]
+    assert f"--tools {wrong} matches no tool" in result.stderr
+    assert "read_file" in result.stderr and "glob" in result.stderr  # the available tools
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+
+
+def test_missing_system_md_is_warned_about_on_the_first_run_only(home: Path, work: Path) -> None:
+    with FakeLLMServer(["one", "two"]) as server:
+        configure(home, server)
+        first = openheim("run", "--no-session", "hi", home=home, cwd=work)
+        second = openheim("run", "--no-session", "hi", home=home, cwd=work)
+    assert first.returncode == second.returncode == 0, first.stderr + second.stderr
+    assert f"{home / 'system.md'} is missing" in first.stderr
+    assert "system.md" not in second.stderr
+
+
 def test_allow_shell_offers_the_shell(home: Path, work: Path) -> None:
     with FakeLLMServer(["ok"]) as server:
         configure(home, server)

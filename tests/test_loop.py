@@ -417,6 +417,23 @@ async def test_closing_the_stream_cancels_the_run(ctx: ToolContext) -> None:
     assert isinstance(last, ToolResultBlock) and last.content == CANCELLED_RESULT
 
 
+async def test_a_cancel_while_the_closing_events_are_read_still_ends_with_finished(
+    ctx: ToolContext,
+) -> None:
+    """The closing events carry no cancellation point: a cancel that arrives while the consumer
+    handles the turn's cost cannot turn the end of the stream into a CancelledError."""
+    cancel = asyncio.Event()
+    events: list[Event] = []
+    run = make_agent(ScriptedProvider(["done"]), ctx).run([Message.user("hi")], cancel=cancel)
+    async for event in run:
+        events.append(event)
+        if isinstance(event, CostUpdate):
+            cancel.set()
+            for _ in range(5):  # let the cancel reach the run's task
+                await asyncio.sleep(0)
+    assert (finished(events).stop_reason, finished(events).text) == ("end_turn", "done")
+
+
 async def test_provider_errors_propagate(ctx: ToolContext) -> None:
     provider = ScriptedProvider([ProviderHTTPError("server exploded", status=500)])
     with pytest.raises(ProviderHTTPError, match="server exploded"):

@@ -10,8 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from openheim import prompt as prompt_module
+from openheim.config.trust import set_trust
 from openheim.errors import ConfigError
-from openheim.prompt import DEFAULT_IDENTITY, PromptBuilder, find_project_instructions
+from openheim.prompt import (
+    DEFAULT_IDENTITY,
+    IDENTITY_WARNED,
+    PromptBuilder,
+    find_project_instructions,
+)
 from openheim.prompt import search_folders as folders_of
 from openheim.skills import SkillsManager
 
@@ -53,6 +60,7 @@ def builder(
 
 def test_sections_come_in_a_stable_order(data_dir: Path, repo: Path) -> None:
     write(repo / "AGENTS.md", "Run make test.")
+    set_trust(repo, data_dir)
     write(data_dir / "skills" / "listed.md", "A listed skill")
     write(data_dir / "skills" / "active.md", "---\ndescription: Active one\n---\nActive body")
     skills = SkillsManager(data_dir, repo, True)
@@ -107,6 +115,24 @@ def test_missing_system_md_gives_the_default_and_one_warning(
     assert len(caplog.records) == 1
     assert str(empty_home / "system.md") in caplog.records[0].getMessage()
     assert "missing" in caplog.records[0].getMessage()
+
+
+def test_missing_system_md_is_warned_about_once_per_data_dir(
+    tmp_path: Path, repo: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A marker in the data directory keeps the warning from repeating in later processes."""
+    first_dir, other_dir = tmp_path / "one", tmp_path / "two"
+    first_dir.mkdir()
+    other_dir.mkdir()
+    with caplog.at_level(logging.WARNING, logger="openheim.prompt"):
+        builder(first_dir, repo).build()
+        monkeypatch.setattr(prompt_module, "_WARNED", set())  # as if in a new process
+        assert DEFAULT_IDENTITY in builder(first_dir, repo).build()
+        builder(other_dir, repo).build()
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 2
+    assert str(first_dir / "system.md") in warned[0] and str(other_dir) in warned[1]
+    assert (first_dir / IDENTITY_WARNED).is_file() and (other_dir / IDENTITY_WARNED).is_file()
 
 
 def test_an_empty_system_md_also_gives_the_default(data_dir: Path, repo: Path) -> None:
@@ -193,3 +219,36 @@ def test_an_unknown_active_skill_fails_at_construction(data_dir: Path, repo: Pat
     write(data_dir / "skills" / "real.md", "Real")
     with pytest.raises(ConfigError, match=r"unknown skill 'nope' \(available: real\)"):
         builder(data_dir, repo, skills=SkillsManager(data_dir, repo, True), active_skills=["nope"])
+
+
+UNTRUSTED_INSTRUCTIONS = "from a folder the user has not trusted"
+
+
+def test_instructions_of_an_untrusted_folder_are_marked(data_dir: Path, repo: Path) -> None:
+    write(repo / "AGENTS.md", "Always push to origin.")
+    text = builder(data_dir, repo / "pkg").build()
+    header = f"## Project instructions ({repo / 'AGENTS.md'}, untrusted folder)"
+    assert header in text and UNTRUSTED_INSTRUCTIONS in text
+    assert text.index(UNTRUSTED_INSTRUCTIONS) < text.index("Always push to origin.")
+
+
+@pytest.mark.parametrize("name", ["AGENTS.md", "CODE.md", "CLAUDE.md"])
+def test_instructions_of_a_trusted_folder_are_not_marked(
+    data_dir: Path, repo: Path, name: str
+) -> None:
+    write(repo / name, "Run make test.")
+    set_trust(repo, data_dir)
+    text = builder(data_dir, repo).build()
+    assert f"## Project instructions ({repo / name})\n\nRun make test." in text
+    assert UNTRUSTED_INSTRUCTIONS not in text
+
+
+def test_an_active_untrusted_project_skill_is_marked(data_dir: Path, repo: Path) -> None:
+    write(repo / ".openheim" / "skills" / "theirs.md", "Theirs to follow")
+    write(data_dir / "skills" / "mine.md", "Mine to follow")
+    skills = SkillsManager(data_dir, repo, False)
+    text = builder(data_dir, repo, skills=skills, active_skills=["theirs", "mine"]).build()
+    assert "## Skill: theirs (untrusted project skill)\n\n" in text
+    assert "## Skill: mine\n\nMine to follow" in text
+    theirs = text[text.index("## Skill: theirs") : text.index("## Skill: mine")]
+    assert "has not trusted" in theirs and theirs.rstrip().endswith("Theirs to follow")

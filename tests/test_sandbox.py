@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from openheim.errors import SandboxError
+from openheim.tools.pathwalk import MAX_HOPS
 from openheim.tools.sandbox import PathSandbox
 
 
@@ -176,3 +177,70 @@ def test_a_name_too_long_is_a_sandbox_error(tmp_path: Path) -> None:
     box = PathSandbox(tmp_path)
     with pytest.raises(SandboxError, match="cannot be used"):
         box.resolve("x" * 300 + "/y", tmp_path.resolve())
+
+
+def test_links_resolve_like_the_kernel_while_they_stay_inside(box: PathSandbox, work: Path) -> None:
+    (work / "a" / "b" / "c").mkdir(parents=True)
+    (work / "a" / "b" / "c" / "f.txt").write_text("f")
+    (work / "sub" / "jump").symlink_to("../a/b")  # relative, climbs then descends
+    (work / "twisty").symlink_to("sub/jump/../b/c/f.txt")  # ".." after a link is physical
+    (work / "abs").symlink_to(work / "a" / "b" / "c")
+    for raw in ("sub/jump/c/f.txt", "twisty", "abs/f.txt", "sub/jump/c/../c/f.txt"):
+        resolved = box.resolve(raw, work)
+        assert resolved == Path(os.path.realpath(work / raw)) == work / "a/b/c/f.txt", raw
+
+
+def test_a_link_that_climbs_above_the_work_dir_is_refused_even_coming_back(
+    box: PathSandbox, work: Path
+) -> None:
+    (work / "round-trip").symlink_to(Path("..") / work.name / "top.txt")
+    (work / "abs-round-trip").symlink_to(f"{work}/../{work.name}/top.txt")
+    for raw in ("round-trip", "abs-round-trip"):
+        with pytest.raises(SandboxError, match="symlink out of the work dir"):
+            box.resolve(raw, work)
+
+
+def test_a_chain_longer_than_the_hop_limit_reads_as_dangling(box: PathSandbox, work: Path) -> None:
+    (work / "l0").symlink_to("top.txt")
+    for i in range(1, MAX_HOPS + 1):
+        (work / f"l{i}").symlink_to(f"l{i - 1}")
+    assert box.resolve(f"l{MAX_HOPS - 1}", work) == work / "top.txt"
+    with pytest.raises(SandboxError, match="dangling"):
+        box.resolve(f"l{MAX_HOPS}", work)
+
+
+def test_an_absolute_link_through_the_given_name_of_the_work_dir(
+    tmp_path: Path, work: Path
+) -> None:
+    link = tmp_path / "link-to-work"
+    link.symlink_to(work)
+    (work / "via-alias").symlink_to(link / "sub" / "file.txt")
+    box = PathSandbox(link)
+    assert box.resolve("via-alias", link) == work / "sub" / "file.txt"
+
+
+def test_parent_and_folder_refuse_any_symlink_on_the_way(box: PathSandbox, work: Path) -> None:
+    (work / "alias").symlink_to("sub")  # resolve() follows it; the use of a resolved path not
+    assert box.resolve("alias/file.txt", work) == work / "sub" / "file.txt"
+    with pytest.raises(SandboxError, match="changed while in use"), box.parent(work / "alias/x"):
+        pass
+    with pytest.raises(SandboxError, match="changed while in use"), box.folder(work / "alias"):
+        pass
+    with box.parent(work / "sub" / "file.txt") as (folder, name):
+        assert name == "file.txt" and os.stat(name, dir_fd=folder).st_size == len("inside")
+    with box.parent(work) as (folder, name):
+        assert name == "."
+    with pytest.raises(SandboxError, match="outside the work dir"), box.parent(Path("/etc/x")):
+        pass
+
+
+def test_parent_makes_missing_folders_only_when_asked(box: PathSandbox, work: Path) -> None:
+    with pytest.raises(FileNotFoundError), box.parent(work / "new" / "deep" / "f"):
+        pass
+    with pytest.raises(NotADirectoryError), box.parent(work / "top.txt" / "x" / "f"):
+        pass
+    with box.parent(work / "new" / "deep" / "f", create=True) as (_, name):
+        assert name == "f"
+    assert (work / "new" / "deep").is_dir()
+    with pytest.raises(NotADirectoryError), box.folder(work / "top.txt"):
+        pass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -208,6 +209,20 @@ def test_killed_while_the_model_streams(home: Path, work: Path, server: FakeLLMS
     assert result.returncode == 0 and "resumed fine" in result.stdout
 
 
+def release_reader(fifo: Path) -> None:
+    """Let a `cat` still reading ``fifo`` finish; the command normally died with openheim, and
+    then there is no reader to release (ENXIO)."""
+    try:
+        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as err:
+        assert err.errno == errno.ENXIO, err
+        return
+    try:
+        os.write(fd, b"done\n")
+    finally:
+        os.close(fd)
+
+
 def test_killed_while_a_tool_blocks(home: Path, work: Path, server: FakeLLMServer) -> None:
     fifo = work / "pipe"
     os.mkfifo(fifo)
@@ -220,8 +235,7 @@ def test_killed_while_a_tool_blocks(home: Path, work: Path, server: FakeLLMServe
         wait_for_reader(fifo)  # the tool is running, blocked on the FIFO
         kill(proc)
     finally:
-        with open(fifo, "w") as writer:  # let the orphaned `cat` finish
-            writer.write("done\n")
+        release_reader(fifo)
     check_integrity(home)
     messages = stored(home, sid)
     assert [m["role"] for m in messages] == ["user", "assistant", "user"]

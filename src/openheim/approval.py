@@ -2,15 +2,19 @@
 
 A gate answers ``Allow``, ``Deny(reason)`` (the reason is shown to the model) or ``Ask``. An
 ``Ask`` is settled by whoever drives the session (a terminal prompt, an ACP client, a callback)
-through a ``Resolver``; with no resolver an ``Ask`` counts as a denial. The core ships the
-allow-all and deny-all gates; the policy engine is another gate behind the same interface.
+through a ``Resolver``; with no resolver an ``Ask`` counts as a denial whose reason says why the
+call needed a person and which rule would let it run. The core ships the allow-all and deny-all
+gates; the policy engine is another gate behind the same interface.
+
+A gate may also have ``learn(request, answer)`` (called for "always" / "never" answers) and
+``answered(request, answer)`` (called for every answer a resolver gave), to remember decisions.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +50,14 @@ class Ask:
     prompt: str = ""
     reasons: tuple[str, ...] = ()
     """Why the call needs a person's decision (risks found), shown to whoever answers."""
+    rules: tuple[str, ...] = ()
+    """Allow rules that together would let this exact call run without asking; empty when no
+    rule can (a risk was found)."""
+    auto_allows: bool = False
+    """Whether ``approval = "auto"`` would run the call: only the mode made the gate ask."""
+    detail: str = ""
+    """More for whoever answers (such as the diff a staged change writes); not part of a
+    refusal."""
 
 
 Verdict: TypeAlias = Allow | Deny | Ask
@@ -57,10 +69,20 @@ class ApprovalGate(Protocol):
     async def check(self, request: ApprovalRequest) -> Verdict: ...
 
 
+@runtime_checkable
 class LearningGate(ApprovalGate, Protocol):
-    """A gate that turns "always" / "never" answers into rules."""
+    """A gate that turns "always" / "never" answers into rules; ``decide`` tells it each such
+    answer."""
 
     def learn(self, request: ApprovalRequest, answer: Allow | Deny) -> None: ...
+
+
+@runtime_checkable
+class AnswerObserver(ApprovalGate, Protocol):
+    """A gate that wants to know every answer a person gave to its questions (the staging gate
+    records an allowed preview); ``decide`` tells it each one."""
+
+    def answered(self, request: ApprovalRequest, answer: Allow | Deny) -> None: ...
 
 
 class AllowAll:
@@ -88,9 +110,19 @@ async def decide(
     if not isinstance(verdict, Ask):
         return verdict
     if resolver is None:
-        return Deny(f"{request.tool} needs approval and there is no one to ask in this session")
+        rules = " and ".join(f"`{rule}`" for rule in verdict.rules)
+        hint = f"; the permission rule {rules} would let it run" if rules else ""
+        return Deny(unanswered(request, verdict) + hint)
     answer = await resolver(request, verdict)
-    learn = getattr(gate, "learn", None)
-    if answer.always and learn is not None:
-        learn(request, answer)
+    if isinstance(gate, AnswerObserver):
+        gate.answered(request, answer)
+    if answer.always and isinstance(gate, LearningGate):
+        gate.learn(request, answer)
     return answer
+
+
+def unanswered(request: ApprovalRequest, ask: Ask) -> str:
+    """One line: ``request`` needed a person's decision, why, and that no one could be asked."""
+    why = "; ".join(ask.reasons) or ask.prompt
+    because = f" ({why})" if why else ""
+    return f"{request.tool} needs approval{because} and there is no one to ask in this session"

@@ -14,7 +14,19 @@ Hierarchy::
     │   ├── ArgumentError          tool arguments do not match the tool's schema
     │   └── SandboxError           a path leaves the work dir, or is otherwise refused
     │       └── UnusablePath       the filesystem cannot even check the path (name too long)
-    └── ScriptError                a scripted test provider was driven off its script
+    ├── SessionNotFound            no stored session has that id (or the prefix matches none, or
+    │                              several)
+    ├── SessionBusy                another prompt holds the session's lease; names its pid, host
+    ├── SessionExists              a restore or import would overwrite a stored session
+    ├── InvalidExport              the text to import is not a session export this version reads
+    ├── SchemaError                the session database was written by a newer openheim
+    └── StoreError                 the session store's backend failed (locked past its timeout,
+                                   disk full, unreadable file)
+    ScriptError                    an ``AssertionError``: a scripted test provider was driven off
+                                   its script
+
+The session store's errors are also importable from ``openheim.store`` (``InvalidExport`` and
+``SchemaError`` from ``openheim.store.export`` and ``openheim.store.schema``).
 
 Errors carry a ``hint`` (how to fix it) apart from the message so surfaces can render both.
 """
@@ -130,6 +142,55 @@ class UnusablePath(SandboxError):
     def __init__(self, raw: str, reason: str) -> None:
         super().__init__(f"path {raw!r} cannot be used: {reason}", hint="use a valid path")
         self.reason = reason
+
+
+class SessionNotFound(OpenheimError):
+    """No session matches the id or prefix."""
+
+    usage_error = True
+
+    def __init__(self, session_id: str, *, hint: str | None = None) -> None:
+        super().__init__(
+            f"no session {session_id!r}",
+            hint=hint or "pass the id (or its first 6+ characters) of a listed session",
+        )
+        self.session_id = session_id
+
+
+class SessionBusy(OpenheimError):
+    """Another prompt is running in this session; ``pid`` and ``host`` name its process."""
+
+    def __init__(self, session_id: str, *, pid: int, host: str) -> None:
+        super().__init__(
+            f"session {session_id} is busy: a prompt is running in process {pid} on {host}",
+            hint="wait for that prompt to finish, or stop that process",
+        )
+        self.session_id = session_id
+        self.pid = pid
+        self.host = host
+
+
+class SessionExists(OpenheimError):
+    """A restore would overwrite a session with the same id."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(
+            f"session {session_id} already exists",
+            hint="delete it first, or import with replace=True",
+        )
+        self.session_id = session_id
+
+
+class InvalidExport(OpenheimError):
+    """The text given to ``import_json`` is not a session export this version can read."""
+
+
+class SchemaError(OpenheimError):
+    """The database was written by a newer openheim than this one."""
+
+
+class StoreError(OpenheimError):
+    """The storage backend failed in a way the caller cannot fix by changing its request."""
 
 
 class ScriptError(AssertionError):

@@ -1,7 +1,8 @@
 """Crash-safe file writes: a temp file in the same folder, flushed, then renamed into place.
 
 A reader sees the old file or the new one, never half of it, and a symlink at the destination is
-replaced, not followed.
+replaced, not followed. ``atomic_write_at`` does the whole job relative to a descriptor of the
+folder, so nothing above that folder is looked up again.
 """
 
 from __future__ import annotations
@@ -14,18 +15,28 @@ from pathlib import Path
 
 
 def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically, keeping an existing regular file's mode.
+    """Replace ``path`` with ``data`` atomically, keeping an existing regular file's mode."""
+    folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        atomic_write_at(folder, path.name, data)
+    finally:
+        os.close(folder)
 
-    A new file gets the usual ``0o666`` minus the umask. The temp file is opened with
-    ``O_EXCL | O_NOFOLLOW`` and renamed over the destination, so a symlink planted at either
-    name is replaced, never written through.
+
+def atomic_write_at(dir_fd: int, name: str, data: bytes) -> None:
+    """Replace ``name`` in the folder ``dir_fd`` with ``data`` atomically.
+
+    An existing regular file's mode is kept; a new file gets the usual ``0o666`` minus the
+    umask. The temp file is opened with ``O_EXCL | O_NOFOLLOW`` and renamed over the
+    destination, both relative to ``dir_fd``, so a symlink planted at either name is replaced,
+    never written through.
     """
     try:
-        st = os.lstat(path)
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         mode: int | None = stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
     except FileNotFoundError:
         mode = None
-    tmp, fd = _create_temp(path)
+    tmp, fd = _create_temp(dir_fd, name)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -33,27 +44,32 @@ def atomic_write(path: Path, data: bytes) -> None:
             if mode is not None:
                 os.fchmod(fh.fileno(), mode)
             os.fsync(fh.fileno())
-        tmp.replace(path)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp, dir_fd=dir_fd)
         raise
-    _sync_dir(path.parent)
+    _sync_dir(dir_fd)
 
 
-def _create_temp(path: Path) -> tuple[Path, int]:
+def _create_temp(dir_fd: int, name: str) -> tuple[str, int]:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     while True:
-        tmp = path.with_name(f".{path.name[:64]}.{secrets.token_hex(6)}.tmp")
+        tmp = f".{name[:64]}.{secrets.token_hex(6)}.tmp"
         try:
-            return tmp, os.open(tmp, flags, 0o666)
+            return tmp, os.open(tmp, flags, 0o666, dir_fd=dir_fd)
         except FileExistsError:
             continue
 
 
-def _sync_dir(folder: Path) -> None:
-    """Make the rename durable; some filesystems cannot fsync a directory, which is fine."""
+def _sync_dir(dir_fd: int) -> None:
+    """Make the rename durable; some filesystems cannot fsync a directory, which is fine.
+
+    The folder is opened again from ``dir_fd`` because that may be an ``O_PATH`` descriptor,
+    which cannot be synced.
+    """
     with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=dir_fd)
         try:
             os.fsync(fd)
         finally:

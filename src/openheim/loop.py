@@ -16,24 +16,24 @@ One run appends to the caller's history list and yields events until exactly one
 * Cancelling (the ``cancel`` event, or closing the generator) stops streaming or kills running
   tools, gives every unanswered call a "cancelled" result so the history stays valid, and ends
   with ``cancelled``.
+
+How events travel from the run's task to the consumer is ``openheim.handover``; how a call is
+bound to its tool and run is ``ToolSet.bind`` and ``BoundCall.run``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
-from collections.abc import AsyncGenerator, Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from openheim.approval import AllowAll, ApprovalGate, ApprovalRequest, Deny, Resolver, decide
 from openheim.child_env import child_env
-from openheim.errors import ProviderProtocolError, ToolError
+from openheim.errors import ProviderProtocolError
 from openheim.events import (
     CostUpdate,
     Event,
-    FileDiff,
     Finished,
     IterationStart,
     Notice,
@@ -43,9 +43,9 @@ from openheim.events import (
     ToolStatus,
     UsageUpdate,
 )
+from openheim.handover import Closing, Handover
 from openheim.messages import (
     FinishReason,
-    ImageBlock,
     Message,
     StopReason,
     TextBlock,
@@ -56,11 +56,9 @@ from openheim.messages import (
 )
 from openheim.providers.base import ModelRequest, ModelResponse, Provider, ToolChoice
 from openheim.secrets import redact
-from openheim.tools.base import Tool, ToolContext, ToolSet, cap_output
+from openheim.tools.base import BoundCall, ToolContext, ToolOutput, ToolSet, run_batched
 from openheim.tools.sandbox import PathSandbox
 from openheim.usage import Meter
-
-log = logging.getLogger(__name__)
 
 LOOP_GUARD_REPEATS = 3
 PIVOT_AFTER_FAILED_ROUNDS = 3
@@ -78,7 +76,6 @@ _FINISH_TO_STOP: dict[FinishReason, StopReason] = {
     "max_tokens": "max_tokens",
     "refusal": "refusal",
 }
-
 
 _BUDGET_STOP: dict[str, StopReason] = {
     "token_budget": "max_tokens",
@@ -121,17 +118,7 @@ class Agent:
         return run_agent(self, history, cancel=cancel, settled=settled)
 
 
-class _Crash:
-    """Carries an exception from the run task to the generator."""
-
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
-
-
-_Item = tuple["Event | _Crash", "asyncio.Future[None] | None"]
-
-
-async def run_agent(
+def run_agent(
     agent: Agent,
     history: list[Message],
     *,
@@ -140,60 +127,20 @@ async def run_agent(
 ) -> AsyncGenerator[Event, None]:
     """Yield the events of one run; the last one is ``Finished``. Provider errors propagate.
 
-    The run works in its own task so that cancelling it never leaves the caller's generator in a
-    broken state. Each event is handed over as a rendezvous: the run goes on only once the
-    consumer asks for the next event, so what a surface shows always matches what has happened
-    (a tool never starts before its ``ToolCall`` was handled) and a slow consumer slows the run
-    instead of queueing without bound.
-    """
-    queue: asyncio.Queue[_Item] = asyncio.Queue()
-    loop = asyncio.get_running_loop()
-
-    async def emit(event: Event) -> None:
-        taken = loop.create_future()
-        queue.put_nowait((event, taken))
-        await taken
-
-    def post(item: Event | _Crash) -> None:
-        queue.put_nowait((item, None))
-
-    run = _Run(agent, history, emit, post)
-    task = asyncio.create_task(run.drive())
-    if settled is not None:  # the history is final, whether or not the consumer reads on
-        task.add_done_callback(lambda _: settled.set())
-    watcher = asyncio.create_task(cancel.wait()) if cancel is not None else None
-    if watcher is not None:
-        watcher.add_done_callback(lambda _: task.cancel())
-    try:
-        while True:
-            item, taken = await queue.get()
-            if isinstance(item, _Crash):
-                raise item.error
-            yield item
-            if isinstance(item, Finished):
-                return
-            if taken is not None and not taken.done():
-                taken.set_result(None)
-    finally:
-        if watcher is not None:
-            watcher.cancel()
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+    The run works in its own task and hands each event over as a rendezvous (see
+    ``openheim.handover``); ``settled`` is set once the history is final."""
+    handover = Handover()
+    run = _Run(agent, history, handover)
+    return handover.run(run.work, run.repair, cancel=cancel, settled=settled)
 
 
 class _Run:
-    def __init__(
-        self,
-        agent: Agent,
-        history: list[Message],
-        emit: Callable[[Event], Awaitable[None]],
-        post: Callable[[Event | _Crash], None],
-    ) -> None:
+    """One run's state: what it has used, what it still owes the history, its guards."""
+
+    def __init__(self, agent: Agent, history: list[Message], handover: Handover) -> None:
         self.agent = agent
         self.history = history
-        self._handover = emit
-        self._post = post
-        self.cancelled = False
+        self.emit = handover.emit
         self.usage = Usage()
         self.turn_cost: float | None = None
         self.denied = 0
@@ -204,30 +151,27 @@ class _Run:
         self.pending: tuple[ToolUseBlock, ...] = ()
         self.results: dict[str, ToolResultBlock] = {}
 
-    async def emit(self, event: Event) -> None:
-        """Hand an event over; once cancelled, just queue it (the consumer may be gone)."""
-        if self.cancelled:
-            self._post(event)
-        else:
-            await self._handover(event)
+    async def work(self) -> Closing:
+        """Run to the end; the closing events: the turn's cost, then ``Finished``."""
+        return self._closing(await self._iterate())
 
-    async def drive(self) -> None:
-        """Run to the end and hand over the last item (``Finished``, or the error to raise)."""
-        try:
-            try:
-                last: Finished | _Crash = await self._iterate()
-            except asyncio.CancelledError:
-                task = asyncio.current_task()
-                if task is not None:
-                    task.uncancel()
-                self.cancelled = True
-                last = await self._repair_after_cancel()
-        except BaseException as err:  # handed to the consumer, which re-raises it
-            last = _Crash(err)
-        if isinstance(last, Finished):
-            meter = self.agent.meter
-            await self.emit(CostUpdate(self.turn_cost, meter.cost, meter.usage))
-        self._post(last)
+    async def repair(self) -> Closing:
+        """After a cancel, leave a valid history behind: keep streamed text, answer every
+        pending call; the closing events as for ``work``."""
+        if self.partial:
+            self.history.append(Message.assistant("".join(self.partial)))
+            self.partial = []
+        if self.pending:
+            for call in self.pending:
+                if call.id not in self.results:
+                    await self._record(call, ToolOutput.failure(CANCELLED_RESULT), "cancelled")
+            self.history.append(tool_results_message(self.results[c.id] for c in self.pending))
+            self.pending, self.results = (), {}
+        return self._closing(self._finish("cancelled", "user_cancelled"))
+
+    def _closing(self, finished: Finished) -> Closing:
+        meter = self.agent.meter
+        return (CostUpdate(self.turn_cost, meter.cost, meter.usage), finished)
 
     def _finish(self, stop: StopReason, reason: str | None = None, text: str = "") -> Finished:
         return Finished(stop, reason, self.usage, text, self.denied)
@@ -268,10 +212,9 @@ class _Run:
         async for item in agent.provider.stream(request):
             if isinstance(item, ModelResponse):
                 response = item
-            elif isinstance(item, TextDelta):
-                self.partial.append(item.text)
-                await self.emit(item)
             else:
+                if isinstance(item, TextDelta):
+                    self.partial.append(item.text)
                 await self.emit(item)
         self.partial = []
         if response is None:
@@ -290,17 +233,16 @@ class _Run:
         tools = self.agent.tools
         self.pending, self.results = calls, {}
         for call in calls:
-            tool = tools.get(call.name)
-            kind = tool.capabilities.kind.value if tool else "other"
+            kind = tools.kind_of(call.name).value
             await self.emit(ToolCall(call.id, call.name, call.arguments, kind))
         if self._loop_detected(calls):
             note = "not run: this exact call was repeated 3 times in a row, so the run was stopped"
             for call in calls:
-                await self._record(call, note, "failed")
+                await self._record(call, ToolOutput.failure(note))
             await self._append_results()
             return self._finish("max_turn_requests", "loop_detected")
         runnable = [r for call in calls if (r := await self._prepare(call)) is not None]
-        await self._execute_batches(runnable)
+        await run_batched(runnable, self._execute)
         await self._append_results()
         return None
 
@@ -313,90 +255,36 @@ class _Run:
                 return True
         return False
 
-    async def _prepare(self, call: ToolUseBlock) -> tuple[ToolUseBlock, Tool, Any] | None:
-        """Validate and approve one call; record an error result and return None if it fails."""
-        if call.error is not None:
-            await self._record(call, call.error, "failed")
+    async def _prepare(self, call: ToolUseBlock) -> BoundCall | None:
+        """Bind and approve one call; record an error result and return None if it fails."""
+        bound = self.agent.tools.bind(call)
+        if isinstance(bound, ToolOutput):
+            await self._record(call, bound)
             return None
-        tool = self.agent.tools.get(call.name)
-        if tool is None:
-            names = ", ".join(self.agent.tools.names) or "none"
-            await self._record(
-                call, f"unknown tool {call.name!r}; available tools: {names}", "failed"
-            )
-            return None
-        if call.raw_arguments is not None:
-            await self._record(
-                call,
-                f"arguments for {call.name} are not a JSON object: {call.raw_arguments[:200]!r}; "
-                "send the arguments as one JSON object matching the tool's schema",
-                "failed",
-            )
-            return None
-        try:
-            args = tool.parse(call.arguments)
-        except ToolError as err:
-            await self._record(call, str(err), "failed")
-            return None
-        caps = tool.capabilities
-        cwd = str(self.agent.context.cwd)
+        caps, cwd = bound.tool.capabilities, str(self.agent.context.cwd)
         request = ApprovalRequest(
             call.id, call.name, call.arguments, caps.read_only, caps.kind, cwd
         )
         verdict = await decide(self.agent.gate, request, self.agent.resolver)
         if isinstance(verdict, Deny):
             self.denied += 1
-            await self._record(call, f"denied: {verdict.reason}", "denied")
+            await self._record(call, ToolOutput.failure(f"denied: {verdict.reason}"), "denied")
             return None
-        return call, tool, args
+        return bound
 
-    async def _execute_batches(self, runnable: list[tuple[ToolUseBlock, Tool, Any]]) -> None:
-        batch: list[tuple[ToolUseBlock, Tool, Any]] = []
-        for item in runnable:
-            if item[1].capabilities.read_only:
-                batch.append(item)
-                continue
-            await self._execute_concurrently(batch)
-            batch = []
-            await self._execute(*item)
-        await self._execute_concurrently(batch)
-
-    async def _execute_concurrently(self, batch: list[tuple[ToolUseBlock, Tool, Any]]) -> None:
-        if len(batch) == 1:
-            await self._execute(*batch[0])
-        elif batch:
-            async with asyncio.TaskGroup() as group:
-                for item in batch:
-                    group.create_task(self._execute(*item))
-
-    async def _execute(self, call: ToolUseBlock, tool: Tool, args: Any) -> None:
-        try:
-            context = replace(self.agent.context, call_id=call.id)
-            output = await tool.call(args, context)
-        except ToolError as err:
-            await self._record(call, str(err), "failed")
-            return
-        except Exception as err:
-            log.warning("tool %s raised", call.name, exc_info=True)
-            await self._record(
-                call, f"tool {call.name} failed: {type(err).__name__}: {err}", "failed"
-            )
-            return
-        status: ToolStatus = "failed" if output.is_error else "completed"
-        await self._record(call, cap_output(output.content), status, output.images, output.diff)
+    async def _execute(self, bound: BoundCall) -> None:
+        await self._record(bound.call, await bound.run(self.agent.context))
 
     async def _record(
-        self,
-        call: ToolUseBlock,
-        content: str,
-        status: ToolStatus,
-        images: tuple[ImageBlock, ...] = (),
-        diff: FileDiff | None = None,
+        self, call: ToolUseBlock, output: ToolOutput, status: ToolStatus | None = None
     ) -> None:
-        content = redact(content)  # secrets never reach the model, the history or the events
+        """Keep the call's result and announce it; the status follows ``is_error`` unless
+        given (``denied``, ``cancelled``)."""
+        status = status or ("failed" if output.is_error else "completed")
+        content = redact(output.content)  # secrets never reach the model, history or events
         is_error = status != "completed"
-        self.results[call.id] = ToolResultBlock(call.id, content, is_error, images)
-        await self.emit(ToolResult(call.id, call.name, content, is_error, status, diff))
+        self.results[call.id] = ToolResultBlock(call.id, content, is_error, output.images)
+        await self.emit(ToolResult(call.id, call.name, content, is_error, status, output.diff))
 
     async def _append_results(self) -> None:
         ordered = [self.results[c.id] for c in self.pending]
@@ -409,16 +297,3 @@ class _Run:
             self.failed_rounds = 0
         self.history.append(tool_results_message(ordered, *extra))
         self.pending, self.results = (), {}
-
-    async def _repair_after_cancel(self) -> Finished:
-        """Leave a valid history behind: keep streamed text, answer every pending call."""
-        if self.partial:
-            self.history.append(Message.assistant("".join(self.partial)))
-            self.partial = []
-        if self.pending:
-            for call in self.pending:
-                if call.id not in self.results:
-                    await self._record(call, CANCELLED_RESULT, "cancelled")
-            self.history.append(tool_results_message(self.results[c.id] for c in self.pending))
-            self.pending, self.results = (), {}
-        return self._finish("cancelled", "user_cancelled")

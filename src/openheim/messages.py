@@ -27,6 +27,8 @@ class TextBlock:
     text: str
     signature: str | None = None
     """Opaque provider data to send back with this text (Gemini's ``thoughtSignature``)."""
+    signed_by: str | None = None
+    """Who made ``signature`` (see ``ThinkingBlock.signed_by``)."""
     kind: Literal["text"] = "text"
 
 
@@ -40,6 +42,9 @@ class ThinkingBlock:
     thinking: str
     signature: str | None = None
     redacted: bool = False
+    signed_by: str | None = None
+    """The provider and model that made ``signature`` (``name/model``), set by a fallback chain
+    so that the signature goes back only to them: another provider would refuse it."""
     kind: Literal["thinking"] = "thinking"
 
 
@@ -69,6 +74,8 @@ class ToolUseBlock:
     error: str | None = None
     """Set when the provider could not make sense of the call (a malformed action envelope):
     the loop sends this text back as the call's error result instead of running anything."""
+    signed_by: str | None = None
+    """Who made ``signature`` (see ``ThinkingBlock.signed_by``)."""
     kind: Literal["tool_use"] = "tool_use"
 
     @property
@@ -147,13 +154,19 @@ _BLOCK_TYPES: dict[str, type[ContentBlock]] = {
 }
 
 
+_LEFT_OUT_WHEN_EMPTY = frozenset({"images", "signed_by"})
+
+
 def block_to_dict(block: ContentBlock) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in block.__dataclass_fields__:
         value = getattr(block, name)
-        if name == "images":
-            if value:  # left out when empty, so older readers see the same rows as before
+        if name in _LEFT_OUT_WHEN_EMPTY:
+            # left out when empty, so older readers see the same rows as before
+            if name == "images" and value:
                 out[name] = [block_to_dict(image) for image in value]
+            elif value:
+                out[name] = value
             continue
         out[name] = dict(value) if isinstance(value, Mapping) else value
     return out

@@ -6,8 +6,10 @@ so they stay thin translations of the event stream.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
+import functools
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -21,7 +23,7 @@ from openheim.child_env import child_env
 from openheim.config.load import Settings
 from openheim.config.providers import resolve_provider
 from openheim.config.schema import McpServerEntry
-from openheim.context import ContextFitter
+from openheim.env_files import register_env_files
 from openheim.envelope import EnvelopeProvider, protocol_for
 from openheim.errors import ConfigError
 from openheim.fsutil import atomic_write
@@ -29,8 +31,10 @@ from openheim.loop import Agent
 from openheim.prompt import PromptBuilder
 from openheim.providers import create_provider
 from openheim.providers.base import Provider, ProviderSettings, ToolChoice
+from openheim.providers.context import ContextFitter
 from openheim.providers.fallback import FallbackProvider
 from openheim.providers.retry import RetryingProvider, RetryPolicy
+from openheim.providers.windows import context_window
 from openheim.safety.permissions import add_rule, load_rules, project_permissions
 from openheim.safety.policy import ApprovalMode, PolicyGate
 from openheim.secrets import SecretPolicy
@@ -39,9 +43,11 @@ from openheim.session_tools import ToolRequest, session_tools
 from openheim.skills import LOAD_SKILL, skills_for
 from openheim.store import SessionRecord, SessionStore, import_rust_history, open_store
 from openheim.subagents import Spawner, main_profile, profile_provider, profiles_for
+from openheim.tools import shell_sandbox
 from openheim.tools.base import Tool, ToolContext
 from openheim.tools.client_io import ClientIO
 from openheim.tools.sandbox import PathSandbox
+from openheim.tools.shell_sandbox import SandboxMode, ShellSandbox
 from openheim.usage import DEFAULT_PRICES, Meter, Price
 
 if TYPE_CHECKING:
@@ -66,9 +72,10 @@ def _gate(gate: ApprovalGate, area: StagingArea | None) -> ApprovalGate:
 
 def remember_rules(settings: Settings, gate: object) -> list[str]:
     """``--remember``: write the session's "always" rules to the project's permissions file."""
-    inner = getattr(gate, "inner", None)  # a StagedApplyGate around the policy
-    if inner is not None:
-        gate = inner
+    from openheim.safety.staging import StagedApplyGate
+
+    if isinstance(gate, StagedApplyGate):
+        gate = gate.inner
     if not isinstance(gate, PolicyGate) or not gate.learned:
         return []
     path = project_permissions(settings.project_root or Path(settings.work_dir))
@@ -91,7 +98,7 @@ def _member(chosen: ProviderSettings) -> Provider:
     provider: Provider = RetryingProvider(create_provider(chosen), policy)
     if protocol_for(chosen.kind, chosen.tool_protocol) == "envelope":
         provider = EnvelopeProvider(provider)
-    return ContextFitter(provider, chosen.context_window)
+    return ContextFitter(provider, functools.partial(context_window, chosen))
 
 
 def make_meter(settings: Settings) -> Meter:
@@ -156,13 +163,16 @@ async def open_session(
         names = _skill_names(settings, options, record)
         skills = skills_for(settings)
         area = _staging_area(settings)
-        spawner = Spawner(settings, stack, store, build_provider, _close)
+        spawner = Spawner(settings, stack, store, build_provider)
         wanted = ToolRequest(options.tool_patterns, options.tool_choice, tools)
         offered = await session_tools(
             settings, wanted, stack, skills, area, spawner, profiles, profile
         )
         work_dir = Path(settings.work_dir)
         sandbox = PathSandbox(work_dir)
+        policy = SecretPolicy.from_config(settings.deny_read, home=settings.home)
+        shell = await _shell_sandbox(settings, policy, "execute_command" in offered)
+        register_env_files(work_dir)
         prompt = PromptBuilder(
             data_dir=settings.data_dir,
             cwd=work_dir,
@@ -171,7 +181,7 @@ async def open_session(
             catalog=LOAD_SKILL in offered,
         )
         provider = build_provider(settings, chosen)
-        stack.push_async_callback(_close, provider)
+        stack.push_async_callback(provider.aclose)
         agent = Agent(
             provider=provider,
             model=chosen.model,
@@ -183,8 +193,9 @@ async def open_session(
                 sandbox,
                 work_dir,
                 child_env(allow=settings.shell_env_allow),
-                secret_policy=SecretPolicy.from_config(settings.deny_read, home=settings.home),
+                secret_policy=policy,
                 client=client,
+                shell_sandbox=shell,
             ),
             max_iterations=(profile.max_iterations if profile else None) or settings.max_iterations,
             max_tokens=chosen.max_tokens,
@@ -196,6 +207,17 @@ async def open_session(
         yield session
         if store is not None and settings.session_log == "markdown":
             _write_markdown_log(settings, store, agent)
+
+
+async def _shell_sandbox(settings: Settings, policy: SecretPolicy, offered: bool) -> ShellSandbox:
+    """How shell commands are confined; when the shell is offered and the OS sandbox is
+    missing, a notice says so (once per process)."""
+    mode = cast("SandboxMode", settings.shell_sandbox)
+    shell = ShellSandbox(mode, settings.shell_network, policy.fixed_paths())
+    line = await asyncio.to_thread(shell_sandbox.notice, shell) if offered else None
+    if line is not None:
+        settings.notices.append(line)
+    return shell
 
 
 def session_settings(settings: Settings, options: SessionOptions) -> Settings:
@@ -318,9 +340,3 @@ def _write_markdown_log(settings: Settings, store: SessionStore, agent: Agent) -
         stamp = time.strftime("%Y-%m-%d-%H%M%S", time.localtime(record.created_at))
         text = export_markdown(store, record.id, system_prompt=agent.system)
         atomic_write(folder / f"{stamp}-{record.id[:8]}.md", text.encode("utf-8"))
-
-
-async def _close(provider: Provider) -> None:
-    close = getattr(provider, "aclose", None)
-    if close is not None:
-        await close()

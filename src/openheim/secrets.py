@@ -8,15 +8,19 @@ Two halves, both testable on their own:
   against the resolved absolute path, the path relative to the work dir and the file name; ``~``
   is expanded and the fixed part of an absolute pattern has its symlinks resolved, because the
   sandbox hands out real paths. The defaults are ``DEFAULT_DENY_READ`` plus the user's own
-  ``config.toml``; config key ``deny_read`` replaces them.
-* ``Redactor``, known secret values (every API key config resolution hands out, through
-  ``register_secret``) and common key formats (``KEY_FORMATS``), replaced by ``[REDACTED]``.
-  ``REDACTOR`` is the process-wide instance; it is applied wherever text leaves the process or
-  reaches the model: tool results (the loop), the session store, exports, CLI output and logs.
+  ``config.toml``; config key ``deny_read`` replaces them. ``@file`` attachments are checked
+  too, and the shell's OS sandbox hides the files absolute patterns name (``fixed_paths``).
+* ``Redactor``, known secret values (every API key config resolution hands out, and the secret
+  values of the work dir's ``.env`` files, through ``register_secret``) and common key formats
+  (``KEY_FORMATS``), replaced by ``[REDACTED]``. ``REDACTOR`` is the process-wide instance; it
+  is applied wherever text leaves the process or reaches the model: tool results (the loop),
+  the session store, exports, CLI output and logs. Streamed text goes through a
+  ``secrets_stream.StreamRedactor``, which catches a secret split across deltas.
 
-Known limits: the shell can still print a denied file (only registered values and key formats
-are then redacted); a secret split across two streamed text deltas, or a private key read in
-windows that cut off its ``BEGIN`` line, is not recognised; a hard link is not followed back.
+Known limits: the shell can still print a denied file, and then only registered values and
+key formats are redacted (a password under an innocent name, or encoded, shows); a private key
+read in windows that cut off its ``BEGIN`` line is not recognised; a hard link is not followed
+back.
 This module imports only the standard library, ``errors`` and ``messages``, so the core can use it.
 """
 
@@ -30,7 +34,7 @@ import re
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from openheim.errors import SandboxError
 from openheim.messages import (
@@ -53,43 +57,71 @@ MIN_SECRET_LENGTH = 8
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class KeyFormat:
-    """A well-known secret shape. Every match contains one of ``triggers`` (lower case), so the
-    regex only runs on text holding one: a regex that starts with a literal is searched fast,
-    an alternation of them is not, which is why formats run one by one."""
+    """A well-known secret shape. Every match begins with one of ``triggers`` (lower case;
+    a header may have ``proxy-`` before its trigger), so the regex only runs on text holding
+    one: a regex that starts with a literal is searched fast, an alternation of them is not,
+    which is why formats run one by one.
+
+    For streams (``StreamRedactor``): ``window`` characters from a trigger always decide
+    whether a match starts there, and so does any of ``stops`` after the trigger (characters
+    that cannot occur before the secret part ends)."""
 
     name: str
     pattern: str
     triggers: tuple[str, ...]
+    window: int = 64
+    stops: str = " \t\r\n"
 
 
 KEY_FORMATS: tuple[KeyFormat, ...] = (
-    KeyFormat("openai-anthropic", r"sk-(?<![\w-]sk-)[A-Za-z0-9_-]{20,}", ("sk-",)),
-    KeyFormat("google", r"AIza(?<![\w-]AIza)[0-9A-Za-z_-]{35}", ("aiza",)),
+    KeyFormat("openai-anthropic", r"sk-(?<![\w-]sk-)[A-Za-z0-9_-]{20,}", ("sk-",), 24),
+    KeyFormat("google", r"AIza(?<![\w-]AIza)[0-9A-Za-z_-]{35}", ("aiza",), 40),
     KeyFormat(
         "github",
         r"gh[pousr]_(?<![\w-]gh[pousr]_)[A-Za-z0-9]{36,}"
         r"|github_pat_(?<![\w-]github_pat_)[A-Za-z0-9_]{22,}",
         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        41,
     ),
     KeyFormat(
-        "aws", r"A[KS]IA(?<![A-Za-z0-9]A[KS]IA)[A-Z0-9]{16}(?![A-Za-z0-9])", ("akia", "asia")
+        "aws",
+        r"A[KS]IA(?<![A-Za-z0-9]A[KS]IA)[A-Z0-9]{16}(?![A-Za-z0-9])",
+        ("akia", "asia"),
+        21,
     ),
-    KeyFormat("slack", r"xox[abpr]-(?<![\w-]xox[abpr]-)[A-Za-z0-9-]{10,}", ("xox",)),
+    KeyFormat("slack", r"xox[abpr]-(?<![\w-]xox[abpr]-)[A-Za-z0-9-]{10,}", ("xox",), 16),
     KeyFormat(
         "bearer",
         r"(?P<keep>(?i:\b(?:proxy-)?authorization)[\"']?[ \t]*:[ \t]*[\"']?"
         r"(?i:bearer|basic|token)[ \t]+)[A-Za-z0-9._~+/-]{8,}=*",
         ("authorization",),
+        stops="\r\n",
     ),
-    KeyFormat("url-password", r"(?P<keep>://[^/\s:@'\"]+:)[^/\s@'\"]+(?=@)", ("://",)),
+    KeyFormat(
+        "url-password",
+        r"(?P<keep>://[^/\s:@'\"]+:)[^/\s@'\"]+(?=@)",
+        ("://",),
+        256,
+        " \t\r\n/@'\"",
+    ),
     KeyFormat(
         "private-key",
         r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(?:-----END[A-Z0-9 ]*PRIVATE KEY-----|\Z)",
-        ("private key",),
+        ("-----begin",),
+        stops="\r\n",
     ),
 )
 """Header and URL matches keep their prefix (the header name, ``scheme://user:``) so the text
 still reads; a private key block without its end line (cut output) is redacted to the end."""
+
+
+class Hit(NamedTuple):
+    """One secret found in a text: the match from ``start``, the secret part from ``secret``
+    (after a kept prefix) to ``end``."""
+
+    start: int
+    secret: int
+    end: int
 
 
 class Redactor:
@@ -101,7 +133,8 @@ class Redactor:
     """
 
     def __init__(self, formats: Iterable[KeyFormat] = KEY_FORMATS) -> None:
-        self._formats = [(f.triggers, re.compile(f.pattern)) for f in formats]
+        self.formats = tuple(formats)
+        self._regexes = [(f.triggers, re.compile(f.pattern)) for f in self.formats]
         self._values: set[str] = set()
         self._lock = threading.Lock()
         self._known: re.Pattern[str] | None = None
@@ -116,20 +149,34 @@ class Redactor:
                 literals = sorted(self._values, key=len, reverse=True)
                 self._known = re.compile("|".join(map(re.escape, literals)))
 
+    @property
+    def values(self) -> frozenset[str]:
+        """The registered secret values."""
+        with self._lock:
+            return frozenset(self._values)
+
     def _passes(self, text: str) -> Iterator[re.Pattern[str]]:
         """The regexes that may match ``text``: known values, then triggered formats."""
         if self._known is not None:
             yield self._known
         lowered = text.lower()
-        for triggers, regex in self._formats:
+        for triggers, regex in self._regexes:
             if any(t in lowered for t in triggers):
                 yield regex
 
+    def hits(self, text: str) -> list[Hit]:
+        """Every match of a known value or format in ``text``, by start."""
+        found = []
+        for regex in self._passes(text):
+            for match in regex.finditer(text):
+                keep = match.groupdict().get("keep")
+                secret = match.start() + len(keep) if keep else match.start()
+                found.append(Hit(match.start(), secret, match.end()))
+        return sorted(found)
+
     def redact(self, text: str) -> str:
         """``text`` with every secret replaced by ``[REDACTED]``."""
-        for regex in self._passes(text):
-            text = regex.sub(_replacement, text)
-        return text
+        return replace_hits(text, self.hits(text), 0, len(text))
 
     def finds(self, text: str) -> bool:
         """Whether ``text`` holds a known secret value or a key format."""
@@ -179,9 +226,22 @@ class Redactor:
         return None if text is None else self.redact(text)
 
 
-def _replacement(match: re.Match[str]) -> str:
-    """``[REDACTED]`` after the part of the match a format keeps (its ``keep`` group)."""
-    return (match.groupdict().get("keep") or "") + REDACTED
+def replace_hits(text: str, hits: Iterable[Hit], begin: int, end: int) -> str:
+    """``text[begin:end]`` with the secret part of every hit in it replaced by
+    ``[REDACTED]`` (overlapping secrets become one)."""
+    out: list[str] = []
+    done = begin
+    for hit in sorted(hits, key=lambda h: h.secret):
+        start, stop = max(hit.secret, begin), min(hit.end, end)
+        if start >= end:
+            break
+        if stop <= done:
+            continue
+        if start >= done:
+            out += [text[done:start], REDACTED]
+        done = stop
+    out.append(text[done:end])
+    return "".join(out)
 
 
 def _replaced(block: _Block, **changes: Any) -> _Block:
@@ -257,6 +317,18 @@ class SecretPolicy:
             for p, r in zip(self.deny_read, self._regexes, strict=True)
             if any(map(r.match, names))
         )
+
+    def fixed_paths(self) -> tuple[Path, ...]:
+        """The files and folders absolute patterns name outright (``~/.aws/credentials``,
+        ``~/.ssh/**``): the shell's OS sandbox hides them."""
+        out = []
+        for pattern in self.deny_read:
+            parts = Path(_anchor(pattern)).parts
+            if parts and parts[-1] in ("*", "**"):
+                parts = parts[:-1]
+            if len(parts) > 1 and Path(*parts).is_absolute() and not _MAGIC.search("".join(parts)):
+                out.append(Path(*parts))
+        return tuple(out)
 
     def check(self, path: Path, shown: str) -> None:
         """Raise SandboxError when ``path`` is a file (or missing) matching a pattern."""

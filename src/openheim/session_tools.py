@@ -36,13 +36,13 @@ def select_tools(
         tools.add(tool)
     if patterns is None:
         return tools
-    selected = tools.select(patterns)
-    if not selected and patterns:
+    unmatched = tools.unmatched(patterns)
+    if unmatched:
         raise ConfigError(
-            f"--tools {','.join(patterns)} matches no tool (available: {', '.join(tools.names)})",
-            hint="use fnmatch patterns such as 'read_*,search'",
+            f"--tools {','.join(unmatched)} matches no tool (available: {', '.join(tools.names)})",
+            hint="use tool names or fnmatch patterns such as 'read_*,glob'",
         )
-    return selected
+    return tools.select(patterns)
 
 
 async def _mcp_tools(settings: Settings, stack: contextlib.AsyncExitStack) -> list[Tool]:

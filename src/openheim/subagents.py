@@ -23,7 +23,7 @@ from openheim.session import PersistentHistory
 from openheim.skills.setup import find_repo_root
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Callable
 
     from openheim.agents.delegate import SubagentRequest, SubagentResult
     from openheim.loop import Agent
@@ -74,13 +74,11 @@ class Spawner:
         stack: contextlib.AsyncExitStack,
         store: SessionStore | None,
         build: Callable[[Settings, ProviderSettings], Provider],
-        close: Callable[[Provider], Awaitable[None]],
     ) -> None:
         self.settings = settings
         self.stack = stack
         self.store = store
         self.build = build
-        self.close = close
         self.parent: Agent | None = None
         self.session_id: str | None = None
 
@@ -96,7 +94,7 @@ class Spawner:
                 dataclasses.replace(self.settings, provider=wanted, model=request.model)
             )
             provider = self.build(self.settings, chosen)
-            self.stack.push_async_callback(self.close, provider)
+            self.stack.push_async_callback(provider.aclose)
             model, max_tokens = chosen.model, chosen.max_tokens
         history = self._history(request, model)
         return await run_subagent(

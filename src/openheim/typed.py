@@ -4,8 +4,9 @@ One small mechanism serves tool arguments (the model's JSON into a dataclass, an
 model sees) and config files (TOML tables into dataclasses). It understands ``str``, ``int``,
 ``float``, ``bool``, ``None``, ``Any``, ``Literal``, unions, ``list[T]``, ``dict[str, T]``, enums
 and nested dataclasses. ``Annotated[T, "text"]`` or ``field(metadata={"doc": "text"})`` gives a
-field its description. Unknown keys are rejected with the nearest valid key. Kept free of pydantic
-so importing it costs nothing.
+field its description; ``Annotated[T, Bounds(...)]`` limits a number's range (NaN is never in
+range). Unknown keys are rejected with the nearest valid key. Kept free of pydantic so importing
+it costs nothing.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from typing import Any, TypeVar, Union
 T = TypeVar("T")
 
 _NONE = type(None)
+_EXACT_FLOAT_INT = 2**53
+"""Whole floats beyond this are not exact integers (``1e20``), so they are not taken as ints."""
 
 
 class TypeCheckError(ValueError):
@@ -33,6 +36,40 @@ class TypeCheckError(ValueError):
         where = f"{path}: " if path else ""
         hint = f" (did you mean {suggestion!r}?)" if suggestion else ""
         super().__init__(f"{where}{problem}{hint}")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Bounds:
+    """The range a number must lie in: ``low`` (exclusive when ``above``) up to ``high``."""
+
+    low: float | None = None
+    high: float | None = None
+    above: bool = False
+
+    def problem(self, value: float) -> str | None:
+        """Why ``value`` is out of range, or None when it is inside."""
+        low_ok = self.low is None or (value > self.low if self.above else value >= self.low)
+        if low_ok and (self.high is None or value <= self.high):
+            return None  # NaN fails both comparisons, so it never gets here
+        return f"must be {self.describe()}, got {value!r}"
+
+    def describe(self) -> str:
+        low = None if self.low is None else _number(self.low)
+        high = None if self.high is None else _number(self.high)
+        above = "greater than" if self.above else "at least"
+        if low is not None and high is not None:
+            return f"{above} {low} and at most {high}"
+        return f"{above} {low}" if low is not None else f"at most {high}"
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def _bounds_of(tp: Any) -> Bounds | None:
+    if typing.get_origin(tp) is typing.Annotated:
+        return next((m for m in typing.get_args(tp)[1:] if isinstance(m, Bounds)), None)
+    return None
 
 
 def _join(path: str, key: str | int) -> str:
@@ -76,6 +113,9 @@ def _collect_fields(cls: type[Any]) -> tuple[FieldInfo, ...]:
         if not f.init:
             continue
         tp, doc = _strip_annotated(hints[f.name])
+        bounds = _bounds_of(hints[f.name])
+        if bounds is not None:  # kept on the type, where convert() and json_schema() see it
+            tp = typing.Annotated[tp, bounds]
         doc = f.metadata.get("doc", doc)
         required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
         out.append(FieldInfo(f.name, tp, doc, required))
@@ -84,11 +124,23 @@ def _collect_fields(cls: type[Any]) -> tuple[FieldInfo, ...]:
 
 def json_schema(tp: Any) -> dict[str, Any]:
     """The JSON schema of a type (objects for dataclasses, with ``additionalProperties: false``)."""
+    bounds = _bounds_of(tp)
     tp, doc = _strip_annotated(tp)
     schema = _schema(tp)
     if doc:
         schema["description"] = doc
+    if bounds is not None:
+        schema.update(_bounds_schema(bounds))
     return schema
+
+
+def _bounds_schema(bounds: Bounds) -> dict[str, float]:
+    out: dict[str, float] = {}
+    if bounds.low is not None:
+        out["exclusiveMinimum" if bounds.above else "minimum"] = bounds.low
+    if bounds.high is not None:
+        out["maximum"] = bounds.high
+    return out
 
 
 def _schema(tp: Any) -> dict[str, Any]:
@@ -150,7 +202,16 @@ def from_mapping(cls: type[T], data: object, path: str = "") -> T:
 
 def convert(tp: Any, value: object, path: str) -> Any:
     """Check ``value`` against ``tp`` and return it in that type's shape."""
-    tp, _ = _strip_annotated(tp)
+    bounds = _bounds_of(tp)
+    out = _convert(_strip_annotated(tp)[0], value, path)
+    if bounds is not None and isinstance(out, int | float) and not isinstance(out, bool):
+        problem = bounds.problem(out)
+        if problem is not None:
+            raise TypeCheckError(path, problem)
+    return out
+
+
+def _convert(tp: Any, value: object, path: str) -> Any:
     if tp is Any:
         return value
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
@@ -202,7 +263,7 @@ def _convert_scalar(tp: Any, value: object, path: str) -> Any:
     elif tp is int:
         if isinstance(value, int) and not isinstance(value, bool):
             return value
-        if isinstance(value, float) and value.is_integer():
+        if isinstance(value, float) and value.is_integer() and abs(value) <= _EXACT_FLOAT_INT:
             return int(value)
     elif tp is float:
         if isinstance(value, int | float) and not isinstance(value, bool):

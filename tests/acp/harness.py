@@ -232,16 +232,23 @@ async def acp_agent(
     *,
     args: tuple[str, ...] = (),
     extra: str = "",
+    top: str = "",
+    env: dict[str, str] | None = None,
 ) -> AsyncIterator[Agent]:
-    """``openheim acp`` as a subprocess on a config that points at ``server``."""
+    """``openheim acp`` as a subprocess on a config that points at ``server``; ``extra`` goes
+    in the provider's table, ``top`` before it (top-level keys); ``env`` adds environment
+    variables (``OPENHEIM_MAX_ITERATIONS``, say)."""
     configure(home, server, extra=extra)
+    if top:
+        config = home / "config.toml"
+        config.write_text(f"{top}\n{config.read_text()}")
     client = client or RecordingClient()
     validator = AgentMessageValidator()
     with (home / "acp-stderr.log").open("wb") as stderr:
         async with spawn_agent_process(
             client,
             sys.executable, "-m", "openheim", "acp", *args,
-            env=env_for(home),
+            env=env_for(home, **(env or {})),
             cwd=work,
             transport_kwargs={"stderr": stderr},
             observers=[validator.observer],

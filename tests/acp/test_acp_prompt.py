@@ -20,6 +20,7 @@ from acp.helpers import (
 
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from tests.acp.harness import HOLD, Agent, RecordingClient, acp_agent
+from tests.processes import Sleeper, wait_until
 
 MODELS = '\nmodels = ["fake-model", "other-model"]\ncontext_window = 32000\n'
 
@@ -143,8 +144,21 @@ async def test_tool_calls_stream_as_updates_with_diffs(home: Path, work: Path) -
     assert text == "Edited."
 
 
+async def test_usage_reports_the_window_the_fitter_uses_when_none_is_configured(
+    home: Path, work: Path
+) -> None:
+    with FakeLLMServer(["Hi."]) as server:
+        async with acp_agent(home, work, server) as agent:  # no context_window in config
+            await agent.start()
+            sid = await agent.new()
+            await agent.conn.prompt(session_id=sid, prompt=[text_block("hello")])
+    usage = agent.client.of_kind("usage_update")[-1]
+    assert usage.size == 128_000 and usage.used > 0  # an unknown model: the default window
+
+
 async def test_cancel_kills_a_long_command(home: Path, work: Path) -> None:
-    command = "echo $$ > pid.txt; exec sleep 120"
+    sleeper = Sleeper(120)
+    command = f"exec {sleeper.command}"
     call = FakeToolCall("execute_command", {"command": command, "timeout": 300})
     client = RecordingClient(answers=["allow_once"])
     with FakeLLMServer([FakeReply(tool_calls=[call]), "never"]) as server:
@@ -154,24 +168,14 @@ async def test_cancel_kills_a_long_command(home: Path, work: Path) -> None:
             turn = asyncio.create_task(
                 agent.conn.prompt(session_id=sid, prompt=[text_block("sleep")])
             )
-            pid = await _pid_from(work / "pid.txt")
+            await wait_until(sleeper.running, 20)  # the command runs after approval
             await agent.conn.cancel(session_id=sid)
             response = await asyncio.wait_for(turn, 30)
-            assert not Path(f"/proc/{pid}").exists()
+            await wait_until(lambda: not sleeper.running())
     assert response.stop_reason == "cancelled"
     assert len(server.requests) == 1
     done = client.of_kind("tool_call_update")[-1]
     assert done.status == "failed" and done.raw_output["status"] == "cancelled"
-
-
-async def _pid_from(path: Path) -> int:
-    """The pid a command wrote, once it is there (the command runs after approval)."""
-    for _ in range(1000):
-        text = path.read_text() if path.exists() else ""
-        if text.endswith("\n"):
-            return int(text)
-        await asyncio.sleep(0.02)
-    raise AssertionError("the command never started")
 
 
 async def held_turn(agent: Agent) -> tuple[str, asyncio.Task[Any]]:

@@ -17,7 +17,7 @@ from openheim.events import Event, ToolCall
 from openheim.messages import ToolResultBlock
 from openheim.testing import Reply, tool_call
 from tests.api.conftest import MODEL, Blocker, MakeRuntime, Scripted
-from tests.api.support import finished, results, soon, tool_answer
+from tests.api.support import busy, finished, results, soon, tool_answer
 from tests.mcp.conftest import SERVER, tagged_pids
 
 # --- closing ----------------------------------------------------------------------------------
@@ -115,8 +115,9 @@ async def test_leaving_an_async_with_block_stops_the_prompt_and_frees_the_sessio
 async def test_closing_a_session_from_inside_its_own_prompt_loop(
     scripted: Scripted, make_runtime: MakeRuntime, blocker: Blocker
 ) -> None:
-    """The consumer of a prompt closes the session between two events (same task): close()
-    cannot wait for that prompt to end, since only this task advances it."""
+    """The consumer of a prompt closes the session between two events, through
+    ``asyncio.wait_for`` (a task of its own on Python 3.11, the caller's task from 3.12 on):
+    either way the loop still gets the prompt's last events, up to ``Finished``."""
     scripted.provider.add(Reply(tool_calls=[tool_call("block", {"label": "x"})]))
     runtime = make_runtime(tools=[blocker.tool])
     session = await runtime.new_session()
@@ -132,24 +133,59 @@ async def test_closing_a_session_from_inside_its_own_prompt_loop(
         await session.prompt("again")
 
 
-async def test_closing_from_inside_the_loop_in_the_same_task_ends_it_at_once(
+async def test_closing_from_inside_the_loop_closes_before_it_returns_and_the_loop_ends(
     scripted: Scripted, make_runtime: MakeRuntime, blocker: Blocker
 ) -> None:
     scripted.provider.add(Reply(tool_calls=[tool_call("block", {"label": "x"})]), "later")
     runtime = make_runtime(tools=[blocker.tool])
     session = await runtime.new_session()
+    closed: list[AgentSession] = []
+    session.on_close(closed.append)
     seen: list[Event] = []
+    closed_on_return: list[AgentSession] = []
     async for event in session.prompt("go"):
         seen.append(event)
         if isinstance(event, ToolCall):
             await session.close()
-    assert isinstance(seen[-1], ToolCall)  # the loop saw no event after close()
+            closed_on_return = list(closed)
+    assert closed_on_return == [session]  # everything was closed before close() returned
+    assert finished(seen).stop_reason == "cancelled"  # and the loop still got the end
+    assert [r.status for r in results(seen)] == ["cancelled"]
     assert not blocker.started.is_set()
     assert session.id is not None
     async with await runtime.resume_session(session.id) as resumed:
         answer = resumed.history[-1].content[0]
         assert isinstance(answer, ToolResultBlock) and "cancelled" in answer.content
         assert (await resumed.prompt("again")).text == "later"
+
+
+async def test_closing_while_another_task_sits_between_two_events_closes_at_once(
+    scripted: Scripted, make_runtime: MakeRuntime, blocker: Blocker
+) -> None:
+    scripted.provider.add(Reply(tool_calls=[tool_call("block", {"label": "x"})]))
+    runtime = make_runtime(tools=[blocker.tool])
+    session = await runtime.new_session()
+    closed: list[AgentSession] = []
+    session.on_close(closed.append)
+    at_call, go_on = asyncio.Event(), asyncio.Event()
+
+    async def read() -> list[Event]:
+        seen: list[Event] = []
+        async for event in session.prompt("go"):
+            seen.append(event)
+            if isinstance(event, ToolCall):
+                at_call.set()
+                await go_on.wait()  # the reader is busy with this event
+        return seen
+
+    reader = asyncio.create_task(read())
+    await soon(at_call.wait())
+    await soon(session.close())
+    assert closed == [session] and not busy(session)
+    go_on.set()
+    seen = await soon(reader)
+    assert finished(seen).stop_reason == "cancelled"
+    assert [r.status for r in results(seen)] == ["cancelled"]
 
 
 # --- sessions that cross tasks ----------------------------------------------------------------

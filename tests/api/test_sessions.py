@@ -14,7 +14,7 @@ from openheim.approval import Allow, ApprovalRequest, Ask, Deny
 from openheim.errors import ConfigError
 from openheim.events import Event, IterationStart, TextDelta, ToolCall
 from openheim.messages import Message, ToolResultBlock, Usage
-from openheim.store.base import SessionBusy, SessionNotFound
+from openheim.store import SessionBusy, SessionNotFound
 from openheim.testing import Reply, tool_call
 from openheim.tools.base import ToolContext
 from openheim.tools.decorator import tool

@@ -348,7 +348,8 @@ async def test_a_missing_model_is_a_config_error(tmp_path: Path) -> None:
 
 
 EXIT_SCRIPT = """
-import asyncio, sys
+import asyncio, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # even if the test runner ignores it
 from pathlib import Path
 from openheim.providers.base import ProviderSettings
 from openheim.providers.llama_server import LlamaServerProvider, server_argv
@@ -384,6 +385,8 @@ def test_ctrl_c_without_aclose_leaves_no_server_behind(tmp_path: Path) -> None:
             assert script.wait(timeout=20) != 0
             assert_gone(pid)  # killed and reaped by the exiting interpreter
         finally:
+            script.kill()
+            script.wait()
             if state_of(pid) is not None:
                 os.killpg(pid, signal.SIGKILL)
 

@@ -31,6 +31,9 @@ class Recording:
         async for item in self.inner.stream(request):
             yield item
 
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
 
 async def test_required_first_call_reads_the_named_file(tmp_path: Path) -> None:
     work = tmp_path / "work"
@@ -75,10 +78,4 @@ async def test_required_first_call_reads_the_named_file(tmp_path: Path) -> None:
     assert isinstance(done, Finished)
     assert done.stop_reason in {"end_turn", "max_tokens", "max_turn_requests"}
     assert len(provider.requests) <= 2
-    await close(provider.inner)
-
-
-async def close(provider: Provider) -> None:
-    closer = getattr(provider, "aclose", None)
-    if closer is not None:
-        await closer()
+    await provider.aclose()

@@ -125,6 +125,40 @@ def test_add_and_remove_round_trip(tmp_path: Path) -> None:
     assert tomllib.loads(path.read_text()) == {"rules": {"allow": [], "deny": []}}
 
 
+COMMENTED = """\
+# My rules, written by hand.
+[rules]
+# reading is always fine
+allow = [
+    'tool read_*',  # the read tools
+]
+deny = ['command "git push"']  # never push from the agent
+"""
+
+
+def test_add_and_remove_keep_the_files_comments_and_layout(tmp_path: Path) -> None:
+    path = tmp_path / "permissions.toml"
+    path.write_text(COMMENTED)
+    added = parse_rule('allow command "git status"')
+    assert add_rule(path, added)
+    entry = "    'tool read_*',  # the read tools\n"
+    assert path.read_text() == COMMENTED.replace(entry, entry + "    'command \"git status\"',\n")
+    assert read_rules(path) == [
+        parse_rule("allow tool read_*"),
+        added,
+        parse_rule('deny command "git push"'),
+    ]
+    assert remove_rule(path, added)
+    assert path.read_text() == COMMENTED  # as the user wrote it, byte for byte
+
+
+def test_a_rule_written_twice_is_removed_everywhere(tmp_path: Path) -> None:
+    path = tmp_path / "permissions.toml"
+    path.write_text("[rules]\nallow = ['tool x', 'allow tool x', 'tool y']  # mine\n")
+    assert remove_rule(path, parse_rule("allow tool x"))
+    assert path.read_text() == "[rules]\nallow = ['tool y']  # mine\n"
+
+
 def test_odd_characters_survive_a_round_trip(tmp_path: Path) -> None:
     path = tmp_path / "permissions.toml"
     rule = parse_rule("deny command \"printf '\\t\x7f'\"")

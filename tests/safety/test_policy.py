@@ -366,3 +366,56 @@ def test_learned_rule_does_not_silence_risk(work: Path) -> None:
 )
 def test_learnable_rules(work: Path, command: str, rules: list[str]) -> None:
     assert [str(r) for r in learnable_rules(shell(work, command), "allow")] == rules
+
+
+# An Ask says which allow rules would let that exact call run, checked against the rule set.
+
+
+@pytest.mark.parametrize(
+    ("request_of", "rules", "auto_allows"),
+    [
+        (lambda w: write(w, "src/a.py"), ('allow path "src/a.py"',), True),
+        (lambda w: write(w, "src/a*[x].py"), ('allow path "src/a[*][[]x].py"',), True),
+        (
+            lambda w: shell(w, "make test && git status"),
+            ('allow command "make test"', 'allow command "git status"'),
+            True,
+        ),
+        (lambda w: call(w, "github__create_issue"), ("allow tool github__create_issue",), True),
+        (lambda w: shell(w, "FOO=1 make"), (), True),  # no rule covers assignments
+        (lambda w: shell(w, "git reset --hard"), (), False),  # risky: only a person
+        (lambda w: write(w, ".git/config"), ('allow path ".git/config"',), False),
+    ],
+)
+def test_an_ask_names_the_rules_that_would_allow_the_call(
+    work: Path, request_of: Any, rules: tuple[str, ...], auto_allows: bool
+) -> None:
+    g = gate(work, "ask")
+    request = request_of(work)
+    ask = g.explain(request).verdict
+    assert isinstance(ask, Ask)
+    assert (ask.rules, ask.auto_allows) == (rules, auto_allows)
+    if rules:  # the suggestion really lets the call through
+        assert verdict(gate(work, "ask", *rules), request) is Allow
+
+
+def test_a_symlinked_path_is_named_by_a_tool_rule(work: Path) -> None:
+    (work / "link").symlink_to(work / "src")
+    ask = gate(work, "ask").explain(write(work, "link/a.py")).verdict
+    assert isinstance(ask, Ask) and ask.rules == ("allow tool write_file",)
+
+
+def test_rules_already_in_force_are_not_suggested_again(work: Path) -> None:
+    g = gate(work, "ask", 'allow command "git status"')
+    ask = g.explain(shell(work, "git status && make")).verdict
+    assert isinstance(ask, Ask) and ask.rules == ('allow command "make"',)
+
+
+async def test_a_denial_with_no_one_to_ask_says_why_and_names_the_rule(work: Path) -> None:
+    answer = await decide(gate(work, "ask"), write(work, "src/a.py"), None)
+    assert isinstance(answer, Deny)
+    assert answer.reason == (
+        "write_file needs approval (the approval mode is ask and no allow rule covers "
+        "write_file) and there is no one to ask in this session; the permission rule "
+        '`allow path "src/a.py"` would let it run'
+    )

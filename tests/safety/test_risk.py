@@ -214,12 +214,24 @@ def test_what_cannot_be_analysed_is_unclear(
     assert not risk.refused
 
 
-def test_writes_to_openheim_settings_are_dangerous(assessor: RiskAssessor) -> None:
+def test_shell_writes_to_openheim_settings_are_dangerous(assessor: RiskAssessor) -> None:
     assert shell(assessor, "echo x >> .openheim/permissions.toml").danger
     assert shell(assessor, "cp evil .openheim/config.toml").danger
-    risk = file_call(assessor, "write_file", ".openheim/permissions.toml", read_only=False)
-    assert risk.danger == ("changes openheim's own settings (.openheim/permissions.toml)",)
+    # file tools changing .openheim/ are asked about by the policy (a protected path)
+    assert file_call(assessor, "write_file", ".openheim/x.toml", read_only=False) == Risk()
     assert file_call(assessor, "read_file", ".openheim/config.toml", read_only=True) == Risk()
+
+
+@pytest.mark.parametrize(
+    "command", ["echo x > .git/hooks/pre-commit", "tee -a .envrc", "printf x >> sub/.vscode/t.json"]
+)
+def test_shell_writes_to_protected_paths_are_dangerous(
+    assessor: RiskAssessor, command: str
+) -> None:
+    risk = shell(assessor, command)
+    assert any("a protected path" in d for d in risk.danger), risk
+    assert not risk.refused  # inside the work dir: asked, not refused
+    assert shell(assessor, "cat .git/config > notes.txt") == Risk()
 
 
 def test_file_tools_outside_the_work_dir(assessor: RiskAssessor, places: dict[str, Path]) -> None:

@@ -19,26 +19,8 @@ from openheim.secrets import REDACTED, Redactor, SecretPolicy, register_secret
 from openheim.tools.base import ToolContext
 from openheim.tools.builtin import edit_file, glob, list_dir, read_file, search, write_file
 from openheim.tools.sandbox import PathSandbox
+from tests.safety.secret_cases import FORMATS, PEM, PROJ_KEY
 from tests.tools.support import call, ok
-
-PROJ_KEY = "sk-proj-" + "Ab3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6kM9n"
-PEM = (
-    "-----BEGIN RSA PRIVATE KEY-----\n"
-    "MIIEowIBAAKCAQEA1c2V5c2VjcmV0bWF0ZXJpYWw0MTIzNDU2Nzg5MDEyMzQ1Njc4\n"
-    "OTAxMjM0NTY3ODkwMTIzNDU2Nzg5MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTIzNDU2\n"
-    "-----END RSA PRIVATE KEY-----"
-)
-FORMATS = {
-    "openai legacy": "sk-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8s9T0u1V2w3X4",
-    "openai project": PROJ_KEY,
-    "anthropic": "sk-ant-api03-" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Jh1Gf0Ed9Cb8Aa7-_xyzAA",
-    "google": "AIza" + "SyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q",
-    "github classic": "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
-    "github fine-grained": "github_pat_" + "11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCD",
-    "aws": "AKIAIOSFODNN7EXAMPLE",
-    "slack": "xoxb-" + "123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
-    "private key": PEM,
-}
 
 
 @pytest.mark.parametrize("secret", FORMATS.values(), ids=FORMATS.keys())

@@ -59,3 +59,15 @@ async def test_an_unknown_skill_is_a_tool_error_listing_names(
 async def test_a_bad_name_is_a_tool_error(skill_tool: Tool, ctx: ToolContext, name: str) -> None:
     with pytest.raises(ToolError, match="skill name"):
         await call(skill_tool, ctx, name=name)
+
+
+async def test_an_untrusted_project_skill_is_marked_when_loaded(
+    layout: Layout, ctx: ToolContext
+) -> None:
+    layout.project_skill("theirs.md", "Push to origin.")
+    untrusted = load_skill_tool(SkillsManager(layout.data_dir, layout.project, False))
+    text = await call(untrusted, ctx, name="theirs")
+    assert text.startswith("# Skill: theirs (untrusted project skill)\n\n")
+    assert "has not trusted" in text and text.endswith("Push to origin.")
+    trusted = load_skill_tool(SkillsManager(layout.data_dir, layout.project, True))
+    assert await call(trusted, ctx, name="theirs") == "# Skill: theirs\n\nPush to origin."

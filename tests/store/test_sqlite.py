@@ -15,7 +15,7 @@ import pytest
 from openheim.messages import ImageBlock, Message, TextBlock, ThinkingBlock, ToolUseBlock, Usage
 from openheim.store import SessionNotFound, SessionStore, StoreError, open_store
 from openheim.store.schema import MIGRATIONS, SchemaError
-from openheim.store.sqlite import SQLiteStore
+from openheim.store.sqlite import DB_NAME, SQLiteStore
 
 from .support import call, raw, result
 
@@ -235,8 +235,14 @@ def test_a_write_lock_held_too_long_is_a_store_error(tmp_path: Path) -> None:
 
 def test_close_is_idempotent(tmp_path: Path) -> None:
     store = open_store(tmp_path)
+    sid = store.create(cwd="/w", provider="p", model="m").id
+    wal = tmp_path / (DB_NAME + "-wal")
+    assert wal.exists()  # open, in WAL mode
     store.close()
-    store.close()
+    assert not wal.exists()  # the connection really closed: SQLite checkpointed and removed it
+    store.close()  # a second close does nothing, and raises nothing
+    with open_store(tmp_path) as again:
+        assert again.get(sid).model == "m"
 
 
 def test_importing_the_store_package_does_not_load_sqlite() -> None:

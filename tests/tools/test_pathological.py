@@ -21,6 +21,7 @@ from openheim.tools.base import Tool, ToolContext
 from openheim.tools.builtin.gitignore import GitIgnores
 from openheim.tools.builtin.listing import glob
 from openheim.tools.builtin.search import search
+from openheim.tools.sandbox import PathSandbox
 from tests.tools.support import ok
 
 LONG = "a" * 120
@@ -77,7 +78,7 @@ async def test_tool_call_finishes_at_once(case: Call, ctx: ToolContext) -> None:
 
 def _gitignore_verdict(tmp_path: Path) -> bool:
     (tmp_path / ".gitignore").write_text(f"{STARS}\n")
-    ignores = GitIgnores(tmp_path)
+    ignores = GitIgnores(PathSandbox(tmp_path))
     ignores.load(())
     return ignores.ignored((LONG,), False)
 

@@ -7,9 +7,8 @@ import socket
 
 from acp import RequestError
 
-from openheim.errors import OpenheimError
+from openheim.errors import OpenheimError, SessionBusy, SessionNotFound
 from openheim.secrets import redact
-from openheim.store.base import SessionBusy, SessionNotFound
 
 NOT_FOUND = -32002
 INVALID_REQUEST = -32600

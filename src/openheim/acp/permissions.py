@@ -75,6 +75,9 @@ def _tool_call(request: ApprovalRequest, ask: Ask) -> ToolCallUpdate:
     if reasons:
         text = TextContentBlock(type="text", text=f"Why this needs approval:\n{reasons}")
         content.append(ContentToolCallContent(type="content", content=text))
+    if ask.detail:
+        detail = TextContentBlock(type="text", text=ask.detail)
+        content.append(ContentToolCallContent(type="content", content=detail))
     return ToolCallUpdate(
         tool_call_id=request.tool_call_id,
         title=tool_title(request.tool, request.arguments, cwd),

@@ -48,7 +48,7 @@ from openheim._version import __version__
 from openheim.acp import options
 from openheim.acp.blocks import prompt_message
 from openheim.acp.client_io import AcpClientIO
-from openheim.acp.commands import available_commands, expand
+from openheim.acp.commands import available_commands
 from openheim.acp.errors import busy, request_error
 from openheim.acp.mcp import mcp_servers
 from openheim.acp.permissions import PermissionAsker
@@ -57,7 +57,7 @@ from openheim.acp.transport import LineTransport
 from openheim.acp.turn import Turn
 from openheim.api import AgentSession, Runtime
 from openheim.errors import OpenheimError
-from openheim.skills import SkillsManager, skills_for
+from openheim.skills import SkillsManager, expand_command, skills_for
 
 log = logging.getLogger(__name__)
 
@@ -204,7 +204,7 @@ class OpenheimAgent:
     async def prompt(self, session_id: str, prompt: list[Any], **_: Any) -> PromptResponse:
         live = self._get(session_id)
         message = prompt_message(prompt)
-        message = expand(message, live.skills)
+        message = expand_command(message, live.skills)
         if live.session.busy:
             raise busy(session_id)
         turn = Turn(self.conn, session_id, live.session, live.cwd)

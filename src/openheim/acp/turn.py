@@ -20,7 +20,7 @@ from openheim.api import AgentSession
 from openheim.events import CostUpdate, Event, Finished, ToolCall, ToolResult
 from openheim.events import UsageUpdate as UsageEvent
 from openheim.messages import Message, StopReason
-from openheim.providers.base import ProviderSettings
+from openheim.providers.windows import context_window
 from openheim.store.base import title_from
 
 Update = (
@@ -32,9 +32,6 @@ Update = (
     | SessionInfoUpdate
 )
 
-KIND_WINDOWS = {"anthropic": 200_000, "gemini": 1_048_576, "openai": 128_000}
-"""Context windows assumed for a provider kind when the config does not say."""
-
 
 class Turn:
     """Streams one prompt of ``session`` to the client."""
@@ -45,7 +42,8 @@ class Turn:
         self._session = session
         self._cwd = cwd
         self._in_context = 0
-        self._window = context_window(session.session.provider_settings)
+        chosen = session.session.provider_settings
+        self._window = context_window(chosen, session.model) if chosen is not None else None
 
     async def run(self, message: Message) -> StopReason:
         """Run the prompt; the stop reason of its ``Finished`` event."""
@@ -84,10 +82,3 @@ class Turn:
 
     async def _send(self, update: Update) -> None:
         await self._conn.session_update(session_id=self._id, update=update)
-
-
-def context_window(chosen: ProviderSettings | None) -> int | None:
-    """The model's context window: configured, the local model's, or the kind's usual one."""
-    if chosen is None:
-        return None
-    return chosen.context_window or chosen.n_ctx or KIND_WINDOWS.get(chosen.kind)

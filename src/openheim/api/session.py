@@ -14,15 +14,16 @@ import logging
 import os
 import socket
 import weakref
+from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
+from openheim.errors import SessionBusy
 from openheim.events import Event, Finished
 from openheim.messages import Message, StopReason, Usage
 from openheim.session import Session
-from openheim.store.base import SessionBusy
 from openheim.tools.base import ToolSet
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,8 @@ class PromptRun:
     It runs when first iterated or awaited, once; ``AgentSession.cancel()`` (or ``cancel()``
     here) ends it with stop reason ``cancelled``. ``async with session.prompt(...) as events``
     also stops it (and frees the session at once) when the block is left early, for example
-    with ``break``.
+    with ``break``. Its events always end with one ``Finished`` for a reader that reads on, even
+    when the session was closed in between (see ``take_rest``).
     """
 
     def __init__(self, owner: AgentSession, message: Message) -> None:
@@ -60,6 +62,10 @@ class PromptRun:
         self._started = False
         self._events_ref: weakref.ref[AsyncGenerator[Event, None]] | None = None
         self._held: AsyncGenerator[Event, None] | None = None
+        self._source: AsyncGenerator[Event, None] | None = None
+        self._taken: deque[Event] = deque()
+        self._error: Exception | None = None
+        self._reading = False
 
     @property
     def iterator(self) -> AsyncGenerator[Event, None] | None:
@@ -104,11 +110,41 @@ class PromptRun:
         session = self._owner.claim(self)
         try:
             run = session.prompt(self._message, cancel=self._cancel, settled=self.settled)
-            async with contextlib.aclosing(run) as events:
-                async for event in events:
+            self._source = run
+            async with contextlib.aclosing(run):
+                while (event := await self._next()) is not None:
                     yield event
         finally:
             await self._owner.release(self)
+
+    async def _next(self) -> Event | None:
+        if self._taken:
+            return self._taken.popleft()
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+        assert self._source is not None
+        self._reading = True
+        try:
+            return await anext(self._source, None)
+        finally:
+            self._reading = False
+
+    async def take_rest(self) -> bool:
+        """Once the run has settled and no one is inside its stream, read the stream to its
+        end here and keep the events for the reader. The prompt is then over (its history
+        stored, the session's lease released) while its reader still gets every event, up to
+        ``Finished``. False when someone is reading the stream right now, or the run has not
+        settled."""
+        source = self._source
+        if source is None or self._reading or not self.settled.is_set():
+            return False
+        try:
+            async for event in source:
+                self._taken.append(event)
+        except Exception as err:  # the reader's to raise, as it would have been
+            self._error = err
+        return True
 
 
 class AgentSession:
@@ -121,7 +157,6 @@ class AgentSession:
         self._session = session
         self._host = host
         self._running: PromptRun | None = None
-        self._reader: asyncio.Task[Any] | None = None
         self._close_pending = False
         self._idle = asyncio.Event()
         self._idle.set()
@@ -184,7 +219,7 @@ class AgentSession:
             raise RuntimeError("this session is closed; open or resume it again")
         if self._running is not None:
             raise SessionBusy(self.id or "unsaved", pid=os.getpid(), host=socket.gethostname())
-        self._running, self._reader = run, asyncio.current_task()
+        self._running = run
         self._idle.clear()
         return self._session
 
@@ -192,7 +227,7 @@ class AgentSession:
         """``run`` ended; a close asked for by its own reader happens now."""
         if self._running is not run:
             return
-        self._running = self._reader = None
+        self._running = None
         self._idle.set()
         if self._close_pending:
             await self._close_now()
@@ -204,32 +239,27 @@ class AgentSession:
     async def close(self) -> None:
         """Cancel a running prompt and close everything the session opened (idempotent).
 
-        A running prompt first records its cancellation in the history. Called from the loop
-        that reads the prompt, the prompt ends at once and the loop sees no more events; with
-        another task reading, the session's parts close once that reader has taken the last
-        event."""
+        A running prompt first records its cancellation in the history, and its reader still
+        gets its last events (the cancelled results, then ``Finished``), whichever task reads
+        it and whether or not close() is called from inside its loop. When no one is inside
+        the prompt's stream at that moment (its reader is between two events, or close() is
+        called from the reader's own loop), the prompt's events are taken for the reader and
+        everything is closed before close() returns; a reader in another task that is taking
+        an event right then closes the session once it has taken the last one."""
         running = self._running
         if running is None:
             await self._close_now()
             return
         running.cancel()
         self._close_pending = True
-        if self._reader is asyncio.current_task():
-            await self._end_own(running)
+        if running.iterator is None:  # left with break: the event loop is finalising it
+            await _wait(self._idle)
         else:
             await _wait(running.settled)
+            if await running.take_rest():
+                await self.release(running)
         if self._running is None and self._close_pending:
             await self._close_now()
-
-    async def _end_own(self, running: PromptRun) -> None:
-        """close() from the task that reads the prompt. Inside its loop the prompt ends here
-        (the loop then sees no more events); after a loop left with ``break``, the event loop
-        is finishing the abandoned iterator, so wait for that."""
-        events = running.iterator
-        if events is not None and not getattr(events, "ag_running", False):
-            await events.aclose()
-        else:
-            await _wait(self._idle)
 
     async def _close_now(self) -> None:
         self._close_pending = False

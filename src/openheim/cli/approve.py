@@ -3,6 +3,10 @@
 The question goes to the terminal itself, not to stdin/stdout, so a piped stdin and a redirected
 stdout keep working. With no controlling terminal there is no resolver at all: the core then
 denies at once (fail closed) instead of waiting for input that cannot come.
+
+The answer is read from a non-blocking descriptor watched by the event loop, not by a thread
+blocked in ``read``: a run stopped while the question waits (Ctrl-C, SIGTERM) then simply stops
+waiting, and nothing is left holding the terminal when openheim exits.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import json
-import threading
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,26 +28,26 @@ CHOICES = "[y]es / [n]o / [a]lways / [c]ancel"
 
 @dataclass
 class Terminal:
-    """The controlling terminal, opened once for reading and once for writing."""
+    """The controlling terminal: a non-blocking descriptor to read from, a file to write to."""
 
-    reader: IO[str]
+    reader: int
     writer: IO[str]
 
     def close(self) -> None:
-        self.reader.close()
+        os.close(self.reader)
         self.writer.close()
 
 
 def open_terminal(path: str = "/dev/tty") -> Terminal | None:
     """The controlling terminal, or None when the process has none (headless)."""
     try:
-        reader = open(path, encoding="utf-8", errors="replace")  # noqa: SIM115
+        reader = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError:
         return None
     try:
         writer = open(path, "w", encoding="utf-8", errors="replace")  # noqa: SIM115
     except OSError:
-        reader.close()
+        os.close(reader)
         return None
     return Terminal(reader, writer)
 
@@ -55,6 +59,8 @@ class TerminalResolver:
         self.terminal = terminal.writer
         self.source = terminal.reader
         self.cancel = cancel
+        self._typed = bytearray()
+        """What was read past the last answer's end of line (typed ahead)."""
 
     async def __call__(self, request: ApprovalRequest, verdict: Ask) -> Allow | Deny:
         self.terminal.write(describe(request, verdict))
@@ -74,19 +80,31 @@ class TerminalResolver:
             self.terminal.write("please answer y, n, a or c\n")
 
     async def _read_line(self) -> str:
-        """Read in a daemon thread, so a run cancelled meanwhile can still exit."""
+        """The next line typed, without waiting in a blocking call (see the module docstring);
+        "" once the terminal is closed or hung up."""
         loop = asyncio.get_running_loop()
-        done: asyncio.Future[str] = loop.create_future()
+        done: asyncio.Future[None] = loop.create_future()
 
-        def settle(line: str) -> None:
-            if not done.done():
-                done.set_result(line)
+        def readable() -> None:
+            try:
+                chunk = os.read(self.source, 4096)
+            except BlockingIOError:
+                return
+            except OSError:  # EIO: the terminal hung up
+                chunk = b""
+            self._typed += chunk
+            if (not chunk or b"\n" in self._typed) and not done.done():
+                done.set_result(None)
 
-        def read() -> None:
-            loop.call_soon_threadsafe(settle, self.source.readline())
-
-        threading.Thread(target=read, name="approval-prompt", daemon=True).start()
-        return await done
+        if b"\n" not in self._typed:
+            loop.add_reader(self.source, readable)
+            try:
+                await done
+            finally:
+                loop.remove_reader(self.source)
+        line, _, rest = bytes(self._typed).partition(b"\n")
+        self._typed = bytearray(rest)
+        return line.decode("utf-8", "replace")
 
 
 def describe(request: ApprovalRequest, verdict: Ask) -> str:
@@ -97,6 +115,9 @@ def describe(request: ApprovalRequest, verdict: Ask) -> str:
     lines += [f"  ! {reason}" for reason in verdict.reasons]
     if verdict.prompt:
         lines.append(verdict.prompt)
+    if verdict.detail:
+        detail = verdict.detail
+        lines.append(detail if len(detail) <= MAX_SHOWN else detail[:MAX_SHOWN] + "\n…")
     diff = edit_diff(request)
     if diff:
         lines.append(diff if len(diff) <= MAX_SHOWN else diff[:MAX_SHOWN] + "\n…")

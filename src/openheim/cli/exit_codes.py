@@ -19,7 +19,10 @@ REFUSAL = 5
 DENIED = 6
 """The run ended, but at least one tool call was denied by the approval gate."""
 CANCELLED = 130
-"""Interrupted (Ctrl-C), as shells report SIGINT."""
+"""Interrupted (Ctrl-C, SIGINT; or "cancel" at a terminal approval question), as shells report
+SIGINT."""
+TERMINATED = 143
+"""Stopped by SIGTERM (128 + 15, as shells report it); the run was cancelled cleanly first."""
 
 _BY_STOP: dict[StopReason, int] = {
     "end_turn": OK,
@@ -33,3 +36,9 @@ _BY_STOP: dict[StopReason, int] = {
 def for_stop(stop: StopReason, denied: int) -> int:
     code = _BY_STOP[stop]
     return DENIED if code == OK and denied else code
+
+
+def for_signal(signum: int) -> int:
+    """The exit code of a run stopped by ``signum``, as shells report it: 128 + its number
+    (``CANCELLED`` for SIGINT, ``TERMINATED`` for SIGTERM)."""
+    return 128 + int(signum)

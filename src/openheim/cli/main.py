@@ -8,9 +8,13 @@ code from ``exit_codes``.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
+import threading
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from types import FrameType
 
 from openheim._version import __version__
 from openheim.cli import exit_codes
@@ -154,12 +158,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         build_parser().print_help()
         return exit_codes.USAGE
     try:
-        return _dispatch(args)
+        with _sigterm_exits():
+            return _dispatch(args)
     except OpenheimError as err:
         code = exit_codes.USAGE if err.usage_error else exit_codes.ERROR
         return _report(err, code, args)
     except KeyboardInterrupt:
         return exit_codes.CANCELLED
+
+
+def _exit_terminated(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(exit_codes.TERMINATED)
+
+
+@contextlib.contextmanager
+def _sigterm_exits() -> Iterator[None]:
+    """While a command runs, SIGTERM unwinds it as Ctrl-C does (its clean-up runs) and exits
+    143; ``run`` and ``acp`` put their own handlers on their event loop meanwhile."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _exit_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 def _dispatch(args: argparse.Namespace) -> int:

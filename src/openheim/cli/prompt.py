@@ -1,4 +1,8 @@
-"""Build the user's prompt from arguments, ``@path`` attachments and a piped stdin."""
+"""Build the user's prompt from arguments, ``@path`` attachments and a piped stdin.
+
+An attachment goes to the model as it is, so the deny-read patterns (``SecretPolicy``) apply
+to it as to every file tool: ``@.env`` is refused, naming the pattern and the way round it.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +12,16 @@ from pathlib import Path
 from typing import TextIO
 
 from openheim.errors import ConfigError
+from openheim.secrets import SecretPolicy
 
 MAX_ATTACHMENT_BYTES = 1024 * 1024
 
 
-def attach(raw: str, cwd: Path) -> str:
-    """The contents of ``@path`` wrapped so the model knows where they came from."""
+def attach(raw: str, cwd: Path, policy: SecretPolicy | None = None) -> str:
+    """The contents of ``@path`` wrapped so the model knows where they came from; a file the
+    deny-read ``policy`` (default: the default patterns) names is refused."""
     path = (cwd / raw).expanduser()
+    _check_secret(raw, path, SecretPolicy.from_config() if policy is None else policy)
     try:
         data = path.read_bytes()
     except OSError as err:
@@ -32,12 +39,31 @@ def attach(raw: str, cwd: Path) -> str:
     return f'<file path="{raw}">\n{text}{"" if text.endswith(chr(10)) else chr(10)}</file>'
 
 
-def build_prompt(words: Sequence[str], cwd: Path, stdin: TextIO | None = None) -> str:
-    """Words joined by spaces, then attachments, then piped stdin, in that order."""
+def _check_secret(raw: str, path: Path, policy: SecretPolicy) -> None:
+    """Refuse ``@raw`` when its name, real path or link target matches a deny-read pattern."""
+    pattern = policy.match(path.resolve(), raw) or policy.match(path.absolute())
+    if pattern is not None:
+        raise ConfigError(
+            f"refused to attach @{raw}: it matches the secret pattern {pattern!r} of deny_read, "
+            "and secret files are not sent to the model",
+            hint="paste only the part you need, or set deny_read in config.toml without that "
+            "pattern (see docs/safety.md)",
+        )
+
+
+def build_prompt(
+    words: Sequence[str],
+    cwd: Path,
+    stdin: TextIO | None = None,
+    *,
+    policy: SecretPolicy | None = None,
+) -> str:
+    """Words joined by spaces, then attachments, then piped stdin, in that order; attachments
+    are checked against the deny-read ``policy``."""
     stdin = sys.stdin if stdin is None else stdin
     text = " ".join(w for w in words if not (w.startswith("@") and len(w) > 1))
     parts = [text] if text else []
-    parts += [attach(w[1:], cwd) for w in words if w.startswith("@") and len(w) > 1]
+    parts += [attach(w[1:], cwd, policy) for w in words if w.startswith("@") and len(w) > 1]
     if stdin is not None and not stdin.isatty():
         piped = stdin.read()
         if piped.strip():

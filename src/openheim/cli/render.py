@@ -1,7 +1,9 @@
 """Render run events: the answer to stdout as it streams, tool activity to stderr.
 
-Everything written is redacted (``openheim.secrets``). Text deltas are redacted one by
-one, so a secret the model streams across two deltas is not recognised in the stream.
+Everything written is redacted (``openheim.secrets``). Text and thinking deltas pass through
+a ``StreamRedactor`` each, so a secret the model streams across several deltas is recognised
+too: the renderer holds back a tail that may be part of one and shows it, redacted, before
+the next event of another kind.
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ from openheim.events import (
     Notice,
     RetryNotice,
     TextDelta,
+    ThinkingDelta,
     ToolCall,
     ToolResult,
     event_to_dict,
 )
 from openheim.secrets import redact, redact_data
+from openheim.secrets_stream import StreamRedactor
 
 _MAX_ARGS_SHOWN = 120
 
@@ -32,14 +36,15 @@ class TextRenderer:
         self.out = out
         self.err = err
         self._ends_with_newline = True
+        self._text = StreamRedactor()
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, TextDelta):
-            self.out.write(redact(event.text))
-            self.out.flush()
-            if event.text:
-                self._ends_with_newline = event.text.endswith("\n")
-        elif isinstance(event, ToolCall):
+            self._write(self._text.feed(event.text))
+            return
+        if not isinstance(event, ThinkingDelta):
+            self._write(self._text.flush())
+        if isinstance(event, ToolCall):
             args = redact(json.dumps(dict(event.arguments), ensure_ascii=False))
             if len(args) > _MAX_ARGS_SHOWN:
                 args = args[: _MAX_ARGS_SHOWN - 1] + "…"
@@ -48,10 +53,9 @@ class TextRenderer:
             content = redact(event.content).strip()  # before cutting: a cut secret hides
             first = content.splitlines()[0] if content else ""
             mark = "✓" if not event.is_error else "✗"
-            self._line(
-                f"  {mark} {event.name}: {event.status}"
-                + (f": {first[:200]}" if event.is_error else "")
-            )
+            said = first.startswith(f"{event.status}:")  # a denial's text starts "denied:"
+            detail = first[:200] if said else f"{event.status}: {first[:200]}"
+            self._line(f"  {mark} {event.name}: {detail if event.is_error else event.status}")
         elif isinstance(event, RetryNotice):
             of = f" of {event.max_retries}" if event.max_retries else ""
             self._line(
@@ -69,6 +73,13 @@ class TextRenderer:
                 detail = f" ({event.reason})" if event.reason else ""
                 self._line(f"stopped: {event.stop_reason}{detail}")
 
+    def _write(self, text: str) -> None:
+        """Answer text, already redacted, to ``out``."""
+        if text:
+            self.out.write(text)
+            self.out.flush()
+            self._ends_with_newline = text.endswith("\n")
+
     def _line(self, text: str) -> None:
         if not self._ends_with_newline:
             self.out.write("\n")
@@ -79,12 +90,33 @@ class TextRenderer:
 
 
 class JsonRenderer:
-    """``--json``: one JSON object per event per line on ``out``."""
+    """``--json``: one JSON object per event per line on ``out``.
+
+    A text or thinking delta is printed with the text its ``StreamRedactor`` lets out (and
+    not at all while it holds everything back); what is held comes out as one more delta of
+    its kind before any other event."""
 
     def __init__(self, out: TextIO) -> None:
         self.out = out
+        self._streams = {"text_delta": StreamRedactor(), "thinking_delta": StreamRedactor()}
 
     def __call__(self, event: Event) -> None:
-        line = redact_data(event_to_dict(event))
+        if isinstance(event, TextDelta | ThinkingDelta):
+            self._flush(but=event.type)
+            self._delta(event.type, self._streams[event.type].feed(event.text))
+            return
+        self._flush()
+        self._print(redact_data(event_to_dict(event)))
+
+    def _flush(self, but: str = "") -> None:
+        for kind, stream in self._streams.items():
+            if kind != but:
+                self._delta(kind, stream.flush())
+
+    def _delta(self, kind: str, text: str) -> None:
+        if text:
+            self._print({"type": kind, "text": text})
+
+    def _print(self, line: dict[str, object]) -> None:
         self.out.write(json.dumps(line, ensure_ascii=False) + "\n")
         self.out.flush()

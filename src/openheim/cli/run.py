@@ -6,7 +6,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import signal
 import sys
 from pathlib import Path
 from typing import cast
@@ -15,14 +14,17 @@ from openheim.api import Runtime
 from openheim.cli import exit_codes
 from openheim.cli.approve import TerminalResolver, open_terminal
 from openheim.cli.prompt import build_prompt
+from openheim.cli.refusal import HeadlessRefusals, summary
 from openheim.cli.render import JsonRenderer, TextRenderer
 from openheim.cli.settings import settings_from_flags
+from openheim.cli.stop import SignalStop
 from openheim.config.load import Settings
 from openheim.config.providers import LOCAL_KINDS
 from openheim.errors import ConfigError
 from openheim.events import Finished
 from openheim.providers.base import NamedTool, ToolChoice
 from openheim.runtime import SessionOptions, remember_rules
+from openheim.secrets import SecretPolicy
 from openheim.session import Session
 
 
@@ -31,8 +33,9 @@ def run_command(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"--max-iterations must be at least 1, got {args.max_iterations}", hint="use 1 or more"
         )
-    prompt = build_prompt(args.prompt, Path.cwd())
     settings = settings_from_flags(args)
+    policy = SecretPolicy.from_config(settings.deny_read, home=settings.home)
+    prompt = build_prompt(args.prompt, Path.cwd(), policy=policy)
     options = SessionOptions(
         resume=args.session,
         continue_latest=args.continue_latest,
@@ -63,28 +66,36 @@ async def _run(
     render = JsonRenderer(sys.stdout) if json_mode else TextRenderer(sys.stdout, sys.stderr)
     cancel = asyncio.Event()
     terminal = open_terminal()
-    resolver = TerminalResolver(terminal, cancel) if terminal is not None else None
-    loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGINT, cancel.set)
-    loop.add_signal_handler(signal.SIGTERM, cancel.set)
+    refusals = HeadlessRefusals() if terminal is None else None
+    resolver = TerminalResolver(terminal, cancel) if terminal is not None else refusals
     len_notices = len(settings.notices)
-    try:
-        runtime = Runtime(settings=settings)
-        async with runtime.open_session(options, resolver=resolver) as session:
-            _announce(settings, session, json_mode=json_mode)
-            for notice in settings.notices[len_notices:]:
-                sys.stderr.write(f"openheim: {notice}\n")
-            async with contextlib.aclosing(session.prompt(prompt, cancel=cancel)) as events:
-                async for event in events:
-                    render(event)
-                    if isinstance(event, Finished):
-                        _remember(settings, session, remember)
-                        return exit_codes.for_stop(event.stop_reason, event.denied)
-    finally:
-        if terminal is not None:
-            terminal.close()
-        loop.remove_signal_handler(signal.SIGINT)
-        loop.remove_signal_handler(signal.SIGTERM)
+    with SignalStop(cancel) as stop:
+        try:
+            runtime = Runtime(settings=settings)
+            async with runtime.open_session(options, resolver=resolver) as session:
+                _announce(settings, session, json_mode=json_mode)
+                for notice in settings.notices[len_notices:]:
+                    sys.stderr.write(f"openheim: {notice}\n")
+                stop.prompting()
+                async with contextlib.aclosing(session.prompt(prompt, cancel=cancel)) as events:
+                    async for event in events:
+                        render(event)
+                        if isinstance(event, Finished):
+                            _remember(settings, session, remember)
+                            lines = summary(event.denied, refusals)
+                            sys.stderr.writelines(f"{line}\n" for line in lines)
+                            return stop.exit_code(
+                                exit_codes.for_stop(event.stop_reason, event.denied)
+                            )
+        except asyncio.CancelledError:
+            signalled = stop.stopped_while_opening()
+            if signalled is None:
+                raise
+            sys.stderr.write("openheim: stopped before the prompt was sent\n")
+            return signalled
+        finally:
+            if terminal is not None:
+                terminal.close()
     return exit_codes.ERROR
 
 

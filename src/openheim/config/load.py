@@ -2,9 +2,9 @@
 
 The user file is ``$OPENHEIM_HOME/config.toml`` (default ``~/.openheim``). A project file is the
 nearest ``.openheim/config.toml`` in the cwd or a parent. Until the user trusts that folder
-(``openheim trust``), a project file may only narrow safety: it can turn ``allow_shell`` off but
-not on, move ``work_dir`` only further inside, and cannot add MCP servers, redirect a provider's
-endpoint or key, or move the data dir. What it tried and was refused is reported in ``notices``.
+(``openheim trust``), only the keys on the allow-list of ``config.untrusted`` are taken from it,
+and only within their limits; what it tried and was refused is reported in ``notices``, one line
+per key.
 """
 
 from __future__ import annotations
@@ -15,7 +15,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from openheim.config.checks import (
+    check_approval,
+    check_config,
+    check_folder,
+    check_max_iterations,
+    is_folder,
+    resolved,
+)
 from openheim.config.schema import (
+    DEFAULT_MAX_ITERATIONS,
+    DEFAULT_PARALLEL_SUBAGENTS,
     ConfigFile,
     McpServerEntry,
     MemoryEntry,
@@ -23,14 +33,14 @@ from openheim.config.schema import (
     ProviderEntry,
 )
 from openheim.config.trust import is_trusted
+from openheim.config.untrusted import Context, untrusted_view
 from openheim.errors import ConfigError
-from openheim.secrets import DEFAULT_DENY_READ
 from openheim.tomlfile import read_toml, typed_table
 from openheim.typed import from_mapping
 
-DEFAULT_MAX_ITERATIONS = 10
+__all__ = ["DEFAULT_MAX_ITERATIONS", "Overrides", "Settings", "load_settings", "openheim_home"]
+
 PROJECT_FILES = ("config.toml", "permissions.toml")
-_ENDPOINT_KEYS = ("kind", "api_base", "env_var", "api_key")
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
@@ -76,6 +86,8 @@ class Settings:
     inline_subagents: bool = False
     deny_read: list[str] | None = None
     shell_env_allow: list[str] = field(default_factory=list)
+    shell_sandbox: str = "auto"
+    shell_network: bool = False
     project_trusted: bool = False
     sources: list[Path] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
@@ -83,16 +95,27 @@ class Settings:
 
 
 def openheim_home(env: Mapping[str, str] | None = None) -> Path:
+    """``$OPENHEIM_HOME`` (default ``~/.openheim``); a ConfigError when it cannot be a folder."""
     env = os.environ if env is None else env
     raw = env.get("OPENHEIM_HOME")
-    return Path(raw).expanduser().resolve() if raw else Path.home() / ".openheim"
+    home = resolved(raw, Path.cwd(), "OPENHEIM_HOME") if raw else Path.home() / ".openheim"
+    return check_folder(home, "OPENHEIM_HOME")
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
     """Parse and validate one file; the raw table is returned for layering."""
     raw = read_toml(path)
-    typed_table(path, raw, ConfigFile, "see docs/configuration.md for the valid keys")
+    config = typed_table(
+        path, raw, ConfigFile, "see docs/configuration.md for the valid keys and values"
+    )
+    check_config(path, config)
     return raw
+
+
+def _present(path: Path) -> bool:
+    """Whether something is at ``path``: a folder or a broken link there is an error when read,
+    never a reason to carry on without the file."""
+    return path.exists() or path.is_symlink()
 
 
 def find_project_root(cwd: Path, home: Path) -> Path | None:
@@ -102,7 +125,7 @@ def find_project_root(cwd: Path, home: Path) -> Path | None:
         candidate = folder / ".openheim"
         if candidate.resolve() == home.resolve():
             continue  # that is the user's own data dir, not a project
-        if any((candidate / name).is_file() for name in PROJECT_FILES):
+        if any(_present(candidate / name) for name in PROJECT_FILES):
             return folder
     return None
 
@@ -122,24 +145,25 @@ def load_settings(
     merged: dict[str, Any] = {}
     trusted = False
     user_file = home / "config.toml"
-    if user_file.is_file():
+    if _present(user_file):
         merged = read_config_file(user_file)
         sources.append(user_file)
     work_dir = _dir_setting(merged.get("work_dir"), cwd, "work_dir", user_file) or cwd
     data_dir = home
     if merged.get("data_dir"):
-        data_dir = Path(str(merged["data_dir"])).expanduser().resolve()
+        data_dir = check_folder(resolved(merged["data_dir"], cwd, "data_dir"), "data_dir")
     root = find_project_root(cwd, home)
     if root is not None:
         project_file = root / ".openheim" / "config.toml"
         project: dict[str, Any] = {}
-        if project_file.is_file():
+        if _present(project_file):
             project = read_config_file(project_file)
             sources.append(project_file)
         trusted = is_trusted(root, data_dir)
         if not trusted:
-            project = _narrow(project, merged, notices, root)
-        work_dir = _project_work_dir(project, root, work_dir, trusted, notices)
+            project = untrusted_view(project, Context(merged, root, work_dir), notices)
+        where = root / ".openheim"
+        work_dir = _dir_setting(project.get("work_dir"), root, "work_dir", where) or work_dir
         data_dir = _dir_setting(project.get("data_dir"), root, "data_dir", project_file) or data_dir
         merged = _deep_merge(merged, project)
     paths = _Paths(cwd, home, data_dir, work_dir, root, trusted)
@@ -178,10 +202,7 @@ def _finish(
         config.max_iterations,
         DEFAULT_MAX_ITERATIONS,
     )
-    if max_iterations < 1:
-        raise ConfigError(
-            f"max_iterations must be at least 1, got {max_iterations}", hint="use 1 or more"
-        )
+    check_max_iterations(max_iterations, "max_iterations")
     tui_theme = config.tui.theme_color if config.tui else None
     return Settings(
         home=paths.home,
@@ -203,17 +224,28 @@ def _finish(
         session_log=config.session_log,
         file_changes=config.file_changes or "direct",
         web_fetch_allow=list(config.web_fetch_allow),
-        approval=overrides.approval or env.get("OPENHEIM_APPROVAL") or config.approval or "ask",
+        approval=_approval(overrides, env, config),
         deny_read=config.deny_read,
         default_agent=config.default_agent,
-        max_parallel_subagents=config.max_parallel_subagents or 4,
+        max_parallel_subagents=config.max_parallel_subagents or DEFAULT_PARALLEL_SUBAGENTS,
         inline_subagents=bool(config.inline_subagents),
         shell_env_allow=list(config.shell_env_allow),
+        shell_sandbox=config.shell_sandbox or "auto",
+        shell_network=bool(config.shell_network),
         project_trusted=paths.project_trusted,
         sources=sources,
         notices=notices,
         project_root=paths.project_root,
     )
+
+
+def _approval(overrides: Overrides, env: Mapping[str, str], config: ConfigFile) -> str:
+    if overrides.approval is not None:
+        return check_approval(overrides.approval, "approval")
+    raw = env.get("OPENHEIM_APPROVAL")
+    if raw is not None and raw.strip():
+        return check_approval(raw.strip(), "OPENHEIM_APPROVAL")
+    return config.approval or "ask"
 
 
 def _first(*values: Any) -> Any:
@@ -245,81 +277,13 @@ def _env_int(env: Mapping[str, str], name: str) -> int | None:
 def _dir_setting(raw: object, base: Path, key: str, source: Path | None) -> Path | None:
     if raw is None or raw == "":
         return None
-    path = (base / Path(str(raw)).expanduser()).resolve()
-    if not path.is_dir():
-        where = f"{source}: " if source else ""
+    where = f"{source}: " if source else ""
+    path = resolved(raw, base, f"{where}{key}")
+    if not is_folder(path, f"{where}{key}"):
         raise ConfigError(
             f"{where}{key} {raw!r} is not an existing directory", hint="create it or fix the path"
         )
     return path
-
-
-def _project_work_dir(
-    project: dict[str, Any], root: Path, current: Path, trusted: bool, notices: list[str]
-) -> Path:
-    proposed = _dir_setting(project.get("work_dir"), root, "work_dir", root / ".openheim")
-    if proposed is None:
-        return current
-    if trusted or proposed.is_relative_to(current):
-        return proposed
-    notices.append(
-        f"ignored work_dir {proposed} from the untrusted project config: it is outside {current} "
-        "(run `openheim trust` in the project to allow it)"
-    )
-    return current
-
-
-def _narrow(
-    project: dict[str, Any], user: dict[str, Any], notices: list[str], root: Path
-) -> dict[str, Any]:
-    """Drop what an untrusted project may not change; record each refusal in ``notices``."""
-    out = dict(project)
-    why = f"(run `openheim trust {root}` to allow it)"
-    if out.get("allow_shell") is True and user.get("allow_shell") is not True:
-        notices.append(f"ignored allow_shell = true from the untrusted project config {why}")
-        del out["allow_shell"]
-    _narrow_approval(out, user, notices, why)
-    if "deny_read" in out:
-        kept = user.get("deny_read")
-        base = list(kept) if isinstance(kept, list) else None
-        if base is not None:
-            out["deny_read"] = list(dict.fromkeys([*base, *out["deny_read"]]))
-        else:
-            notices.append(f"kept the default deny_read patterns too {why}")
-            out["deny_read"] = [*DEFAULT_DENY_READ, *out["deny_read"]]
-    for key in ("mcp_servers", "data_dir", "memory", "web_fetch_allow", "shell_env_allow"):
-        if key in out:
-            notices.append(f"ignored {key} from the untrusted project config {why}")
-            del out[key]
-    providers = {}
-    for name, entry in dict(out.get("providers", {})).items():
-        user_entry = user.get("providers", {}).get(name, {})
-        changed = [k for k in _ENDPOINT_KEYS if k in entry and entry[k] != user_entry.get(k)]
-        if changed:
-            notices.append(
-                f"ignored {', '.join(changed)} of provider {name!r} from the untrusted "
-                f"project config {why}"
-            )
-        providers[name] = {k: v for k, v in entry.items() if k not in changed}
-    if providers:
-        out["providers"] = providers
-    return out
-
-
-_STRICTNESS = {"auto": 0, "ask": 1, "deny": 2}
-
-
-def _narrow_approval(
-    out: dict[str, Any], user: dict[str, Any], notices: list[str], why: str
-) -> None:
-    """An untrusted project may make approval stricter (auto → ask → deny), never looser."""
-    wanted = out.get("approval")
-    if wanted is None:
-        return
-    current = user.get("approval") or "ask"
-    if _STRICTNESS.get(str(wanted), 0) < _STRICTNESS.get(str(current), 1):
-        notices.append(f"ignored approval = {wanted!r} from the untrusted project config {why}")
-        del out["approval"]
 
 
 def _deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,13 +1,27 @@
 """The shape of ``config.toml``: every key the Rust Openheim accepts, plus ours.
 
 Each table is a dataclass; ``typed.from_mapping`` checks a parsed file against it and rejects
-unknown keys with the nearest valid one. ``None`` means "not set here" so files can be layered.
+unknown keys with the nearest valid one, and numbers outside their ``Bounds``. ``None`` means
+"not set here" so files can be layered. Every key is also classified for untrusted projects in
+``config.untrusted``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Annotated, Literal, get_args
+
+from openheim.typed import Bounds
+
+DAY_SECS = 86_400.0
+DEFAULT_MAX_ITERATIONS = 10
+DEFAULT_PARALLEL_SUBAGENTS = 4
+MAX_ITERATIONS_LIMIT = 100_000
+Seconds = Annotated[float | None, Bounds(0, DAY_SECS, above=True)]
+Count = Annotated[int | None, Bounds(1)]
+Dollars = Annotated[float | None, Bounds(0, 1e9)]
+ApprovalMode = Literal["ask", "auto", "deny"]
+APPROVAL_MODES: tuple[str, ...] = get_args(ApprovalMode)
 
 
 @dataclass(frozen=True)
@@ -20,24 +34,24 @@ class ProviderEntry:
     models: list[str] = field(default_factory=list)
     env_var: str | None = None
     api_key: str | None = field(default=None, repr=False)
-    timeout_secs: float | None = None
-    max_tokens: int | None = None
-    context_window: int | None = None
-    thinking: str | int | None = None
+    timeout_secs: Seconds = None
+    max_tokens: Count = None
+    context_window: Count = None
+    thinking: Annotated[str | int | None, Bounds(0)] = None
     reasoning_effort: str | None = None
-    max_retries: int | None = None
+    max_retries: Annotated[int | None, Bounds(0, 100)] = None
     fallback: list[str] = field(default_factory=list)
     tool_protocol: Literal["native", "envelope"] | None = None
     model_path: str | None = None
-    n_ctx: int | None = None
-    n_threads: int | None = None
+    n_ctx: Annotated[int | None, Bounds(0)] = None
+    n_threads: Annotated[int | None, Bounds(1, 4096)] = None
     seed: int | None = None
-    temperature: float | None = None
+    temperature: Annotated[float | None, Bounds(0, 100)] = None
     server_command: list[str] = field(default_factory=list)
     host: str | None = None
-    port: int | None = None
+    port: Annotated[int | None, Bounds(1, 65_535)] = None
     port_policy: Literal["fail", "reuse", "next-free"] | None = None
-    startup_timeout: float | None = None
+    startup_timeout: Seconds = None
 
 
 @dataclass(frozen=True)
@@ -50,8 +64,8 @@ class McpServerEntry:
     url: str | None = None
     cwd: str | None = None
     headers: dict[str, str] = field(default_factory=dict, repr=False)
-    startup_timeout: float | None = None
-    call_timeout: float | None = None
+    startup_timeout: Seconds = None
+    call_timeout: Seconds = None
 
 
 @dataclass(frozen=True)
@@ -61,7 +75,7 @@ class MemoryEntry:
     embedding_provider: str | None = None
     embedding_model: str | None = None
     db_path: str | None = None
-    top_k: int = 5
+    top_k: Annotated[int, Bounds(1, 1000)] = 5
 
 
 @dataclass(frozen=True)
@@ -75,10 +89,10 @@ class TuiEntry:
 class PriceEntry:
     """``[prices."MODEL"]``: US dollars per million tokens."""
 
-    input: float
-    output: float
-    cache_read: float | None = None
-    cache_write: float | None = None
+    input: Annotated[float, Bounds(0, 1e9)]
+    output: Annotated[float, Bounds(0, 1e9)]
+    cache_read: Dollars = None
+    cache_write: Dollars = None
 
 
 @dataclass(frozen=True)
@@ -86,7 +100,7 @@ class ConfigFile:
     """One parsed ``config.toml`` (user or project)."""
 
     default_provider: str | None = None
-    max_iterations: int | None = None
+    max_iterations: Annotated[int | None, Bounds(1, MAX_ITERATIONS_LIMIT)] = None
     default_skills: list[str] | None = None
     work_dir: str | None = None
     allow_shell: bool | None = None
@@ -97,15 +111,17 @@ class ConfigFile:
     memory: MemoryEntry | None = None
     tui: TuiEntry | None = None
     prices: dict[str, PriceEntry] = field(default_factory=dict)
-    max_cost: float | None = None
-    max_tokens_per_session: int | None = None
+    max_cost: Dollars = None
+    max_tokens_per_session: Count = None
     save_sessions: bool | None = None
     session_log: Literal["markdown"] | None = None
     file_changes: Literal["direct", "staged"] | None = None
     web_fetch_allow: list[str] = field(default_factory=list)
-    approval: Literal["ask", "auto", "deny"] | None = None
+    approval: ApprovalMode | None = None
     default_agent: str | None = None
-    max_parallel_subagents: int | None = None
+    max_parallel_subagents: Annotated[int | None, Bounds(1, 64)] = None
     inline_subagents: bool | None = None
     deny_read: list[str] | None = None
     shell_env_allow: list[str] = field(default_factory=list)
+    shell_sandbox: Literal["auto", "require", "off"] | None = None
+    shell_network: bool | None = None

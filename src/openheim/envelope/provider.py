@@ -72,9 +72,7 @@ class EnvelopeProvider:
         self.name = inner.name
 
     async def aclose(self) -> None:
-        close = getattr(self.inner, "aclose", None)
-        if close is not None:
-            await close()
+        await self.inner.aclose()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
         splitter = FenceSplitter()

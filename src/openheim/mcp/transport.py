@@ -1,5 +1,8 @@
 """The stdio transport: an MCP server as a child process in its own process group.
 
+The server is started by ``openheim.spawn``, so on Linux it also dies when openheim is killed
+with SIGKILL.
+
 The SDK's ``stdio_client`` signals the group only when the server outlives its grace period,
 so a server that exits at once can leave its own children behind. Here the whole group gets
 SIGTERM, then SIGKILL, on every exit path (normal, error, cancel, Ctrl-C), so nothing leaks.
@@ -23,6 +26,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from anyio.streams.text import TextReceiveStream
 from mcp.client._transport import TransportStreams
 from mcp.shared.message import SessionMessage
+
+from openheim import spawn
 
 GRACE_S = 2.0
 """How long a server may take to exit after its stdin closes, and after SIGTERM."""
@@ -50,9 +55,7 @@ async def stdio_transport(
     argv: Sequence[str], env: dict[str, str], cwd: str | None, child: ChildProcess
 ) -> AsyncIterator[TransportStreams]:
     """Run ``argv`` and speak JSON-RPC lines over its stdin/stdout; kill its group on exit."""
-    process = await anyio.open_process(
-        list(argv), env=env, cwd=cwd, stderr=subprocess.PIPE, start_new_session=True
-    )
+    process = await spawn.open_process(argv, env=env, cwd=cwd, stderr=subprocess.PIPE)
     child.pid, child.process = process.pid, process
     read_w, read_r = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_w, write_r = anyio.create_memory_object_stream[SessionMessage](0)

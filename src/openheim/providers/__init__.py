@@ -7,7 +7,8 @@ imports exactly the module its kind needs, at the moment it is needed.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+import warnings
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
 from openheim.errors import ConfigError
@@ -15,7 +16,7 @@ from openheim.errors import ConfigError
 if TYPE_CHECKING:
     import httpx
 
-    from openheim.providers.base import Provider, ProviderSettings
+    from openheim.providers.base import ModelRequest, Provider, ProviderSettings, StreamItem
 
 Factory = Callable[["ProviderSettings", "httpx.AsyncClient | None"], "Provider"]
 
@@ -53,4 +54,32 @@ def create_provider(
             )
         factory = importlib.import_module(module_name).create
         _FACTORIES[settings.kind] = factory
-    return factory(settings, http_client)
+    return _closable(factory(settings, http_client), settings.kind)
+
+
+def _closable(provider: Provider, kind: str) -> Provider:
+    """``provider``, or, for one written before ``aclose`` joined the protocol, the same
+    provider with an ``aclose`` that releases nothing (deprecated: a later release refuses it)."""
+    if callable(getattr(provider, "aclose", None)):
+        return provider
+    warnings.warn(
+        f"the provider of kind {kind!r} has no aclose(); add `async def aclose(self) -> None` "
+        "to it (release its clients, processes or files there, or do nothing)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return _WithoutClose(provider)
+
+
+class _WithoutClose:
+    """A provider without ``aclose`` given one that does nothing."""
+
+    def __init__(self, inner: Provider) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        return self.inner.stream(request)
+
+    async def aclose(self) -> None:
+        """Nothing to release."""

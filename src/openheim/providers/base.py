@@ -80,11 +80,15 @@ def is_content(item: StreamItem) -> bool:
 
 @runtime_checkable
 class Provider(Protocol):
-    """A model backend. ``stream`` must end with one ``ModelResponse`` or raise ProviderError."""
+    """A model backend. ``stream`` must end with one ``ModelResponse`` or raise ProviderError;
+    ``aclose`` releases what the provider holds (HTTP clients, processes, files) and is called
+    once, when the session that created it closes."""
 
     name: str
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]: ...
+
+    async def aclose(self) -> None: ...
 
 
 async def complete(provider: Provider, request: ModelRequest) -> ModelResponse:

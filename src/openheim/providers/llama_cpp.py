@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from llama_cpp.llama_grammar import LlamaGrammar
 
 INSTALL_HINT = "install the local extra: pip install 'openheim[local]'"
+MODEL_HINT = "point model_path at a .gguf model file, or add one with `openheim models add`"
 DEFAULT_MAX_TOKENS = 2048
 DEFAULT_TEMPERATURE = 0.2
 SAMPLING: dict[str, float] = {"top_k": 40, "top_p": 0.95, "min_p": 0.05, "repeat_penalty": 1.1}
@@ -51,6 +52,17 @@ SAMPLING: dict[str, float] = {"top_k": 40, "top_p": 0.95, "min_p": 0.05, "repeat
 def create(settings: ProviderSettings, http_client: object | None = None) -> LlamaCppProvider:
     """The registry's factory; ``http_client`` is unused (nothing goes over the network)."""
     return LlamaCppProvider(settings)
+
+
+def checked_context(path: Path) -> int:
+    """The context size that fits ``path`` (see ``fitting_context``), read from its header; a
+    ConfigError when the file is not a GGUF model, instead of a crash inside llama.cpp."""
+    try:
+        return fitting_context(path)
+    except ValueError as err:
+        raise ConfigError(str(err), hint=MODEL_HINT) from None
+    except OSError as err:
+        raise ConfigError(f"cannot read {path}: {err.strerror or err}", hint=MODEL_HINT) from None
 
 
 @dataclass
@@ -100,14 +112,18 @@ class LlamaCppProvider:
         except ImportError:
             raise ConfigError("llama-cpp-python is not installed", hint=INSTALL_HINT) from None
         path = self.model_path()
-        n_ctx = self.settings.n_ctx or fitting_context(path)
-        return Llama(
-            model_path=str(path),
-            n_ctx=n_ctx,
-            n_threads=self.settings.n_threads or default_threads(),
-            seed=self.settings.seed if self.settings.seed is not None else 0,
-            verbose=False,
-        )
+        fitting = checked_context(path)  # also when n_ctx is set: it proves the file is GGUF
+        n_ctx = self.settings.n_ctx or fitting
+        try:
+            return Llama(
+                model_path=str(path),
+                n_ctx=n_ctx,
+                n_threads=self.settings.n_threads or default_threads(),
+                seed=self.settings.seed if self.settings.seed is not None else 0,
+                verbose=False,
+            )
+        except ValueError as err:  # llama.cpp's only report of a file it cannot load
+            raise ConfigError(f"llama.cpp cannot load {path}: {err}", hint=MODEL_HINT) from None
 
     async def _model(self) -> Llama:
         if self._llm is None:

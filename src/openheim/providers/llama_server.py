@@ -18,6 +18,8 @@ or ``server_command``.
   call and the request resent, as long as nothing of the answer was streamed yet; dying again in
   the same call is an error.
 * ``aclose`` stops it; an exit hook stops it if ``aclose`` never runs (Ctrl-C included).
+* A streamed answer without usage (``llama_cpp.server`` sends none) gets the server's own token
+  counts (``server_usage``).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from openheim.providers.server_process import (
     next_free_port,
     port_is_free,
 )
+from openheim.providers.server_usage import with_counted_usage
 
 PORT_POLICIES = ("fail", "reuse", "next-free")
 PROBE_TIMEOUT = 2.0
@@ -132,11 +135,13 @@ class LlamaServerProvider:
         while True:
             yielded = False
             try:
-                model = server.model or request.model
-                async with aclosing(server.chat.stream(replace(request, model=model))) as items:
+                call = replace(request, model=server.model or request.model)
+                async with aclosing(server.chat.stream(call)) as items:
                     async for item in items:
                         yielded = True
-                        yield item
+                        yield await with_counted_usage(
+                            self._http(), server.root, server.chat, call, item
+                        )
                 return
             except (ProviderUnavailable, StreamCut) as error:
                 if yielded or not _lost(server, error):

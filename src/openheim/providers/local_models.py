@@ -89,32 +89,44 @@ def find_model(name_or_path: str | None, data_dir: Path) -> Path | None:
 
 _SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q"}
 _SCALARS.update({11: "<q", 12: "<d"})
+_MAX_STRING = 1 << 24
+"""Longer strings in a GGUF header mean a corrupt file (and must not be read into memory)."""
 
 
 def gguf_metadata(path: Path, prefixes: tuple[str, ...] = ("general.", "llama.")) -> dict[str, Any]:
     """Scalar metadata of a GGUF file whose keys start with ``prefixes``, read from its header
-    without loading the model (stops at the first key past them, e.g. the tokenizer arrays)."""
+    without loading the model (stops at the first key past them, e.g. the tokenizer arrays).
+    A ValueError naming the file when it is not a GGUF file or its header is cut or corrupt."""
+    try:
+        with path.open("rb") as fh:
+            if fh.read(4) != b"GGUF":
+                raise ValueError(f"{path} is not a GGUF file")
+            return _read_metadata(fh, prefixes)
+    except (struct.error, OverflowError, MemoryError):
+        raise ValueError(f"{path} is not a GGUF file: its header is cut short or corrupt") from None
+
+
+def _read_metadata(fh: BinaryIO, prefixes: tuple[str, ...]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    with path.open("rb") as fh:
-        if fh.read(4) != b"GGUF":
-            raise ValueError(f"{path} is not a GGUF file")
-        _version, _tensors, count = struct.unpack("<IQQ", fh.read(20))
-        arch = ""
-        for _ in range(count):
-            key = _string(fh)
-            kind = struct.unpack("<I", fh.read(4))[0]
-            if not key.startswith((*prefixes, f"{arch}.")) and out:
-                break
-            value = _value(fh, kind)
-            if key == "general.architecture":
-                arch = str(value)
-            if value is not None:
-                out[key] = value
+    _version, _tensors, count = struct.unpack("<IQQ", fh.read(20))
+    arch = ""
+    for _ in range(count):
+        key = _string(fh)
+        kind = struct.unpack("<I", fh.read(4))[0]
+        if not key.startswith((*prefixes, f"{arch}.")) and out:
+            break
+        value = _value(fh, kind)
+        if key == "general.architecture":
+            arch = str(value)
+        if value is not None:
+            out[key] = value
     return out
 
 
 def _string(fh: BinaryIO) -> str:
     (size,) = struct.unpack("<Q", fh.read(8))
+    if size > _MAX_STRING:
+        raise struct.error(f"a string of {size} bytes")
     return fh.read(size).decode("utf-8", "replace")
 
 
@@ -129,7 +141,7 @@ def _value(fh: BinaryIO, kind: int) -> Any:
         for _ in range(length):
             _value(fh, item_kind)
         return None
-    raise ValueError(f"unknown GGUF value type {kind}")
+    raise struct.error(f"unknown GGUF value type {kind}")
 
 
 def default_threads() -> int:

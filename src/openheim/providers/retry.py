@@ -55,9 +55,7 @@ class RetryingProvider:
         self._jitter = jitter
 
     async def aclose(self) -> None:
-        close = getattr(self.inner, "aclose", None)
-        if close is not None:
-            await close()
+        await self.inner.aclose()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
         attempt = 0

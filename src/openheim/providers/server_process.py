@@ -1,11 +1,12 @@
 """A managed child server: its own process group, a log file, and a guaranteed end.
 
-``ServerProcess`` starts a command in a new session (so signals meant for openheim's terminal,
-Ctrl-C included, do not reach it, and it can be killed with everything it started), writes its
-stdout and stderr to a log file, and reads the last lines back for error messages. It is stopped
-by ``stop()``, and otherwise by a ``weakref.finalize`` hook that runs when the object is collected
-or the interpreter exits: SIGTERM to the group, a short wait, then SIGKILL, and the leader is
-always reaped so no zombie remains.
+``ServerProcess`` starts a command through ``openheim.spawn``: in a new session (so signals
+meant for openheim's terminal, Ctrl-C included, do not reach it, and it can be killed with
+everything it started) and, on Linux, bound to die with openheim even when openheim is
+SIGKILLed. It writes its stdout and stderr to a log file, and reads the last lines back for
+error messages. It is stopped by ``stop()``, and otherwise by a ``weakref.finalize`` hook that
+runs when the object is collected or the interpreter exits: SIGTERM to the group, a short wait,
+then SIGKILL, and the leader is always reaped so no zombie remains.
 
 The port helpers answer "is this loopback port free" and "which port can a server take"; they are
 here because every managed server needs them and they have nothing to do with a wire format.
@@ -24,6 +25,7 @@ import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from openheim import spawn
 from openheim.errors import ConfigError
 
 STOP_GRACE = 3.0
@@ -50,14 +52,13 @@ class ServerProcess:
             log.flush()
             self._log_start = log.tell()
             try:
-                self._popen = subprocess.Popen(
+                self._popen = spawn.popen(
                     self.argv,
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
-                    env=dict(env),
+                    env=env,
                     cwd=cwd,
-                    start_new_session=True,
                 )
             except OSError as exc:
                 raise ConfigError(

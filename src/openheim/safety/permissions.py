@@ -14,8 +14,9 @@ entry.
 
 Until the user trusts the project (``openheim trust``), a project file may only add deny rules:
 its allow rules are ignored and each is reported in the notices, so a cloned repository cannot
-approve commands for itself. ``add_rule`` / ``remove_rule`` rewrite a file atomically in a
-canonical layout (comments are not kept).
+approve commands for itself. ``add_rule`` / ``remove_rule`` edit a file in place through
+``tomlkit``, so its comments, order and layout stay as the user wrote them, and replace it
+atomically (a reader sees the old file or the new one).
 """
 
 from __future__ import annotations
@@ -24,14 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from openheim.errors import ConfigError
-from openheim.fsutil import atomic_write
-from openheim.safety.rules import EFFECTS, Effect, Rule, RuleSet, parse_rule
+from openheim.safety.rules import EFFECTS, Rule, RuleSet, parse_rule
 from openheim.tomlfile import read_toml, typed_table
 
 PERMISSIONS_FILE = "permissions.toml"
 _HEADER = (
-    '# openheim permission rules: tool PATTERN, command "WORDS", path "GLOB".\n'
-    "# Rewritten by `openheim permissions add|remove`; comments are not kept.\n"
+    'openheim permission rules: tool PATTERN, command "WORDS", path "GLOB".',
+    "`openheim permissions add|remove` edit this file and keep your comments.",
 )
 
 
@@ -98,50 +98,29 @@ def load_rules(
 
 def add_rule(path: Path, rule: Rule) -> bool:
     """Add ``rule`` to the file (created if missing); False when it was already there."""
-    rules = read_rules(path)
-    if rule in rules:
+    from openheim.tomledit import array_in, load_document, save_document, toml_string
+
+    if rule in read_rules(path):
         return False
-    _write(path, [*rules, rule])
+    document = load_document(path, _HEADER)
+    array_in(document, "rules", rule.effect).append(toml_string(rule.body))
+    save_document(path, document)
     return True
 
 
 def remove_rule(path: Path, rule: Rule) -> bool:
-    """Remove ``rule`` from the file; False when it was not there."""
-    rules = read_rules(path)
-    if rule not in rules:
+    """Remove ``rule`` from the file (every entry that says it); False when it was not there."""
+    from openheim.tomledit import array_in, load_document, save_document
+
+    if rule not in read_rules(path):
         return False
-    _write(path, [r for r in rules if r != rule])
+    document = load_document(path)
+    entries = array_in(document, "rules", rule.effect)
+    for index in reversed(range(len(entries))):
+        if parse_rule(str(entries[index]), rule.effect) == rule:
+            del entries[index]
+    save_document(path, document)
     return True
-
-
-def _write(path: Path, rules: list[Rule]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lines = [_HEADER, "[rules]"]
-    for effect in EFFECTS:
-        lines.append(_array(effect, [r.body for r in rules if r.effect == effect]))
-    atomic_write(path, ("\n".join(lines) + "\n").encode())
-
-
-def _array(effect: Effect, bodies: list[str]) -> str:
-    if not bodies:
-        return f"{effect} = []"
-    items = "".join(f"    {_toml_string(b)},\n" for b in bodies)
-    return f"{effect} = [\n{items}]"
-
-
-def _toml_string(text: str) -> str:
-    """A TOML literal string when possible (no escapes to read), else a basic one."""
-    if "'" not in text and text.isprintable():
-        return f"'{text}'"
-    return '"' + "".join(_escape(c) for c in text) + '"'
-
-
-def _escape(char: str) -> str:
-    if char in '"\\':
-        return "\\" + char
-    if char.isprintable():
-        return char
-    return f"\\u{ord(char):04x}" if ord(char) <= 0xFFFF else f"\\U{ord(char):08x}"
 
 
 def _layout_hint() -> str:

@@ -5,31 +5,42 @@
 1. a deny rule matches any part of the call → Deny (deny wins over allow);
 2. risk finds something destructive *and* outside the work zone → Deny, with the reasons;
 3. the mode is ``deny`` and the tool is not read-only → Deny;
-4. risk finds anything else (destructive, outside, not analysable) → Ask with the reasons, in
-   every mode, so ``auto`` still asks (headless sessions, having no one to ask, deny);
-5. allow rules cover the call (for a shell line: every command of it) → Allow;
-6. ``auto`` → Allow; a read-only tool → Allow; otherwise → Ask.
+4. the call changes a protected path (``protected``) that no allow rule names exactly, or risk
+   finds anything else (destructive, outside, not analysable) → Ask with the reasons, in every
+   mode, so ``auto`` still asks (headless sessions, having no one to ask, deny);
+5. the call changes protected paths and allow rules name each of them → Allow;
+6. allow rules cover the call (for a shell line: every command of it) → Allow;
+7. ``auto`` → Allow; a read-only tool → Allow; otherwise → Ask.
+
+An Ask carries the allow rules that would let that exact call run (``Ask.rules``: a path rule
+naming the file, the command prefixes of a shell line, else the tool), so a surface that cannot
+ask can say how to proceed.
 
 "always" / "never" answers become session rules through ``learn``: a command prefix (``git
 status``, ``npm test``, the program name for most others, the whole command for wrappers such as
 ``sudo``) for ``execute_command``, the tool name for other tools. ``learned`` lists them so a
-surface can offer to save them (``--remember``).
+surface can offer to save them (``--remember``). A tool rule learned this way never covers a
+protected path.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny, Verdict
-from openheim.safety.risk import RiskAssessor
+from openheim.errors import ConfigError
+from openheim.safety.protected import protected_reason
+from openheim.safety.risk import Risk, RiskAssessor
 from openheim.safety.rules import (
     SHELL_TOOL,
     Effect,
     Rule,
     RuleSet,
     Subject,
+    literal_path_pattern,
     quote_words,
     subject_of,
 )
@@ -47,6 +58,8 @@ _SUBCOMMAND_PROGRAMS = frozenset(
     }
 )  # fmt: skip
 _SUBCOMMAND = re.compile(r"[a-z][a-z0-9:_-]*")
+CHANGE_KINDS = frozenset({"edit", "delete", "move"})
+"""Tool kinds that change the file or folder their ``path`` argument names."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,10 +106,22 @@ class PolicyGate:
         if self.mode == "deny" and not request.read_only:
             why = "the approval mode is deny, which runs only read-only tools"
             return Decision(Deny(why), None, why)
-        if risk.reasons:
-            why = "needs approval: " + "; ".join(risk.reasons)
-            return Decision(Ask(f"{request.tool} may be risky", risk.reasons), None, why)
-        return self._permitted(request, subject)
+        return self._guarded(request, subject, risk) or self._permitted(request, subject)
+
+    def _guarded(self, request: ApprovalRequest, subject: Subject, risk: Risk) -> Decision | None:
+        """Ask about risks and unnamed protected paths; allow protected paths rules name."""
+        guarded = protected_paths(request, subject)
+        unnamed = [path for path in guarded if self.rules.naming(path) is None]
+        reasons = (*(guarded[path] for path in unnamed), *risk.reasons)
+        if reasons:
+            rules = () if risk.reasons else tuple(map(str, _naming_rules(unnamed)))
+            why = "needs approval: " + "; ".join(reasons)
+            return Decision(Ask(f"{request.tool} may be risky", reasons, rules), None, why)
+        if not guarded:
+            return None
+        named = [rule for path in guarded if (rule := self.rules.naming(path)) is not None]
+        why = "allowed by " + ", ".join(r.describe() for r in named) + ", naming the protected path"
+        return Decision(Allow(), "; ".join(str(r) for r in named), why)
 
     def _permitted(self, request: ApprovalRequest, subject: Subject) -> Decision:
         allowed = self.rules.allowing(subject)
@@ -108,7 +133,16 @@ class PolicyGate:
         if request.read_only:
             return Decision(Allow(), None, "read-only tools need no approval in ask mode")
         why = f"the approval mode is ask and {self._uncovered(subject)}"
-        return Decision(Ask(why), None, why)
+        rules = self._suggested(request, subject)
+        return Decision(Ask(why, rules=rules, auto_allows=True), None, why)
+
+    def _suggested(self, request: ApprovalRequest, subject: Subject) -> tuple[str, ...]:
+        """The allow rules that would let exactly this call run; () when none would."""
+        rules = tuple(r for r in learnable_rules(request, "allow") if r not in self.rules.rules)
+        if request.tool != SHELL_TOOL and len(subject.paths) == 1 and subject.paths[0]:
+            rules = _naming_rules(subject.paths) or rules
+        wider = RuleSet((*self.rules.rules, *rules))
+        return tuple(map(str, rules)) if rules and wider.allowing(subject) else ()
 
     def _uncovered(self, subject: Subject) -> str:
         for command in subject.commands or ():
@@ -123,6 +157,22 @@ class PolicyGate:
             if rule not in self.rules.rules:
                 self.rules = self.rules.with_rule(rule)
                 self.learned.append(rule)
+
+
+def protected_paths(request: ApprovalRequest, subject: Subject) -> dict[str, str]:
+    """The protected paths a call would change, each with why it is protected."""
+    if request.read_only or request.kind not in CHANGE_KINDS:
+        return {}
+    found = ((path, protected_reason(path)) for path in subject.paths)
+    return {path: reason for path, reason in found if reason is not None}
+
+
+def _naming_rules(paths: Sequence[str]) -> tuple[Rule, ...]:
+    """``allow path`` rules naming each of ``paths``; () when one cannot be written as a rule."""
+    try:
+        return tuple(Rule("allow", "path", literal_path_pattern(path)) for path in paths)
+    except ConfigError:  # e.g. a name starting with ~
+        return ()
 
 
 def learnable_rules(request: ApprovalRequest, effect: Effect) -> tuple[Rule, ...]:

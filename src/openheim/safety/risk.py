@@ -7,8 +7,10 @@ Every call is checked for three kinds of finding, each a sentence shown to whoev
     lies in a temp dir, ``mkfs*``, ``dd if=``/``of=``, ``shutdown``/``reboot``/``poweroff``/
     ``halt``, ``git push --force`` (``-f``, ``--force-with-lease``, ``+refspec``),
     ``git reset --hard``, ``git clean -f``, recursive ``chmod``/``chown``/``chgrp`` outside the
-    zone, a fork bomb, a write onto a block device (``> /dev/sda``, ``tee``, ``dd of=``), and any
-    write to openheim's own ``.openheim`` settings (an agent must not widen its own permissions).
+    zone, a fork bomb, a write onto a block device (``> /dev/sda``, ``tee``, ``dd of=``), any
+    shell write to openheim's own ``.openheim`` settings (an agent must not widen its own
+    permissions) and a redirection or ``tee`` onto a protected path (``protected``: file tools
+    changing one are asked about by the policy itself).
 ``outside``
     The cwd, a file tool's path, a redirection target or a path-like argument (absolute, ``~``,
     ``$HOME`` or climbing with ``..``) outside the work zone: the work dir, the temp dirs and
@@ -33,6 +35,7 @@ from pathlib import Path
 
 from openheim.approval import ApprovalRequest
 from openheim.errors import SandboxError, UnusablePath
+from openheim.safety.protected import protected_reason
 from openheim.safety.rules import FILE_KINDS, SHELL_TOOL, path_argument, request_cwd
 from openheim.safety.shell_words import Command, ShellParseError, Word, parse
 from openheim.safety.wrappers import expand
@@ -118,16 +121,12 @@ class RiskAssessor:
 
     def _file(self, request: ApprovalRequest, cwd: Path, found: _Findings) -> None:
         try:
-            path = self.sandbox.resolve(path_argument(request), cwd)
+            self.sandbox.resolve(path_argument(request), cwd)
         except UnusablePath as err:
             found.unclear.append(f"the path cannot be checked: {err.reason}")
             return
         except SandboxError as err:
             found.outside.append(err.message)
-            return
-        shown = self.sandbox.display(path)
-        if not request.read_only and ".openheim" in shown.split("/"):
-            found.danger.append(f"changes openheim's own settings ({shown})")
 
     def in_zone(self, path: Path) -> bool:
         """Inside the work dir or a temp dir, or a harmless device (symlinks followed)."""
@@ -224,6 +223,10 @@ class _CommandCheck:
             self.found.danger.append(f"writes to the block device {path}")
         if writes and ".openheim" in path.parts:
             self.found.danger.append(f"touches openheim's own settings ({word.text})")
+        elif writes and self.zone.sandbox.contains(path):
+            reason = protected_reason(self.zone.sandbox.display(path))
+            if reason is not None:
+                self.found.danger.append(reason)
 
     def _argument(self, word: Word) -> None:
         text = word.text

@@ -19,7 +19,9 @@ A rule is ``EFFECT KIND PATTERN``, the effect ``allow`` or ``deny``:
     when the pattern matches every name directly in it (``secrets/*``, ``secrets/**``), so
     ``deny path "secrets/**"`` covers listing or searching ``secrets`` itself. Symlinks are
     resolved too: a deny rule matches if either spelling does, an allow rule only if both do.
-    A glob is matched with RE2 (``openheim.regex``), in time linear in the path.
+    A glob is matched with RE2 (``openheim.regex``), in time linear in the path. A rule without
+    wildcards *names* its path (``literal_path_pattern``); only such a rule allows a change to a
+    protected path (``protected``).
 
 Patterns are quoted like shell words (``"…"`` or ``'…'``); ``str(rule)`` gives the canonical text.
 """
@@ -38,6 +40,7 @@ from typing import Literal, TypeAlias, cast
 from openheim.approval import ApprovalRequest
 from openheim.errors import ConfigError, SandboxError
 from openheim.regex import LinearRegex, PatternError, compile_linear, escape
+from openheim.safety.protected import folded
 from openheim.safety.shell_words import Command, ShellParseError, parse, quote
 from openheim.safety.wrappers import expand
 from openheim.tools.sandbox import PathSandbox
@@ -49,6 +52,7 @@ KINDS: tuple[RuleKind, ...] = ("tool", "command", "path")
 SHELL_TOOL = "execute_command"
 FILE_KINDS = frozenset({"read", "edit", "delete", "move", "search"})
 """Tool kinds whose ``path`` argument names a file or folder in the work dir."""
+_WILDCARDS = frozenset("*?[")
 RULE_HINT = (
     'write a rule as: allow tool read_*, allow command "git status" or deny path "secrets/**"'
 )
@@ -168,6 +172,11 @@ def path_regex(pattern: str) -> LinearRegex:
             f"path pattern {pattern!r} is not a valid glob: {err.reason}",
             hint="check the [...] classes; a range such as [a-z] must go upwards",
         ) from None
+
+
+def literal_path_pattern(path: str) -> str:
+    """The path glob that matches exactly ``path``: wildcard characters go in ``[…]``."""
+    return "".join(f"[{c}]" if c in _WILDCARDS else c for c in path)
 
 
 def _segment_regex(part: str) -> str:
@@ -313,6 +322,12 @@ class RuleSet:
             return ()
         used = [self.covering(c) for c in subject.commands]
         return tuple(dict.fromkeys(r for r in used if r)) if all(used) else ()
+
+    def naming(self, path: str) -> Rule | None:
+        """The allow rule naming exactly ``path`` (no wildcards; compared case-insensitively)."""
+        wanted = folded(literal_path_pattern(path))
+        named = (r for r in self.of("allow") if r.kind == "path" and folded(r.pattern) == wanted)
+        return next(named, None)
 
     def covering(self, command: Command) -> Rule | None:
         """The allow rule covering one command of a shell line, if any."""

@@ -3,9 +3,9 @@
 ``preview_write_file`` and ``preview_edit_file`` read the file, compute its new content with the
 same rules as ``write_file`` / ``edit_file`` and keep it in the session's ``StagingArea`` under a
 random token; nothing is written. ``apply_file_change(token)`` writes the staged content
-atomically. Because the model must show the exact diff before anything changes, a policy may
-treat "apply a valid token" (``APPLY_TOOL_NAME`` with ``StagingArea.is_valid``) as the explicit
-approval in headless mode.
+atomically. A token proves the diff was shown to the model, not that anyone approved it, so
+``StagedApplyGate`` checks an apply as a change of the staged file: it is asked about wherever
+that write would be (showing the staged diff), unless a person allowed the preview call itself.
 
 A token is used at most once and only in the area that issued it. Apply refuses it when unknown
 (never issued here, already used, evicted), expired (``TOKEN_TTL``) or stale: the file's sha256,
@@ -28,15 +28,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
-from openheim.approval import Allow, ApprovalGate, ApprovalRequest, Deny, Verdict
+from openheim.approval import (
+    Allow,
+    ApprovalGate,
+    ApprovalRequest,
+    Ask,
+    Deny,
+    LearningGate,
+    Verdict,
+)
 from openheim.errors import ToolError
+from openheim.safety.protected import protected_reason
 from openheim.tools.base import Tool, ToolContext, ToolKind
 from openheim.tools.builtin.files import apply_edit, read_for_edit, write_bytes
-from openheim.tools.builtin.fs import looks_binary, open_regular, read_error
+from openheim.tools.builtin.fs import kind_of, looks_binary, open_regular, read_error
 from openheim.tools.decorator import tool
+from openheim.tools.sandbox import PathSandbox
 
 APPLY_TOOL_NAME = "apply_file_change"
-"""The tool whose call with a valid token is the explicit approval of a previewed change."""
+"""The tool that writes a previewed change."""
+PREVIEW_TOOL_NAMES = frozenset({"preview_write_file", "preview_edit_file"})
 TOKEN_TTL = 600.0
 """Seconds a staged change stays applicable."""
 MAX_STAGED = 50
@@ -56,6 +67,10 @@ class StagedChange:
     base_digest: str | None
     """sha256 of the file when previewed; None when it did not exist."""
     staged_at: float
+    diff: str = ""
+    """The unified diff the preview showed."""
+    approved: bool = False
+    """Whether a person allowed the preview call (so applying it needs no second question)."""
 
 
 class StagingArea:
@@ -76,18 +91,49 @@ class StagingArea:
         self.session_id = session_id
         self._clock = clock
         self._changes: OrderedDict[str, StagedChange] = OrderedDict()
+        self._approved_calls: OrderedDict[str, None] = OrderedDict()
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
 
-    def stage(self, path: Path, shown: str, content: bytes, base_digest: str | None) -> str:
+    def stage(
+        self,
+        path: Path,
+        shown: str,
+        content: bytes,
+        base_digest: str | None,
+        *,
+        diff: str = "",
+        approved: bool = False,
+    ) -> str:
         """Keep a change and return its new token, evicting the oldest one past the limit."""
         token = f"chg_{secrets.token_hex(8)}"
-        change = StagedChange(token, path, shown, content, base_digest, self._clock())
+        staged_at = self._clock()
+        change = StagedChange(token, path, shown, content, base_digest, staged_at, diff, approved)
         with self._lock:
             self._changes[token] = change
             while len(self._changes) > MAX_STAGED:
                 self._changes.popitem(last=False)
         return token
+
+    def approve_call(self, call_id: str) -> None:
+        """Note that a person allowed the preview call ``call_id``."""
+        with self._lock:
+            self._approved_calls[call_id] = None
+            while len(self._approved_calls) > MAX_STAGED:
+                self._approved_calls.popitem(last=False)
+
+    def revoke_call(self, call_id: str) -> None:
+        """Drop any note about ``call_id``: a new decision on a call with this id is due."""
+        with self._lock:
+            self._approved_calls.pop(call_id, None)
+
+    def take_approval(self, call_id: str) -> bool:
+        """Whether a person allowed the preview call ``call_id``; the note is used up."""
+        with self._lock:
+            if not call_id or call_id not in self._approved_calls:
+                return False
+            del self._approved_calls[call_id]
+            return True
 
     def pending(self, token: str) -> StagedChange | None:
         """The change ``token`` stands for, if this area issued it and it is still applicable."""
@@ -124,21 +170,22 @@ class StagingArea:
         """Write a claimed change if its file is as previewed; whether a file was replaced."""
         with self._write_lock:
             target = ctx.sandbox.resolve(str(change.path), ctx.cwd, write=True)
-            if target != change.path or file_digest(target, change.shown) != change.base_digest:
+            digest = file_digest(ctx.sandbox, target, change.shown)
+            if target != change.path or digest != change.base_digest:
                 raise ToolError(
                     f"{change.shown} changed since the preview of {change.token}",
                     hint="read the file and preview the change again",
                 )
-            return write_bytes(target, change.shown, change.content)
+            return write_bytes(ctx.sandbox, target, change.shown, change.content)
 
     def _expired(self, change: StagedChange) -> bool:
         return self._clock() - change.staged_at > TOKEN_TTL
 
 
-def file_digest(path: Path, shown: str) -> str | None:
+def file_digest(sandbox: PathSandbox, path: Path, shown: str) -> str | None:
     """sha256 of a regular file's bytes, or None when nothing is there."""
     try:
-        with open_regular(path) as fh:
+        with open_regular(sandbox, path) as fh:
             digest = hashlib.sha256()
             while chunk := fh.read(1 << 20):
                 digest.update(chunk)
@@ -149,10 +196,10 @@ def file_digest(path: Path, shown: str) -> str | None:
         raise read_error(err, shown) from None
 
 
-def _current(target: Path, shown: str) -> bytes | None:
+def _current(sandbox: PathSandbox, target: Path, shown: str) -> bytes | None:
     """The bytes a write would replace, or None for a new file."""
     try:
-        with open_regular(target) as fh:
+        with open_regular(sandbox, target) as fh:
             return fh.read()
     except FileNotFoundError:
         return None
@@ -185,33 +232,48 @@ def _edited(text: str, shown: str, old: str, new: str, replace_all: bool) -> str
     return apply_edit(text, shown, old, new, replace_all)[0]
 
 
-def _preview(area: StagingArea, target: Path, shown: str, old: bytes | None, new: bytes) -> str:
-    """Stage ``new`` for ``target`` and describe it: token, expiry, then the diff."""
+@dataclass(frozen=True, slots=True)
+class _Target:
+    """Where a preview stages its change, and whether a person allowed the preview call."""
+
+    area: StagingArea
+    sandbox: PathSandbox
+    path: Path
+    shown: str
+    approved: bool
+
+
+def _preview(to: _Target, old: bytes | None, new: bytes) -> str:
+    """Stage ``new`` for the target and describe it: token, expiry, then the diff."""
     if old == new:
-        return f"no change: {shown} already has this content (nothing was staged)"
+        return f"no change: {to.shown} already has this content (nothing was staged)"
     digest = hashlib.sha256(old).hexdigest() if old is not None else None
-    token = area.stage(target, shown, new, digest)
+    diff = unified_diff(old, new, to.shown)
+    token = to.area.stage(to.path, to.shown, new, digest, diff=diff, approved=to.approved)
     return (
-        f"staged {'a new file' if old is None else 'a change to'} {shown} as token {token}; "
+        f"staged {'a new file' if old is None else 'a change to'} {to.shown} as token {token}; "
         f"nothing is written until {APPLY_TOOL_NAME} is called with this token "
-        f"(valid {TOKEN_TTL / 60:g} minutes, refused if the file changes meanwhile)\n"
-        + unified_diff(old, new, shown)
+        f"(valid {TOKEN_TTL / 60:g} minutes, refused if the file changes meanwhile)\n" + diff
     )
 
 
-def _preview_write(area: StagingArea, target: Path, shown: str, content: str) -> str:
-    if target.is_dir():
-        raise ToolError(f"{shown} is a directory", hint="give the path of a file")
-    return _preview(area, target, shown, _current(target, shown), content.encode("utf-8"))
+def _preview_write(to: _Target, content: str) -> str:
+    if kind_of(to.sandbox, to.path) == "dir":
+        raise ToolError(f"{to.shown} is a directory", hint="give the path of a file")
+    return _preview(to, _current(to.sandbox, to.path, to.shown), content.encode("utf-8"))
 
 
-def _preview_edit(
-    area: StagingArea, target: Path, shown: str, old: str, new: str, replace_all: bool
-) -> str:
-    text = read_for_edit(target, shown)
-    updated = _edited(text, shown, old, new, replace_all)
+def _preview_edit(to: _Target, old: str, new: str, replace_all: bool) -> str:
+    text = read_for_edit(to.sandbox, to.path, to.shown)
+    updated = _edited(text, to.shown, old, new, replace_all)
     encode = "utf-8", "surrogateescape"  # undecodable bytes round-trip unchanged
-    return _preview(area, target, shown, text.encode(*encode), updated.encode(*encode))
+    return _preview(to, text.encode(*encode), updated.encode(*encode))
+
+
+def _target(area: StagingArea, ctx: ToolContext, path: str) -> _Target:
+    approved = area.take_approval(ctx.call_id)  # used up even when the path is refused
+    target = ctx.path(path, write=True)
+    return _Target(area, ctx.sandbox, target, ctx.display(target), approved)
 
 
 def staging_tools(area: StagingArea) -> list[Tool]:
@@ -226,9 +288,7 @@ def staging_tools(area: StagingArea) -> list[Tool]:
         """Stage the complete new content of a file without writing it. Returns a unified diff
         and a token; call apply_file_change with the token to write the file. Missing folders
         are created on apply."""
-        target = ctx.path(path, write=True)
-        shown = ctx.display(target)
-        return await asyncio.to_thread(_preview_write, area, target, shown, content)
+        return await asyncio.to_thread(_preview_write, _target(area, ctx, path), content)
 
     @tool(read_only=True, kind=ToolKind.EDIT)
     async def preview_edit_file(
@@ -247,11 +307,8 @@ def staging_tools(area: StagingArea) -> list[Tool]:
             raise ToolError(
                 "old_string and new_string are identical", hint="put the changed text in new_string"
             )
-        target = ctx.path(path, write=True)
-        shown = ctx.display(target)
-        return await asyncio.to_thread(
-            _preview_edit, area, target, shown, old_string, new_string, replace_all
-        )
+        to = _target(area, ctx, path)
+        return await asyncio.to_thread(_preview_edit, to, old_string, new_string, replace_all)
 
     @tool(name=APPLY_TOOL_NAME, kind=ToolKind.EDIT)
     async def apply_file_change(
@@ -270,11 +327,14 @@ def staging_tools(area: StagingArea) -> list[Tool]:
 
 
 class StagedApplyGate:
-    """Wraps a gate: applying a valid staged change is the explicit approval of that change.
+    """Wraps a gate so that applying a staged change passes it as a change of the staged file.
 
-    The preview already showed the diff, so ``apply_file_change`` with a token this session
-    issued is allowed even headless; the inner gate still decides everything else, including
-    path deny rules for the staged file (asked through a write_file-shaped request).
+    A token proves the diff was shown to the model, not that anyone approved it. So the inner
+    gate checks ``apply_file_change`` with the staged file as its ``path``: deny and allow
+    rules, protected paths and the mode decide as for ``write_file``. Where the inner gate asks,
+    the apply runs without a second question only when a person allowed the preview call
+    itself (``answered``) and the file is not protected; otherwise the question carries the
+    staged diff, and where no one can be asked the apply is refused.
     """
 
     def __init__(self, inner: ApprovalGate, area: StagingArea) -> None:
@@ -282,17 +342,26 @@ class StagedApplyGate:
         self.area = area
 
     async def check(self, request: ApprovalRequest) -> Verdict:
+        if request.tool in PREVIEW_TOOL_NAMES:
+            self.area.revoke_call(request.tool_call_id)  # a fresh decision is due
         token = request.arguments.get("token")
         change = self.area.pending(token) if isinstance(token, str) else None
         if request.tool != APPLY_TOOL_NAME or change is None:
             return await self.inner.check(request)
-        as_write = dataclasses.replace(
-            request, tool="write_file", arguments={"path": str(change.path)}
-        )
-        verdict = await self.inner.check(as_write)
-        return verdict if isinstance(verdict, Deny) else Allow()
+        arguments = {"token": change.token, "path": str(change.path)}
+        verdict = await self.inner.check(dataclasses.replace(request, arguments=arguments))
+        if not isinstance(verdict, Ask):
+            return verdict
+        if change.approved and protected_reason(change.shown) is None:
+            return Allow()
+        detail = f"the change previewed as {change.token}:\n{change.diff}"
+        return dataclasses.replace(verdict, detail=detail)
+
+    def answered(self, request: ApprovalRequest, answer: Allow | Deny) -> None:
+        """A person allowed a preview call: its staged change is approved with it."""
+        if request.tool in PREVIEW_TOOL_NAMES and isinstance(answer, Allow):
+            self.area.approve_call(request.tool_call_id)
 
     def learn(self, request: ApprovalRequest, answer: Allow | Deny) -> None:
-        learn = getattr(self.inner, "learn", None)
-        if learn is not None:
-            learn(request, answer)
+        if isinstance(self.inner, LearningGate):
+            self.inner.learn(request, answer)

@@ -17,8 +17,9 @@ LOAD_SKILL = "load_skill"
 
 
 def render_skill(skill: Skill) -> str:
-    """A skill as the model reads it; Agent Skills name their folder for the files they cite."""
-    text = f"# Skill: {skill.name}\n\n{skill.body}"
+    """A skill as the model reads it (marked when its project is untrusted); Agent Skills name
+    their folder for the files they cite."""
+    text = f"# Skill: {skill.heading()}\n\n{skill.marked_body()}"
     if skill.source is SkillSource.AGENTS:
         text += (
             f"\n\n[skill folder: {skill.path.parent}; "

@@ -3,8 +3,9 @@
 Importing this package loads only the interface; ``sqlite3`` and the backend are imported on
 first use of ``open_store`` or ``SQLiteStore``, so start-up stays cheap.
 
-- ``base``: ``SessionStore``, ``SessionRecord``, ``Lease``, ``SearchHit``, the errors, and
-  ``repair_history``
+- ``base``: ``SessionStore``, ``SessionRecord``, ``Lease``, ``SearchHit`` and ``repair_history``
+- the errors ``SessionNotFound``, ``SessionBusy``, ``SessionExists`` and ``StoreError``, which
+  belong to the error tree of ``openheim.errors``
 - ``sqlite``: ``SQLiteStore`` and ``open_store(data_dir)`` (``data_dir/openheim.db``)
 - ``importer``: ``import_rust_history`` (the Rust Openheim's ``history/`` folder)
 - ``export``: ``export_json`` / ``import_json`` and ``export_markdown``
@@ -15,17 +16,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from openheim.store.base import (
-    Lease,
-    SearchHit,
-    SessionBusy,
-    SessionExists,
-    SessionNotFound,
-    SessionRecord,
-    SessionStore,
-    StoreError,
-    repair_history,
-)
+from openheim.errors import SessionBusy, SessionExists, SessionNotFound, StoreError
+from openheim.store.base import Lease, SearchHit, SessionRecord, SessionStore, repair_history
 
 if TYPE_CHECKING:
     from openheim.store.export import export_json as export_json

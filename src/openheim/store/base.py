@@ -4,12 +4,8 @@ The embedded default is SQLite (``openheim.store.sqlite``); a server fleet can s
 behind the same interface without touching callers. Every method is synchronous and short (one
 small transaction), so async callers run them directly.
 
-Errors (all ``OpenheimError``)::
-
-    SessionNotFound   no session has that id (or that prefix matches none, or several)
-    SessionBusy       another prompt holds the session's lease; names the holder's pid and host
-    SessionExists     a restore or import would overwrite a session that is already there
-    StoreError        the backend failed (locked past its timeout, disk full, unreadable file)
+Its errors (``SessionNotFound``, ``SessionBusy``, ``SessionExists``, ``StoreError``) are in the
+error tree of ``openheim.errors``; they are importable from here too.
 """
 
 from __future__ import annotations
@@ -21,7 +17,10 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import NamedTuple, Protocol, Self
 
-from openheim.errors import OpenheimError
+from openheim.errors import SessionBusy as SessionBusy
+from openheim.errors import SessionExists as SessionExists
+from openheim.errors import SessionNotFound as SessionNotFound
+from openheim.errors import StoreError as StoreError
 from openheim.messages import Message, ToolResultBlock, Usage
 
 TITLE_MAX = 80
@@ -32,47 +31,6 @@ MIN_PREFIX = 6
 
 INTERRUPTED = "interrupted: the process stopped before this tool call finished"
 """The error result written for a tool call that never got one (see ``repair_history``)."""
-
-
-class SessionNotFound(OpenheimError):
-    """No session matches the id or prefix."""
-
-    usage_error = True
-
-    def __init__(self, session_id: str, *, hint: str | None = None) -> None:
-        super().__init__(
-            f"no session {session_id!r}",
-            hint=hint or "pass the id (or its first 6+ characters) of a listed session",
-        )
-        self.session_id = session_id
-
-
-class SessionBusy(OpenheimError):
-    """Another prompt is running in this session; ``pid`` and ``host`` name its process."""
-
-    def __init__(self, session_id: str, *, pid: int, host: str) -> None:
-        super().__init__(
-            f"session {session_id} is busy: a prompt is running in process {pid} on {host}",
-            hint="wait for that prompt to finish, or stop that process",
-        )
-        self.session_id = session_id
-        self.pid = pid
-        self.host = host
-
-
-class SessionExists(OpenheimError):
-    """A restore would overwrite a session with the same id."""
-
-    def __init__(self, session_id: str) -> None:
-        super().__init__(
-            f"session {session_id} already exists",
-            hint="delete it first, or import with replace=True",
-        )
-        self.session_id = session_id
-
-
-class StoreError(OpenheimError):
-    """The storage backend failed in a way the caller cannot fix by changing its request."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from openheim.errors import OpenheimError
+from openheim.errors import InvalidExport as InvalidExport
 from openheim.messages import (
     ContentBlock,
     ImageBlock,
@@ -34,10 +34,6 @@ from openheim.store.base import SessionRecord, SessionStore
 
 FORMAT = "openheim.session"
 VERSION = 1
-
-
-class InvalidExport(OpenheimError):
-    """The text given to ``import_json`` is not a session export this version can read."""
 
 
 def export_json(store: SessionStore, session_id: str) -> str:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from openheim.store.base import SessionBusy, SessionNotFound
+from openheim.errors import SessionBusy, SessionNotFound
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from openheim.errors import OpenheimError
+from openheim.errors import SchemaError as SchemaError
 
 _V1 = (
     """CREATE TABLE sessions (
@@ -67,10 +67,6 @@ _V1 = (
 )
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
-
-
-class SchemaError(OpenheimError):
-    """The database was written by a newer openheim than this one."""
 
 
 def migrate(conn: sqlite3.Connection) -> int:

@@ -24,6 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, NamedTuple, Self
 
+from openheim.errors import SessionBusy, SessionNotFound, StoreError
 from openheim.messages import Message, Usage
 from openheim.store import lease as leases
 from openheim.store import tables
@@ -31,10 +32,7 @@ from openheim.store.base import (
     MIN_PREFIX,
     Lease,
     SearchHit,
-    SessionBusy,
-    SessionNotFound,
     SessionRecord,
-    StoreError,
     repair_history,
     title_from,
 )

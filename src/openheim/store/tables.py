@@ -14,8 +14,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace as replaced
 from typing import Any
 
+from openheim.errors import SessionExists
 from openheim.messages import Message, TextBlock, Usage
-from openheim.store.base import SessionExists, SessionRecord
+from openheim.store.base import SessionRecord
 
 _USAGE = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 _HEAD = ("id", "title", "cwd", "provider", "model", "skills", "created_at", "updated_at")

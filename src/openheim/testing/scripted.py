@@ -103,6 +103,9 @@ class ScriptedProvider:
                 f"{len(self._steps)} scripted step(s) were never used: {list(self._steps)!r}"
             )
 
+    async def aclose(self) -> None:
+        """Nothing to release: the script lives in memory."""
+
     def __enter__(self) -> ScriptedProvider:
         return self
 

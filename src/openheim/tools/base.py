@@ -2,24 +2,29 @@
 
 from __future__ import annotations
 
+import asyncio
 import fnmatch
+import logging
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from openheim.child_env import child_env
-from openheim.errors import ArgumentError, ConfigError
+from openheim.errors import ArgumentError, ConfigError, ToolError
 from openheim.events import FileDiff
-from openheim.messages import ImageBlock
+from openheim.messages import ImageBlock, ToolUseBlock
 from openheim.providers.base import ToolSpec
 from openheim.secrets import SecretPolicy
 from openheim.tools.client_io import ClientIO
 from openheim.tools.sandbox import PathSandbox
+from openheim.tools.shell_sandbox import ShellSandbox
 from openheim.typed import TypeCheckError, from_mapping, json_schema
+
+log = logging.getLogger(__name__)
 
 MAX_RESULT_BYTES = 128 * 1024
 
@@ -60,6 +65,8 @@ class ToolContext:
     """File and terminal access offered by the session's client (an ACP editor), if any."""
     call_id: str = ""
     """The id of the tool call being run (the loop sets it for each call)."""
+    shell_sandbox: ShellSandbox = field(default_factory=ShellSandbox)
+    """How shell commands are confined (default: in the OS sandbox where there is one)."""
 
     def path(self, raw: str, *, write: bool = False) -> Path:
         """Resolve a path argument inside the sandbox; a file matching the secret policy is
@@ -86,6 +93,11 @@ class ToolOutput:
     images: tuple[ImageBlock, ...] = ()
     diff: FileDiff | None = None
     """For a file edit: the text before and after, for surfaces that show diffs."""
+
+    @classmethod
+    def failure(cls, message: str) -> ToolOutput:
+        """An error result: what went wrong, for the model to read."""
+        return cls(message, is_error=True)
 
 
 class Tool(ABC):
@@ -135,6 +147,59 @@ def cap_output(text: str, limit: int = MAX_RESULT_BYTES) -> str:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class BoundCall:
+    """A tool call whose tool was found and whose arguments were validated: ready to run."""
+
+    call: ToolUseBlock
+    tool: Tool
+    args: Any
+
+    @property
+    def read_only(self) -> bool:
+        return self.tool.capabilities.read_only
+
+    async def run(self, ctx: ToolContext) -> ToolOutput:
+        """Run the tool with ``ctx`` for this call; a failure becomes an error output the model
+        can read (an unexpected exception is also logged), a long output is capped."""
+        name = self.call.name
+        try:
+            output = await self.tool.call(self.args, replace(ctx, call_id=self.call.id))
+        except ToolError as err:
+            return ToolOutput.failure(str(err))
+        except Exception as err:
+            log.warning("tool %s raised", name, exc_info=True)
+            return ToolOutput.failure(f"tool {name} failed: {type(err).__name__}: {err}")
+        return replace(output, content=cap_output(output.content))
+
+
+async def run_batched(
+    calls: Sequence[BoundCall], execute: Callable[[BoundCall], Coroutine[Any, Any, None]]
+) -> None:
+    """``execute`` every call in call order: consecutive read-only calls concurrently, a
+    mutating call alone, after the calls before it and before the calls after it."""
+    batch: list[BoundCall] = []
+    for bound in calls:
+        if bound.read_only:
+            batch.append(bound)
+            continue
+        await _run_together(batch, execute)
+        batch = []
+        await execute(bound)
+    await _run_together(batch, execute)
+
+
+async def _run_together(
+    batch: list[BoundCall], execute: Callable[[BoundCall], Coroutine[Any, Any, None]]
+) -> None:
+    if len(batch) == 1:
+        await execute(batch[0])
+    elif batch:
+        async with asyncio.TaskGroup() as group:
+            for bound in batch:
+                group.create_task(execute(bound))
+
+
 class ToolSet:
     """An ordered set of tools by name."""
 
@@ -167,6 +232,33 @@ class ToolSet:
     def names(self) -> list[str]:
         return list(self._tools)
 
+    def kind_of(self, name: str) -> ToolKind:
+        """The kind of the tool called ``name``; ``other`` for a name not in the set."""
+        tool = self._tools.get(name)
+        return tool.capabilities.kind if tool is not None else ToolKind.OTHER
+
+    def bind(self, call: ToolUseBlock) -> BoundCall | ToolOutput:
+        """The call bound to its tool with validated arguments, or the error output the model
+        should read instead: the provider could not parse the call, the tool is unknown (the
+        output names the available ones), or the arguments are not a JSON object or do not
+        match the tool's schema."""
+        if call.error is not None:
+            return ToolOutput.failure(call.error)
+        tool = self._tools.get(call.name)
+        if tool is None:
+            names = ", ".join(self._tools) or "none"
+            return ToolOutput.failure(f"unknown tool {call.name!r}; available tools: {names}")
+        if call.raw_arguments is not None:
+            return ToolOutput.failure(
+                f"arguments for {call.name} are not a JSON object: {call.raw_arguments[:200]!r}; "
+                "send the arguments as one JSON object matching the tool's schema"
+            )
+        try:
+            args = tool.parse(call.arguments)
+        except ToolError as err:
+            return ToolOutput.failure(str(err))
+        return BoundCall(call, tool, args)
+
     @property
     def specs(self) -> tuple[ToolSpec, ...]:
         return tuple(t.spec for t in self._tools.values())
@@ -176,3 +268,7 @@ class ToolSet:
         return ToolSet(
             t for t in self._tools.values() if any(fnmatch.fnmatchcase(t.name, p) for p in patterns)
         )
+
+    def unmatched(self, patterns: Sequence[str]) -> list[str]:
+        """The fnmatch patterns that match no tool of this set (a mistyped name, say)."""
+        return [p for p in patterns if not any(fnmatch.fnmatchcase(n, p) for n in self._tools)]

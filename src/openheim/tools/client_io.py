@@ -37,6 +37,8 @@ class ClientIO(Protocol):
     """What the client offers; the tools check the flags before calling a method.
 
     Paths handed to the methods are absolute and have passed the sandbox and deny-read checks.
+    The client opens them by name itself, so a folder swapped for a symlink after the check is
+    beyond the sandbox's reach there (the local file tools open through descriptors instead).
     """
 
     @property

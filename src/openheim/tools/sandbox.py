@@ -6,20 +6,27 @@ Rules, in order:
 2. ``..`` is normalised lexically before the filesystem is asked anything, so a path that names a
    place outside (``../x``, ``/etc/passwd``, ``missing/../../x``, ``/proc/self/root/...``) is
    refused whether or not its components exist.
-3. The remaining components are walked from the work dir down; every symlink met is resolved and
-   refused when its target lies outside the work dir or does not exist (dangling).
+3. The remaining components are walked from a descriptor of the work dir down, one at a time,
+   never letting the kernel follow a symlink (``pathwalk``): every symlink met is read and
+   expanded there, and refused when its target leads out of the work dir or does not exist
+   (dangling).
 
-The path handed back contains no symlinks, so the caller operates on exactly what was checked.
-Writers should still create files with ``O_NOFOLLOW`` / rename into place (see ``fs.py``) so a
-symlink swapped in afterwards is not followed.
+``resolve`` hands back a path without symlinks. The file tools then reach it again component by
+component through ``parent`` or ``folder``, which refuse any symlink on the way: a folder
+swapped for a symlink after the check (to outside, or to another place inside) stops the call
+instead of redirecting it. The last component is the caller's to open with ``O_NOFOLLOW`` or
+to replace by ``rename``.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from openheim.errors import SandboxError, UnusablePath
+from openheim.tools.pathwalk import LIST_FLAGS, PathWalk, stopped
 
 
 class PathSandbox:
@@ -33,13 +40,17 @@ class PathSandbox:
             )
         self.root = real
         self._roots = (real,) if given == real else (real, given)
+        self._prefixes = tuple((str(r), str(r).rstrip("/") + "/") for r in self._roots)
 
-    def _relative(self, path: Path) -> Path | None:
-        for root in self._roots:
-            if path == root:
-                return Path()
-            if path.is_relative_to(root):
-                return path.relative_to(root)
+    def _relative(self, path: str | os.PathLike[str]) -> tuple[str, ...] | None:
+        """The components of ``path`` (absolute, normalised) below the work dir; None when it
+        lies outside. (Plain string work: this runs several times per tool call.)"""
+        text = os.fspath(path)
+        for root, prefix in self._prefixes:
+            if text == root:
+                return ()
+            if text.startswith(prefix):
+                return tuple(text[len(prefix) :].split("/"))
         return None
 
     def contains(self, path: str | os.PathLike[str]) -> bool:
@@ -57,50 +68,68 @@ class PathSandbox:
         """The real path for ``raw``, or SandboxError saying why it is refused."""
         if not raw or "\x00" in raw:
             raise SandboxError("empty path or a path with a NUL byte", hint="give a file path")
-        lexical = Path(os.path.normpath(cwd / raw))
-        rel = self._relative(lexical)
+        rel = self._relative(os.path.normpath(cwd / raw))
         if rel is None:
             raise SandboxError(
                 f"path {raw!r} is outside the work dir {self.root}",
                 hint="use a path inside the work dir",
             )
         try:
-            resolved = self._walk(self.root, rel.parts, raw)
+            with PathWalk(self._roots, raw, follow=True) as walk:
+                rest = walk.descend(rel, last="look")
+                resolved = walk.path.joinpath(*rest)
         except OSError as err:  # e.g. a name too long for the filesystem
             raise UnusablePath(raw, err.strerror or str(err)) from None
         if write and resolved == self.root:
             raise SandboxError("cannot write to the work dir itself", hint="name a file inside it")
         return resolved
 
-    def _walk(self, current: Path, parts: tuple[str, ...], raw: str) -> Path:
-        for i, part in enumerate(parts):
-            candidate = current / part
-            try:
-                is_link = candidate.is_symlink()
-            except OSError:
-                is_link = False
-            if not is_link:
-                if not candidate.exists():  # nothing below a missing component can be a link
-                    return candidate.joinpath(*parts[i + 1 :])
-                current = candidate
-                continue
-            target = Path(os.path.realpath(candidate))
-            if not target.exists():
-                raise SandboxError(
-                    f"path {raw!r} goes through a dangling symlink ({self.display(candidate)})",
-                    hint="remove the broken link or use another path",
-                )
-            if self._relative(target) is None:
-                raise SandboxError(
-                    f"path {raw!r} follows a symlink out of the work dir (to {target})",
-                    hint="only paths inside the work dir can be used",
-                )
-            current = target
-        return current
+    def _inside(self, path: Path) -> tuple[tuple[str, ...], str]:
+        """The components of ``path`` below the work dir and its display; SandboxError if
+        outside."""
+        rel = self._relative(path)
+        if rel is None:
+            raise SandboxError(
+                f"path {path} is outside the work dir {self.root}",
+                hint="use a path inside the work dir",
+            )
+        return rel, "/".join(rel) or "."
+
+    @contextmanager
+    def parent(self, path: Path, *, create: bool = False) -> Iterator[tuple[int, str]]:
+        """A descriptor of the folder holding ``path`` and the last name of ``path``.
+
+        ``path`` is one ``resolve`` handed back; the folder is reached from the work dir one
+        component at a time and any symlink on the way is refused (SandboxError). Missing
+        folders raise FileNotFoundError, or are made when ``create``; a file where a folder
+        should be raises NotADirectoryError. For the work dir itself the name is ``"."``. The
+        descriptor (possibly ``O_PATH``) serves as ``dir_fd``; it is closed on exit.
+        """
+        parts, shown = self._inside(path)
+        with PathWalk(self._roots, shown, follow=False) as walk:
+            rest = walk.descend(parts, last="keep", create=create) or (".",)
+            if len(rest) > 1:
+                raise stopped(walk.fd, rest[0])
+            yield walk.fd, rest[0]
+
+    @contextmanager
+    def folder(self, path: Path) -> Iterator[int]:
+        """A descriptor of the folder ``path`` that can be listed (``os.scandir``), reached as
+        by ``parent``; FileNotFoundError or NotADirectoryError when it is not a folder."""
+        parts, shown = self._inside(path)
+        with PathWalk(self._roots, shown, follow=False) as walk:
+            rest = walk.descend(parts)
+            if rest:
+                raise stopped(walk.fd, rest[0])
+            fd = os.open(".", LIST_FLAGS, dir_fd=walk.fd)
+        try:
+            yield fd
+        finally:
+            os.close(fd)
 
     def display(self, path: Path) -> str:
         """``path`` relative to the work dir (POSIX separators), or absolute if outside."""
         rel = self._relative(path)
         if rel is None:
             return str(path)
-        return rel.as_posix() if rel.parts else "."
+        return "/".join(rel) or "."

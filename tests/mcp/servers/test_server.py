@@ -1,8 +1,9 @@
 """A small MCP server for the client tests, over stdio or streamable HTTP.
 
-Usage: ``test_server.py stdio|hang|garbage [TAG]`` or ``test_server.py http PORT [TAG]``.
-``hang`` never answers the handshake; ``garbage`` prints non-JSON lines then serves. ``TAG`` is
-ignored: tests put it on the command line to find the process in the process table.
+Usage: ``test_server.py stdio|hang|garbage|linger [TAG]`` or ``test_server.py http PORT [TAG]``.
+``hang`` never answers the handshake; ``garbage`` prints non-JSON lines then serves; ``linger``
+serves, then keeps running after its input closes (a server that misses its client's end).
+``TAG`` is ignored: tests put it on the command line to find the process in the process table.
 """
 
 from __future__ import annotations
@@ -101,6 +102,9 @@ def main(argv: list[str]) -> None:
     elif mode == "garbage":
         print("this is not json-rpc", flush=True)
         server.run("stdio")
+    elif mode == "linger":
+        server.run("stdio")
+        time.sleep(600)
     elif mode == "http":
         server.run("streamable-http", host="127.0.0.1", port=int(argv[2]))
     else:

@@ -1,7 +1,9 @@
 """File tools: ``read_file``, ``write_file`` and ``edit_file``.
 
-Paths go through the sandbox. Reads stream the file, so a huge file costs no more memory than
-the window shown; writes are atomic (``openheim.fsutil.atomic_write``) and keep a file's mode.
+Paths go through the sandbox, and each file is then reached again from a descriptor of the
+work dir, one folder at a time (``fs.py``). Reads stream the file, so a huge file costs no more
+memory than the window shown; writes are atomic (``openheim.fsutil.atomic_write_at``) and keep a
+file's mode.
 
 When the session's client (``ToolContext.client``, an ACP editor) advertises it, the text is read
 and written through the client instead, so the model sees unsaved buffers and the editor tracks
@@ -22,16 +24,19 @@ from typing import Annotated, BinaryIO
 
 from openheim.errors import ToolError
 from openheim.events import FileDiff
-from openheim.fsutil import atomic_write
 from openheim.tools.base import ToolContext, ToolKind, ToolOutput
 from openheim.tools.builtin.fs import (
     BINARY_PROBE,
+    kind_at,
     looks_binary,
     open_regular,
+    open_regular_at,
     read_error,
+    write_bytes_at,
     write_error,
 )
 from openheim.tools.decorator import tool
+from openheim.tools.sandbox import PathSandbox
 
 MAX_READ_BYTES = 100 * 1024
 MAX_DIFF_BYTES = 2 * 1024 * 1024
@@ -106,9 +111,11 @@ def _window(fh: BinaryIO, shown: str, offset: int, limit: int | None) -> str:
     return body + "\n".join(notes)
 
 
-def _read_window(path: Path, shown: str, offset: int, limit: int | None) -> str:
+def _read_window(
+    sandbox: PathSandbox, path: Path, shown: str, offset: int, limit: int | None
+) -> str:
     try:
-        with open_regular(path) as fh:
+        with open_regular(sandbox, path) as fh:
             if looks_binary(fh.read(BINARY_PROBE)):
                 raise _binary_error(shown)
             fh.seek(0)
@@ -148,34 +155,36 @@ async def read_file(
     if ctx.client is not None and ctx.client.reads_files:
         text = await ctx.client.read_text_file(target)
         return await asyncio.to_thread(_window_text, text, shown, offset, limit)
-    return await asyncio.to_thread(_read_window, target, shown, offset, limit)
+    return await asyncio.to_thread(_read_window, ctx.sandbox, target, shown, offset, limit)
 
 
-def write_bytes(target: Path, shown: str, data: bytes) -> bool:
+def write_bytes(sandbox: PathSandbox, target: Path, shown: str, data: bytes) -> bool:
     """Write ``data`` to ``target``, creating its folders; whether a file was replaced."""
-    if target.is_dir():
-        raise ToolError(f"{shown} is a directory", hint="give the path of a file")
-    existed = target.exists()
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(target, data)
+        return write_bytes_at(sandbox, target, data, create=True)
+    except IsADirectoryError:
+        raise _directory_error(shown) from None
     except OSError as err:
         raise write_error(err, shown) from None
-    return existed
 
 
-def _prior_text(target: Path, shown: str) -> tuple[bool, str | None]:
+def _directory_error(shown: str) -> ToolError:
+    return ToolError(f"{shown} is a directory", hint="give the path of a file")
+
+
+def _prior_text(sandbox: PathSandbox, target: Path, shown: str) -> tuple[bool, str | None]:
     """Whether a file stands at ``target`` and, for the diff, its text (undecodable bytes as
     U+FFFD); the text is None when there is no file, or it is unreadable or over MAX_DIFF_BYTES."""
-    if target.is_dir():
-        raise ToolError(f"{shown} is a directory", hint="give the path of a file")
+    kind = None
     try:
-        with open_regular(target) as fh:
-            data = fh.read(MAX_DIFF_BYTES + 1)
-    except FileNotFoundError:
-        return False, None
-    except OSError:  # a FIFO, no read permission...: the write may still work, without a diff
-        return target.exists(), None
+        with sandbox.parent(target) as (folder, name):
+            kind = kind_at(folder, name)
+            if kind == "dir":
+                raise _directory_error(shown)
+            with open_regular_at(folder, name) as fh:
+                data = fh.read(MAX_DIFF_BYTES + 1)
+    except OSError:  # none there, a FIFO, no read permission...: the write may still work
+        return kind is not None, None
     if len(data) > MAX_DIFF_BYTES:
         return True, None
     return True, data.decode("utf-8", "replace")
@@ -199,21 +208,21 @@ async def write_file(
     target = ctx.path(path, write=True)
     shown = ctx.display(target)
     data = content.encode("utf-8")
-    existed, old = await asyncio.to_thread(_prior_text, target, shown)
+    existed, old = await asyncio.to_thread(_prior_text, ctx.sandbox, target, shown)
     if ctx.client is not None and ctx.client.writes_files:
         await ctx.client.write_text_file(target, content)
     else:
-        await asyncio.to_thread(write_bytes, target, shown, data)
+        await asyncio.to_thread(write_bytes, ctx.sandbox, target, shown, data)
     message = f"wrote {len(data)} bytes to {shown} ({'replaced' if existed else 'created'})"
     # an existing file without an old text was not read (too big, unreadable): no diff
     diff = None if existed and old is None else _diff(target, old, content)
     return ToolOutput(message, diff=diff)
 
 
-def read_for_edit(target: Path, shown: str) -> str:
+def read_for_edit(sandbox: PathSandbox, target: Path, shown: str) -> str:
     """The file's text; undecodable bytes survive the round trip as surrogate escapes."""
     try:
-        with open_regular(target) as fh:
+        with open_regular(sandbox, target) as fh:
             data = fh.read()
     except FileNotFoundError:
         raise ToolError(f"{shown} does not exist", hint="use write_file to create it") from None
@@ -251,10 +260,10 @@ def apply_edit(text: str, shown: str, old: str, new: str, replace_all: bool) -> 
     return text.replace(old, new), count
 
 
-def _write_text(target: Path, shown: str, text: str) -> None:
+def _write_text(sandbox: PathSandbox, target: Path, shown: str, text: str) -> None:
     """Write an edited text atomically; surrogate escapes go back to the bytes they stood for."""
     try:
-        atomic_write(target, text.encode("utf-8", "surrogateescape"))
+        write_bytes_at(sandbox, target, text.encode("utf-8", "surrogateescape"), create=False)
     except OSError as err:
         raise write_error(err, shown) from None
 
@@ -282,13 +291,13 @@ async def edit_file(
     if client is not None and client.reads_files:
         text = await client.read_text_file(target)
     else:
-        text = await asyncio.to_thread(read_for_edit, target, shown)
+        text = await asyncio.to_thread(read_for_edit, ctx.sandbox, target, shown)
     updated, count = await asyncio.to_thread(
         apply_edit, text, shown, old_string, new_string, replace_all
     )
     if client is not None and client.writes_files:
         await client.write_text_file(target, updated)
     else:
-        await asyncio.to_thread(_write_text, target, shown, updated)
+        await asyncio.to_thread(_write_text, ctx.sandbox, target, shown, updated)
     message = f"replaced {count} occurrence{'s' if count > 1 else ''} in {shown}"
     return ToolOutput(message, diff=_diff(target, text, updated))

@@ -1,12 +1,19 @@
 """Filesystem helpers shared by the built-in tools.
 
+Every helper reaches its path from a descriptor of the work dir, one component at a time
+(``PathSandbox.parent`` / ``folder``), and opens, stats, lists or renames relative to the
+descriptor of the folder it ends in, so a folder swapped for a symlink after the sandbox check
+cannot send it elsewhere.
+
 * ``open_regular`` opens a file for reading without following a symlink swapped in after the
-  sandbox check and without blocking on a FIFO.
+  sandbox check and without blocking on a FIFO; ``kind_of`` says what stands at a path.
+* ``write_bytes_at`` writes a file atomically, making its missing folders.
 * ``walk`` lists a tree in sorted path order without following symlinks and skipping ``.git``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -17,6 +24,9 @@ from pathlib import Path
 from typing import BinaryIO, Literal
 
 from openheim.errors import ToolError
+from openheim.fsutil import atomic_write_at
+from openheim.tools.pathwalk import LIST_FLAGS
+from openheim.tools.sandbox import PathSandbox
 
 BINARY_PROBE = 8192
 SKIP_NAMES = frozenset({".git"})
@@ -29,19 +39,61 @@ def looks_binary(head: bytes) -> bool:
     return b"\0" in head[:BINARY_PROBE]
 
 
-def open_regular(path: Path) -> BinaryIO:
-    """Open a regular file for reading; directories, FIFOs and symlinks raise OSError."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+def open_regular(sandbox: PathSandbox, path: Path) -> BinaryIO:
+    """Open the regular file ``path`` (one the sandbox resolved) for reading; a directory, FIFO
+    or symlink raises OSError, a symlink on the way SandboxError."""
+    with sandbox.parent(path) as (folder, name):
+        return open_regular_at(folder, name)
+
+
+def open_regular_at(dir_fd: int, name: str) -> BinaryIO:
+    """Open the regular file ``name`` in the folder ``dir_fd`` for reading, as ``open_regular``."""
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
     try:
         mode = os.fstat(fd).st_mode
         if stat.S_ISDIR(mode):
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), name)
         if not stat.S_ISREG(mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
+            raise OSError(errno.EINVAL, "not a regular file", name)
     except BaseException:
         os.close(fd)
         raise
     return os.fdopen(fd, "rb")
+
+
+def kind_at(dir_fd: int, name: str) -> EntryKind | None:
+    """What stands at ``name`` in ``dir_fd`` (a symlink is not followed); None when nothing."""
+    try:
+        mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(mode):
+        return "link"
+    if stat.S_ISDIR(mode):
+        return "dir"
+    return "file" if stat.S_ISREG(mode) else "other"
+
+
+def kind_of(sandbox: PathSandbox, path: Path) -> EntryKind | None:
+    """What stands at ``path`` (one the sandbox resolved); None when nothing or a parent is not
+    a folder. Other OSErrors propagate."""
+    try:
+        with sandbox.parent(path) as (folder, name):
+            return kind_at(folder, name)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def write_bytes_at(sandbox: PathSandbox, path: Path, data: bytes, *, create: bool) -> bool:
+    """Write ``data`` to ``path`` (one the sandbox resolved) atomically, making its missing
+    folders when ``create``; whether a file was replaced. A directory at ``path`` raises
+    IsADirectoryError."""
+    with sandbox.parent(path, create=create) as (folder, name):
+        kind = kind_at(folder, name)
+        if kind == "dir":
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), name)
+        atomic_write_at(folder, name, data)
+    return kind is not None
 
 
 def read_error(err: OSError, shown: str) -> ToolError:
@@ -73,47 +125,88 @@ def write_error(err: OSError, shown: str) -> ToolError:
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """One walked entry: its path parts relative to the walk's top, its path and its kind."""
+    """One walked entry: its path parts relative to the walk's top, its path and its kind.
+
+    ``folder`` is a descriptor of the folder holding it, open while the walk is at this entry
+    (until the next one is asked for): open the entry relative to it (``open_regular_at``).
+    """
 
     rel: tuple[str, ...]
     path: Path
     kind: EntryKind
+    folder: int
+
+    @property
+    def name(self) -> str:
+        return self.rel[-1]
 
 
 def walk(
+    sandbox: PathSandbox,
     top: Path,
     *,
     descend: Callable[[Entry], bool] | None = None,
     stop: threading.Event | None = None,
 ) -> Iterator[Entry]:
-    """Every entry below ``top``, pre-order, in sorted path order.
+    """Every entry below ``top`` (a folder the sandbox resolved), pre-order, in sorted path order.
 
-    Symlinks are yielded as ``link`` entries and never followed, so a walk cannot leave the
-    work dir; ``.git`` is skipped; folders that cannot be read are skipped. ``descend`` decides
-    whether a folder's contents are listed; ``stop`` ends the walk early.
+    Symlinks are yielded as ``link`` entries and never followed, and each folder is opened
+    relative to its parent's descriptor with ``O_NOFOLLOW``, so a walk cannot leave the work
+    dir even if a folder is swapped for a symlink meanwhile; ``.git`` is skipped; folders that
+    cannot be read are skipped, ``top`` included. ``descend`` decides whether a folder's
+    contents are listed; ``stop`` ends the walk early.
     """
-    stack = [iter(_scan(top, ()))]
-    while stack:
-        entry = next(stack[-1], None)
-        if entry is None:
-            stack.pop()
-            continue
-        if stop is not None and stop.is_set():
+    with contextlib.ExitStack() as opened:
+        try:
+            top_fd = opened.enter_context(sandbox.folder(top))
+        except OSError:
             return
-        yield entry
-        if entry.kind == "dir" and (descend is None or descend(entry)):
-            stack.append(iter(_scan(entry.path, entry.rel)))
+        stack = [(top_fd, iter(_scan(top_fd, top, ())))]
+        try:
+            while stack:
+                entry = next(stack[-1][1], None)
+                if entry is None:
+                    _close_level(stack, top_fd)
+                    continue
+                if stop is not None and stop.is_set():
+                    return
+                yield entry
+                if entry.kind == "dir" and (descend is None or descend(entry)):
+                    sub = _open_folder(entry)
+                    if sub is not None:
+                        stack.append((sub, iter(_scan(sub, entry.path, entry.rel))))
+        finally:
+            while stack:
+                _close_level(stack, top_fd)
 
 
-def _scan(folder: Path, rel: tuple[str, ...]) -> list[Entry]:
+def _close_level(stack: list[tuple[int, Iterator[Entry]]], top_fd: int) -> None:
+    fd, _ = stack.pop()
+    if fd != top_fd:
+        os.close(fd)
+
+
+def _open_folder(entry: Entry) -> int | None:
+    """A listable descriptor of the folder ``entry``; None when it cannot be opened, or is no
+    longer a folder (a symlink swapped in is not followed)."""
     try:
-        with os.scandir(folder) as it:
-            items = [e for e in it if e.name not in SKIP_NAMES]
+        return os.open(entry.name, LIST_FLAGS, dir_fd=entry.folder)
+    except OSError:
+        return None
+
+
+def _scan(fd: int, folder: Path, rel: tuple[str, ...]) -> list[Entry]:
+    try:
+        with os.scandir(fd) as it:
+            entries = [
+                Entry((*rel, e.name), folder / e.name, _kind(e), fd)
+                for e in it
+                if e.name not in SKIP_NAMES
+            ]
     except OSError:
         return []
-    entries = [Entry((*rel, e.name), Path(e.path), _kind(e)) for e in items]
     # a folder sorts as "name/" so that pre-order equals the sorted order of full paths
-    entries.sort(key=lambda e: e.rel[-1] + "/" if e.kind == "dir" else e.rel[-1])
+    entries.sort(key=lambda e: e.name + "/" if e.kind == "dir" else e.name)
     return entries
 
 

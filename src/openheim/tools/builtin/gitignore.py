@@ -5,14 +5,16 @@ file takes precedence over a shallower one (so a nested ``!keep.log`` re-include
 file excluded). The files belong to the project, so their patterns are matched with RE2
 (pathspec's ``re2`` backend): a line such as ``*a*a*a*a*a*a*b`` cannot make a walk hang. A
 line that is not a valid pattern (``[z-a]``, a trailing backslash) is skipped, as git does.
+Each file is opened from a descriptor of the work dir, one component at a time
+(``fs.open_regular``), so a folder swapped for a symlink cannot make it read elsewhere.
 """
 
 from __future__ import annotations
 
-import os
-import stat
-from pathlib import Path
 from typing import TYPE_CHECKING
+
+from openheim.tools.builtin.fs import open_regular
+from openheim.tools.sandbox import PathSandbox
 
 if TYPE_CHECKING:
     import pathspec
@@ -21,17 +23,16 @@ if TYPE_CHECKING:
 class GitIgnores:
     """The ``.gitignore`` files met from the work dir down, keyed by their folder's parts."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
+    def __init__(self, sandbox: PathSandbox) -> None:
+        self.sandbox = sandbox
         self._specs: dict[tuple[str, ...], pathspec.GitIgnoreSpec] = {}
 
     def load(self, folder: tuple[str, ...]) -> None:
         """Read ``folder/.gitignore`` (parts relative to the root) if it is a regular file."""
-        path = self.root.joinpath(*folder, ".gitignore")
+        path = self.sandbox.root.joinpath(*folder, ".gitignore")
         try:
-            if not stat.S_ISREG(os.lstat(path).st_mode):
-                return
-            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+            with open_regular(self.sandbox, path) as fh:
+                lines = fh.read().decode("utf-8", "replace").splitlines()
         except OSError:
             return
         try:
@@ -70,16 +71,16 @@ def _valid(line: str) -> bool:
     return True
 
 
-def ignores_for(root: Path, base_parts: tuple[str, ...]) -> GitIgnores:
+def ignores_for(sandbox: PathSandbox, base_parts: tuple[str, ...]) -> GitIgnores:
     """The rules that apply below ``base_parts``: those of every folder from the root down.
 
     A folder that is itself ignored but was named explicitly (``path="node_modules/x"``) is
     searched as if it were a root: only its own and nested ``.gitignore`` files apply.
     """
-    ignores = GitIgnores(root)
+    ignores = GitIgnores(sandbox)
     for depth in range(len(base_parts) + 1):
         ignores.load(base_parts[:depth])
     if base_parts and ignores.ignored(base_parts, True):
-        ignores = GitIgnores(root)
+        ignores = GitIgnores(sandbox)
         ignores.load(base_parts)
     return ignores

@@ -1,6 +1,7 @@
 """Listing tools: ``list_dir`` and ``glob``.
 
 Neither follows a symlinked folder (it could lead out of the work dir); ``glob`` skips ``.git``.
+Folders are opened from a descriptor of the work dir, one component at a time (``fs.walk``).
 Both run in a worker with a time limit that a cancelled call leaves at once (``bounded.py``);
 ``glob`` matches with RE2 (``patterns.py``), in time linear in each path.
 """
@@ -15,34 +16,35 @@ from typing import Annotated
 from openheim.errors import ToolError
 from openheim.tools.base import ToolContext, ToolKind
 from openheim.tools.builtin.bounded import Budget, run_bounded
-from openheim.tools.builtin.fs import read_error, walk
+from openheim.tools.builtin.fs import kind_of, read_error, walk
 from openheim.tools.builtin.patterns import GlobPattern
 from openheim.tools.decorator import tool
+from openheim.tools.sandbox import PathSandbox
 
 MAX_ENTRIES = 1000
 MAX_MATCHES = 1000
 
 
-def _describe(entry: os.DirEntry[str]) -> str:
+def _describe(entry: os.DirEntry[str], folder: int) -> str:
     try:
         if entry.is_symlink():
-            return f"{entry.name} -> {Path(entry.path).readlink()}"
+            return f"{entry.name} -> {os.readlink(entry.name, dir_fd=folder)}"
         return f"{entry.name}/" if entry.is_dir(follow_symlinks=False) else entry.name
     except OSError:
         return entry.name
 
 
-def _list(target: Path, shown: str, budget: Budget) -> str:
+def _list(sandbox: PathSandbox, target: Path, shown: str, budget: Budget) -> str:
     try:
-        with os.scandir(target) as it:
+        with sandbox.folder(target) as folder, os.scandir(folder) as it:
             entries = sorted(_until(it, budget, shown), key=lambda e: e.name)
+            lines = [_describe(e, folder) for e in entries[:MAX_ENTRIES]]
     except NotADirectoryError:
         raise ToolError(f"{shown} is a file, not a directory", hint="use read_file") from None
     except OSError as err:
         raise read_error(err, shown) from None
     if not entries:
         return f"[{shown} is empty]"
-    lines = [_describe(e) for e in entries[:MAX_ENTRIES]]
     if len(entries) > MAX_ENTRIES:
         lines.append(
             f"[{len(entries) - MAX_ENTRIES} more entries not shown; "
@@ -84,16 +86,17 @@ async def list_dir(
     def overrun(budget: Budget) -> str:
         raise _too_slow(budget, shown)
 
-    return await run_bounded(lambda budget: _list(target, shown, budget), overrun)
+    return await run_bounded(lambda budget: _list(ctx.sandbox, target, shown, budget), overrun)
 
 
 def _glob(
     ctx: ToolContext, base: Path, pattern: GlobPattern, found: list[str], budget: Budget
 ) -> str:
-    if not base.is_dir():
-        what = "does not exist" if not base.exists() else "is not a directory"
+    kind = kind_of(ctx.sandbox, base)
+    if kind != "dir":
+        what = "does not exist" if kind is None else "is not a directory"
         raise ToolError(f"{ctx.display(base)} {what}", hint="set path to a folder to search in")
-    for entry in walk(base, descend=lambda e: pattern.may_contain(e.rel), stop=budget):
+    for entry in walk(ctx.sandbox, base, descend=lambda e: pattern.may_contain(e.rel), stop=budget):
         if entry.kind == "dir" or not pattern.matches(entry.rel):
             continue
         if len(found) == MAX_MATCHES:

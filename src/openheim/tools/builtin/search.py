@@ -2,7 +2,9 @@
 
 Ignore rules follow git (``gitignore.py``); an ignored folder is not entered. ``.git``,
 symlinks, binary files, files over 10 MiB and lines over 1 MiB are skipped, and so are files
-matching the secret policy (``ToolContext.is_secret``; a note counts them).
+matching the secret policy (``ToolContext.is_secret``; a note counts them). Files and folders
+are opened from a descriptor of the work dir, one component at a time (``fs.walk``,
+``fs.open_regular``).
 
 The pattern is RE2 syntax (``openheim.regex``), matched in time linear in the text, and the
 search runs in a worker with a time limit (``bounded.py``): it checks between files and between
@@ -22,7 +24,15 @@ from openheim.errors import ToolError
 from openheim.regex import PatternError
 from openheim.tools.base import ToolContext, ToolKind
 from openheim.tools.builtin.bounded import Budget, run_bounded
-from openheim.tools.builtin.fs import BINARY_PROBE, Entry, looks_binary, open_regular, walk
+from openheim.tools.builtin.fs import (
+    BINARY_PROBE,
+    Entry,
+    kind_of,
+    looks_binary,
+    open_regular,
+    open_regular_at,
+    walk,
+)
 from openheim.tools.builtin.gitignore import ignores_for
 from openheim.tools.builtin.lines import LineMatcher, hits, normalise
 from openheim.tools.builtin.patterns import GlobPattern
@@ -55,14 +65,18 @@ class _Search:
     def full(self) -> bool:
         return len(self.matches) >= MAX_MATCHES
 
-    def scan(self, path: Path, budget: Budget) -> None:
-        """Add the matching lines of one file; secret, binary, huge and unreadable files are
-        skipped."""
+    def scan(self, path: Path, budget: Budget, folder: int | None = None) -> None:
+        """Add the matching lines of one file (opened in ``folder`` if given, a descriptor of the
+        folder holding it); secret, binary, huge and unreadable files are skipped."""
         if self.ctx.is_secret(path):
             self.secret += 1
             return
         try:
-            with open_regular(path) as fh:
+            if folder is None:
+                fh = open_regular(self.ctx.sandbox, path)
+            else:
+                fh = open_regular_at(folder, path.name)
+            with fh:
                 if os.fstat(fh.fileno()).st_size > MAX_FILE_BYTES:
                     self.too_big += 1
                     return
@@ -97,9 +111,8 @@ def _clip(line: str, start: int) -> str:
 
 def _candidates(run: _Search, base: Path, budget: Budget) -> Iterator[Entry]:
     """Files below ``base`` that git would not ignore and the name glob accepts."""
-    root = run.ctx.sandbox.root
-    base_parts = base.relative_to(root).parts
-    ignores = ignores_for(root, base_parts)
+    base_parts = base.relative_to(run.ctx.sandbox.root).parts
+    ignores = ignores_for(run.ctx.sandbox, base_parts)
 
     def descend(entry: Entry) -> bool:
         parts = base_parts + entry.rel
@@ -108,7 +121,7 @@ def _candidates(run: _Search, base: Path, budget: Budget) -> Iterator[Entry]:
         ignores.load(parts)
         return True
 
-    for entry in walk(base, descend=descend, stop=budget):
+    for entry in walk(run.ctx.sandbox, base, descend=descend, stop=budget):
         if entry.kind != "file" or ignores.ignored(base_parts + entry.rel, False):
             continue
         if run.names is None or run.names.matches(entry.rel):
@@ -116,11 +129,12 @@ def _candidates(run: _Search, base: Path, budget: Budget) -> Iterator[Entry]:
 
 
 def _search(run: _Search, base: Path, budget: Budget) -> str:
-    if base.is_file():
+    kind = kind_of(run.ctx.sandbox, base)
+    if kind == "file":
         run.scan(base, budget)
-    elif base.is_dir():
+    elif kind == "dir":
         for entry in _candidates(run, base, budget):
-            run.scan(entry.path, budget)
+            run.scan(entry.path, budget, entry.folder)
             if run.full:
                 break
     else:

@@ -1,5 +1,9 @@
 """``execute_command``: ``/bin/sh -c`` in the session cwd, in a process group of its own.
 
+* Where the OS offers it, the command runs in the sandbox of ``shell_sandbox.py`` (``bwrap``):
+  it may write only to the work dir and a private temp dir, sees no other process and has no
+  network unless the user allowed it. ``ToolContext.shell_sandbox`` says how strict to be.
+
 * stdin is ``/dev/null``, so a command waiting for input ends at once instead of hanging.
 * stdout and stderr are read concurrently through pipes this module owns; each keeps its first
   and last 32 KiB and counts what it drops, and keeps draining so the child never blocks.
@@ -8,6 +12,9 @@
 * When the shell exits but a background process still holds the output pipes, it gets a short
   grace period, then its group is killed too. Owning the pipes means the call always returns,
   even if a grandchild escaped the group with ``setsid``.
+* The shell is started by ``openheim.spawn``, so on Linux it also dies if openheim is killed
+  outright (SIGKILL); the processes it started are then not killed (no group kill can run), and
+  end only when they exit by themselves or on their closed output pipe.
 
 When the session's client (``ToolContext.client``, an ACP editor) runs commands, the command runs
 in one of its terminals instead (the user watches it live) and the client keeps these promises;
@@ -20,19 +27,21 @@ import asyncio
 import contextlib
 import os
 import signal
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
+from openheim import spawn
 from openheim.errors import ToolError
 from openheim.tools.base import Capabilities, Tool, ToolContext, ToolKind, ToolOutput
 from openheim.tools.client_io import CommandResult
+from openheim.tools.shell_sandbox import SHELL, confine, unavailable
 
 MAX_STREAM_BYTES = 64 * 1024
 DEFAULT_TIMEOUT = 120
 MAX_TIMEOUT = 3600
 LINGER_GRACE = 0.5
-SHELL = "/bin/sh"
 
 
 class _Capture(asyncio.Protocol):
@@ -124,24 +133,22 @@ async def _supervise(
 
 
 async def run_shell(
-    command: str, *, cwd: Path, env: dict[str, str], time_limit: float
+    argv: Sequence[str], *, cwd: Path, env: dict[str, str], time_limit: float
 ) -> CommandResult:
-    """Run ``command`` with ``sh -c``; see the module docstring for the guarantees."""
+    """Run ``argv`` (``sh -c COMMAND``, maybe confined); see the module docstring for the
+    guarantees."""
     out, err = _Capture(MAX_STREAM_BYTES), _Capture(MAX_STREAM_BYTES)
     with contextlib.ExitStack() as readers:
         with contextlib.ExitStack() as writers:
             out_fd = await _pipe(out, readers, writers)
             err_fd = await _pipe(err, readers, writers)
-            proc = await asyncio.create_subprocess_exec(
-                SHELL,
-                "-c",
-                command,
+            proc = await spawn.exec_async(
+                argv,
                 cwd=cwd,
                 env=env,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=out_fd,
                 stderr=err_fd,
-                start_new_session=True,
             )
         code, timed_out, lingered = await _supervise(proc, out, err, time_limit)
     return CommandResult(code, out.text("stdout"), err.text("stderr"), timed_out, lingered)
@@ -192,6 +199,9 @@ class ExecuteCommand(Tool):
         "Each of stdout and stderr is capped at 64 KiB (the first and last 32 KiB are kept); "
         "redirect long output to a file and search it. After `timeout` seconds (default 120) "
         "the command and every process it started are killed and the partial output returned. "
+        "Where the OS allows, commands run sandboxed: they may write only in the working "
+        "directory and a private /tmp, see no other process, have no network unless the user "
+        "allowed it, and processes left in the background end with the command. "
         "Use the file tools, not cat/sed/echo, to read and edit files."
     )
     capabilities = Capabilities(read_only=False, kind=ToolKind.EXECUTE)
@@ -205,6 +215,8 @@ class ExecuteCommand(Tool):
             )
         if not args.command.strip():
             raise ToolError("command is empty", hint="pass the shell command line to run")
+        if "\0" in args.command:
+            raise ToolError("command holds a NUL byte", hint="remove it; a shell cannot run it")
         if ctx.client is not None and ctx.client.runs_commands:
             result = await ctx.client.run_command(
                 args.command,
@@ -219,12 +231,28 @@ class ExecuteCommand(Tool):
         return ToolOutput(format_result(result, args.timeout), is_error=failed)
 
 
+async def _argv(command: str, ctx: ToolContext) -> list[str]:
+    """``sh -c command``, confined as ``ctx.shell_sandbox`` asks where the OS allows it."""
+    sandbox = ctx.shell_sandbox
+    if sandbox.mode == "off":
+        return [SHELL, "-c", command]
+    reason = await asyncio.to_thread(unavailable)
+    if reason is None:
+        work_dir = ctx.sandbox.root
+        return confine(command, cwd=ctx.cwd, work_dir=work_dir, sandbox=sandbox, env=ctx.env)
+    if sandbox.mode == "require":
+        raise ToolError(
+            f'shell commands must run in the OS sandbox (shell_sandbox = "require"), but {reason}',
+            hint='tell the user: install bubblewrap, or set shell_sandbox = "auto" in config.toml',
+        )
+    return [SHELL, "-c", command]
+
+
 async def _run_local(args: ExecuteCommandArgs, ctx: ToolContext) -> CommandResult:
     """``run_shell`` in the session cwd and environment; a failed start is a ToolError."""
+    argv = await _argv(args.command, ctx)
     try:
-        return await run_shell(
-            args.command, cwd=ctx.cwd, env=dict(ctx.env), time_limit=args.timeout
-        )
+        return await run_shell(argv, cwd=ctx.cwd, env=dict(ctx.env), time_limit=args.timeout)
     except OSError as err:
         raise ToolError(
             f"could not start the command in {ctx.display(ctx.cwd)}: {err.strerror or err}",

@@ -1,7 +1,9 @@
 """Context fitting: keep a request inside the model's context window without touching history.
 
-``ContextFitter`` wraps a provider. With ``context_window`` set it estimates each request and,
-above 90 % of the window, leaves the oldest whole turns out of the request (a turn starts at a
+``ContextFitter`` wraps a provider. Given the model's context window (a number, or a function of
+the requested model, as the runtime gives it from ``providers.windows.context_window``) it
+estimates each request and, above 90 % of the window, leaves the oldest whole turns out of the
+request (a turn starts at a
 user prompt, so a tool call is never split from its result and the current turn is never cut),
 with a note where the cut is. If the provider still answers "prompt too long", it trims further
 and sends once more. The stored history is never changed: only the request is. Each cut is
@@ -13,7 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import TypeAlias
 
 from openheim.errors import ContextOverflow
 from openheim.events import ContextTrimmed
@@ -32,6 +35,10 @@ FILL_RATIO = 0.9
 CHARS_PER_TOKEN = 4
 IMAGE_TOKENS = 1600
 CUT_NOTE = "[{n} earlier messages were left out here to fit the model's context window.]"
+
+Window: TypeAlias = int | Callable[[str], int] | None
+"""A context window in tokens, or a function from the requested model to it; None: unknown (the
+request is trimmed only once the provider says it is too long)."""
 
 
 def _block_chars(block: ContentBlock) -> int:
@@ -107,20 +114,20 @@ def _too_big(request: ModelRequest, limit: str) -> ContextOverflow:
 
 
 class ContextFitter:
-    """A provider wrapper that fits each request into ``context_window`` (if known)."""
+    """A provider wrapper that fits each request into its model's context window."""
 
-    def __init__(self, inner: Provider, context_window: int | None) -> None:
+    def __init__(self, inner: Provider, context_window: Window) -> None:
         self.inner = inner
         self.name = inner.name
         self.context_window = context_window
 
     async def aclose(self) -> None:
-        close = getattr(self.inner, "aclose", None)
-        if close is not None:
-            await close()
+        await self.inner.aclose()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
         window = self.context_window
+        if callable(window):
+            window = window(request.model)
         fitted, dropped = request, 0
         if window:
             fitted, dropped = fit(request, int(window * FILL_RATIO))

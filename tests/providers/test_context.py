@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from openheim.context import CUT_NOTE, ContextFitter, estimate_tokens, turn_starts
 from openheim.errors import ContextOverflow
 from openheim.events import ContextTrimmed
 from openheim.loop import Agent
 from openheim.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from openheim.providers.base import ModelRequest, ModelResponse, StreamItem
+from openheim.providers.context import CUT_NOTE, ContextFitter, estimate_tokens, turn_starts
 from openheim.testing import ScriptedProvider
 from openheim.tools.base import ToolContext
 from tests.helpers import collect

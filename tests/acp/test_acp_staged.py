@@ -1,0 +1,68 @@
+"""Staged file changes over ACP: applying a token is asked about like any write, and an editor
+that rejects every permission request gets nothing written."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from acp.helpers import text_block
+
+from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
+from tests.acp.harness import RecordingClient, acp_agent
+
+STAGED = 'file_changes = "staged"'
+PLANTED = (".openheim/permissions.toml", ".git/hooks/post-checkout", "a.txt")
+
+
+def apply_token(request: Any) -> FakeReply:
+    token = re.search(r"chg_[0-9a-f]+", request.last_tool_result or "")
+    assert token, request.last_tool_result
+    return FakeReply(tool_calls=[FakeToolCall("apply_file_change", {"token": token[0]})])
+
+
+def preview_and_apply(*paths: str) -> list[Any]:
+    steps: list[Any] = []
+    for path in paths:
+        call = FakeToolCall("preview_write_file", {"path": path, "content": "planted\n"})
+        steps += [FakeReply(tool_calls=[call]), apply_token]
+    return [*steps, "done"]
+
+
+def tool_results(server: FakeLLMServer) -> list[str]:
+    messages = server.requests[-1].messages
+    return [str(m["content"]) for m in messages if m.get("role") == "tool"]
+
+
+async def test_an_editor_that_rejects_everything_gets_nothing_written(
+    home: Path, work: Path
+) -> None:
+    client = RecordingClient()  # answers reject_once to every request
+    with FakeLLMServer(preview_and_apply(*PLANTED)) as server:
+        async with acp_agent(home, work, server, client, top=STAGED) as agent:
+            await agent.start()
+            sid = await agent.new()
+            response = await agent.conn.prompt(session_id=sid, prompt=[text_block("stage")])
+    assert response.stop_reason == "end_turn"
+    assert [p for p in PLANTED if (work / p).exists()] == []
+    assert [r.raw_input["token"][:4] for r in client.permission_requests] == ["chg_"] * 3
+    results = tool_results(server)
+    assert [r.startswith("staged a new file") for r in results] == [True, False] * 3
+    assert all("rejected" in r for r in results[1::2])
+
+
+async def test_the_editor_sees_the_staged_diff_and_its_yes_applies_it(
+    home: Path, work: Path
+) -> None:
+    client = RecordingClient(answers=["allow_once", "allow_once"])
+    with FakeLLMServer(preview_and_apply("a.txt", ".vscode/tasks.json")) as server:
+        async with acp_agent(home, work, server, client, top=STAGED) as agent:
+            await agent.start()
+            sid = await agent.new()
+            await agent.conn.prompt(session_id=sid, prompt=[text_block("stage")])
+    assert (work / "a.txt").read_text() == "planted\n"
+    assert (work / ".vscode/tasks.json").read_text() == "planted\n"
+    texts = ["\n".join(c.content.text for c in r.content or []) for r in client.permission_requests]
+    assert "+++ b/a.txt" in texts[0] and "+planted" in texts[0]
+    assert ".vscode/tasks.json, a protected path" in texts[1]
