@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from openheim.safety.risk import is_fork_bomb
 from openheim.safety.rules import path_regex
 from openheim.secrets import SecretPolicy
 from openheim.skills.manager import _first_line
@@ -91,6 +92,9 @@ MATCHERS: list[tuple[str, Callable[[Path], object], object]] = [
     ("deny_read **", lambda tmp: SecretPolicy([f"**/{STARS}"]).match(tmp / LONG), None),
     (".gitignore", _gitignore_verdict, False),
     ("skill heading", lambda _: _first_line("#" + " " * 50_000 + "#x"), "#x"),
+    ("fork bomb, long word", lambda _: is_fork_bomb("a" * 100_000), False),
+    ("fork bomb, long blank", lambda _: is_fork_bomb("f(){ f |" + " " * 100_000 + "x"), False),
+    ("fork bomb, many heads", lambda _: is_fork_bomb("f(){ " * 20_000 + "f|f&"), True),
 ]
 
 
