@@ -101,4 +101,4 @@ def test_constructing_a_bad_rule_directly_fails_too() -> None:
     ],
 )
 def test_path_globs(pattern: str, path: str, matches: bool) -> None:
-    assert (path_regex(pattern).fullmatch(path) is not None) is matches
+    assert path_regex(pattern).fullmatch(path) is matches

@@ -80,6 +80,7 @@ MATRIX: list[tuple[str, str, str, str, str]] = [
     ("git clean -fdx", "ask", "refused", "ask", "`git clean -f`"),
     (":(){ :|:& };:", "ask", "refused", "ask", "a fork bomb"),
     ("bomb() { bomb | bomb & }; bomb", "ask", "refused", "ask", "a fork bomb"),
+    ("b.x () { b.x|& b.x & }; b.x", "ask", "refused", "ask", "a fork bomb"),
     ("chmod -R 777 junk", "clean", "refused", "clean", "recursive `chmod`"),
     ("chown -R nobody junk", "clean", "refused", "clean", "recursive `chown`"),
     ("echo x > /dev/sda", "refused", "refused", "refused", "block device /dev/sda"),
@@ -171,6 +172,13 @@ def test_ordinary_commands_are_clean(
     assessor: RiskAssessor, places: dict[str, Path], command: str
 ) -> None:
     assert shell(assessor, command.format(**places)) == Risk()
+
+
+def test_a_function_piping_another_into_the_background_is_no_fork_bomb(
+    assessor: RiskAssessor,
+) -> None:
+    assert shell(assessor, "g() { f|f& }; g").danger == ()
+    assert shell(assessor, "g() { f|f& }; f() { f|f& }").danger != ()
 
 
 def test_temp_dirs_are_in_the_zone(assessor: RiskAssessor, places: dict[str, Path]) -> None:

@@ -138,3 +138,66 @@ async def test_an_ignored_folder_named_explicitly_is_searched(ctx: ToolContext, 
     )
     assert await ok(search, ctx, pattern="hit") == "app.py:1: hit"
     assert await ok(search, ctx, pattern="hit", path="vendor") == "vendor/lib/code.py:1: hit"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "reason"),
+    [
+        (r"(a)\1", r"backreferences such as \1 are not supported"),
+        ("(?=x)", "lookahead (?=...) is not supported"),
+        ("(?!x)", "negative lookahead (?!...) is not supported"),
+        ("(?<=x)y", "lookbehind (?<=...) is not supported"),
+        ("(?<!x)y", "negative lookbehind (?<!...) is not supported"),
+        ("(?P<n>x)(?P=n)", "named backreference (?P=name) is not supported"),
+        ("(?>x)", "atomic group (?>...) is not supported"),
+        ("(?#note)x", "comment group (?#...) is not supported"),
+        ("a++", "possessive quantifiers such as ++ are not supported"),
+        (r"x\Z", r"\Z is not supported; write \z for the end of the text"),
+        ("(?x) a", "the group or flag (?x is not supported (flags: i, m, s, U)"),
+        ("a{1001}", "invalid repetition size: {1001}"),
+        ("\ud800", "it contains a lone surrogate (not valid Unicode)"),
+    ],
+)
+async def test_unsupported_constructs_are_named(
+    ctx: ToolContext, pattern: str, reason: str
+) -> None:
+    with pytest.raises(ToolError) as err:
+        await ok(search, ctx, pattern=pattern)
+    assert err.value.message == f"invalid regular expression {pattern!r}: {reason}"
+    assert err.value.hint and "RE2" in err.value.hint and "lookaround" in err.value.hint
+
+
+async def test_classes_are_ascii_and_unicode_is_named(ctx: ToolContext, work: Path) -> None:
+    write(work, {"u.txt": "größe 42\n", "a.txt": "size 42\n"})
+    assert await ok(search, ctx, pattern=r"^\w+ \d+$") == "a.txt:1: size 42"
+    both = await ok(search, ctx, pattern=r"^\pL+ \d+$")
+    assert both.splitlines() == ["a.txt:1: size 42", "u.txt:1: größe 42"]
+
+
+async def test_crlf_files_and_text_anchors_match_per_line(ctx: ToolContext, work: Path) -> None:
+    write(work, {"w.txt": b"first end\r\nsecond end\r\n", "u.txt": "one\ntwo end\n"})
+    ends = await ok(search, ctx, pattern="end$")
+    assert ends.splitlines() == ["u.txt:2: two end", "w.txt:1: first end", "w.txt:2: second end"]
+    assert await ok(search, ctx, pattern=r"\Atwo") == "u.txt:2: two end"
+    assert await ok(search, ctx, pattern=r"two end\z") == "u.txt:2: two end"
+
+
+async def test_invalid_utf8_is_matched_as_replacement_characters(
+    ctx: ToolContext, work: Path
+) -> None:
+    write(work, {"latin1.txt": b"caf\xe9 au lait\n"})
+    assert await ok(search, ctx, pattern="caf. au") == "latin1.txt:1: caf\ufffd au lait"
+
+
+async def test_lines_over_a_mebibyte_are_counted(ctx: ToolContext, work: Path) -> None:
+    write(work, {"min.js": "x" * (1024 * 1024 + 1) + "\nneedle\n"})
+    text = await ok(search, ctx, pattern="needle|x")
+    assert text.splitlines() == ["min.js:2: needle", "[skipped 1 line over 1 MiB]"]
+
+
+@pytest.mark.filterwarnings("ignore:Possible nested set:FutureWarning")  # pathspec on [[:alpha:]]
+async def test_invalid_gitignore_lines_are_skipped(ctx: ToolContext, work: Path) -> None:
+    write(
+        work, {".gitignore": "[z-a]\n*.log\nx\\\n[[:alpha:]]\n", "a.log": "hit\n", "b.txt": "hit\n"}
+    )
+    assert await ok(search, ctx, pattern="hit") == "b.txt:1: hit"

@@ -19,8 +19,9 @@ A rule is ``EFFECT KIND PATTERN``, the effect ``allow`` or ``deny``:
     when the pattern matches every name directly in it (``secrets/*``, ``secrets/**``), so
     ``deny path "secrets/**"`` covers listing or searching ``secrets`` itself. Symlinks are
     resolved too: a deny rule matches if either spelling does, an allow rule only if both do.
-    A rule without wildcards *names* its path (``literal_path_pattern``); only such a rule
-    allows a change to a protected path (``protected``).
+    A glob is matched with RE2 (``openheim.regex``), in time linear in the path. A rule without
+    wildcards *names* its path (``literal_path_pattern``); only such a rule allows a change to a
+    protected path (``protected``).
 
 Patterns are quoted like shell words (``"…"`` or ``'…'``); ``str(rule)`` gives the canonical text.
 """
@@ -30,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import os
-import re
 import shlex
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -39,6 +39,7 @@ from typing import Literal, TypeAlias, cast
 
 from openheim.approval import ApprovalRequest
 from openheim.errors import ConfigError, SandboxError
+from openheim.regex import LinearRegex, PatternError, compile_linear, escape
 from openheim.safety.protected import folded
 from openheim.safety.shell_words import Command, ShellParseError, parse, quote
 from openheim.safety.wrappers import expand
@@ -51,7 +52,7 @@ KINDS: tuple[RuleKind, ...] = ("tool", "command", "path")
 SHELL_TOOL = "execute_command"
 FILE_KINDS = frozenset({"read", "edit", "delete", "move", "search"})
 """Tool kinds whose ``path`` argument names a file or folder in the work dir."""
-_WILDCARD = re.compile(r"[*?\[]")
+_WILDCARDS = frozenset("*?[")
 RULE_HINT = (
     'write a rule as: allow tool read_*, allow command "git status" or deny path "secrets/**"'
 )
@@ -149,7 +150,7 @@ def command_words(pattern: str) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=512)
-def path_regex(pattern: str) -> re.Pattern[str]:
+def path_regex(pattern: str) -> LinearRegex:
     """Compile a path glob anchored at the work dir (raises ConfigError)."""
     parts = [p for p in pattern.split("/") if p not in ("", ".")]
     if pattern.startswith(("/", "~")) or ".." in parts or not parts:
@@ -165,17 +166,17 @@ def path_regex(pattern: str) -> re.Pattern[str]:
         else:
             out.append(_segment_regex(part) + ("" if last else "/"))
     try:
-        return re.compile("".join(out), re.DOTALL)
-    except re.error as err:
+        return compile_linear("".join(out), dot_all=True)
+    except PatternError as err:
         raise ConfigError(
-            f"path pattern {pattern!r} is not a valid glob: {err.msg}",
+            f"path pattern {pattern!r} is not a valid glob: {err.reason}",
             hint="check the [...] classes; a range such as [a-z] must go upwards",
         ) from None
 
 
 def literal_path_pattern(path: str) -> str:
     """The path glob that matches exactly ``path``: wildcard characters go in ``[…]``."""
-    return _WILDCARD.sub(lambda m: f"[{m.group(0)}]", path)
+    return "".join(f"[{c}]" if c in _WILDCARDS else c for c in path)
 
 
 def _segment_regex(part: str) -> str:
@@ -193,10 +194,10 @@ def _segment_regex(part: str) -> str:
             body = part[i + 1 : end]
             negate = body[0] in "!^"
             chars = _class_chars(body[negate:])
-            out.append(f"(?!/)[^{chars}]" if negate else f"[{chars}]")
+            out.append(f"[^/{chars}]" if negate else f"[{chars}]")
             i = end
         else:
-            out.append(re.escape(char))
+            out.append(escape(char))
         i += 1
     return "".join(out)
 
@@ -206,7 +207,7 @@ def _class_chars(body: str) -> str:
     out: list[str] = []
     for i, char in enumerate(body):
         between = 0 < i < len(body) - 1 and "-" not in (body[i - 1], body[i + 1])
-        out.append("-" if char == "-" and between else re.escape(char))
+        out.append("-" if char == "-" and between else escape(char))
     return "".join(out)
 
 
@@ -280,7 +281,7 @@ def _command_matches(rule: Rule, command: Command, *, deny: bool) -> bool:
 def _path_matches(rule: Rule, path: str) -> bool:
     regex = path_regex(rule.pattern)
     folder = path + "/" if path else ""
-    return regex.fullmatch(path) is not None or regex.fullmatch(folder) is not None
+    return regex.fullmatch(path) or regex.fullmatch(folder)
 
 
 @dataclass(frozen=True, slots=True)

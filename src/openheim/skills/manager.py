@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -41,7 +40,6 @@ UNTRUSTED_SKILL_NOTE = (
     "with the user's own instructions."
 )
 MAX_SUMMARY_CHARS = 200
-_CLOSING_HASHES = re.compile(r"\s+#+\s*$")
 
 
 class SkillSource(StrEnum):
@@ -124,10 +122,19 @@ def _first_line(body: str) -> str:
     for line in body.splitlines():
         text = line.strip()
         if text.startswith("#"):
-            text = _CLOSING_HASHES.sub("", text.lstrip("#")).strip()
+            text = _without_closing_hashes(text.lstrip("#")).strip()
         if text:
             return text
     return ""
+
+
+def _without_closing_hashes(text: str) -> str:
+    """``text`` without the ``#`` run that closes a heading (``Title ##``), which must follow
+    whitespace. String methods, not a regular expression: a search for ``\\s+#+\\s*$`` takes
+    time quadratic in a long run of spaces, and a skill file may come from the project."""
+    stripped = text.rstrip()
+    bare = stripped.rstrip("#")
+    return bare if bare != stripped and bare[-1:].isspace() else text
 
 
 class SkillsManager:

@@ -9,12 +9,10 @@ cannot send it elsewhere.
   sandbox check and without blocking on a FIFO; ``kind_of`` says what stands at a path.
 * ``write_bytes_at`` writes a file atomically, making its missing folders.
 * ``walk`` lists a tree in sorted path order without following symlinks and skipping ``.git``.
-* ``run_blocking`` runs a walk in a worker thread and tells it to stop when the call is cancelled.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import errno
 import os
@@ -23,14 +21,12 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Literal, TypeVar
+from typing import BinaryIO, Literal
 
 from openheim.errors import ToolError
 from openheim.fsutil import atomic_write_at
 from openheim.tools.pathwalk import LIST_FLAGS
 from openheim.tools.sandbox import PathSandbox
-
-T = TypeVar("T")
 
 BINARY_PROBE = 8192
 SKIP_NAMES = frozenset({".git"})
@@ -223,12 +219,3 @@ def _kind(entry: os.DirEntry[str]) -> EntryKind:
         return "file" if entry.is_file(follow_symlinks=False) else "other"
     except OSError:
         return "other"
-
-
-async def run_blocking(fn: Callable[[threading.Event], T]) -> T:
-    """Run ``fn(stop)`` in a worker thread; ``stop`` is set when the caller is cancelled."""
-    stop = threading.Event()
-    try:
-        return await asyncio.to_thread(fn, stop)
-    finally:
-        stop.set()

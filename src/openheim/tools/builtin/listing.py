@@ -2,19 +2,21 @@
 
 Neither follows a symlinked folder (it could lead out of the work dir); ``glob`` skips ``.git``.
 Folders are opened from a descriptor of the work dir, one component at a time (``fs.walk``).
+Both run in a worker with a time limit that a cancelled call leaves at once (``bounded.py``);
+``glob`` matches with RE2 (``patterns.py``), in time linear in each path.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
-import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
 from openheim.errors import ToolError
 from openheim.tools.base import ToolContext, ToolKind
-from openheim.tools.builtin.fs import kind_of, read_error, run_blocking, walk
+from openheim.tools.builtin.bounded import Budget, run_bounded
+from openheim.tools.builtin.fs import kind_of, read_error, walk
 from openheim.tools.builtin.patterns import GlobPattern
 from openheim.tools.decorator import tool
 from openheim.tools.sandbox import PathSandbox
@@ -32,10 +34,10 @@ def _describe(entry: os.DirEntry[str], folder: int) -> str:
         return entry.name
 
 
-def _list(sandbox: PathSandbox, target: Path, shown: str) -> str:
+def _list(sandbox: PathSandbox, target: Path, shown: str, budget: Budget) -> str:
     try:
         with sandbox.folder(target) as folder, os.scandir(folder) as it:
-            entries = sorted(it, key=lambda e: e.name)
+            entries = sorted(_until(it, budget, shown), key=lambda e: e.name)
             lines = [_describe(e, folder) for e in entries[:MAX_ENTRIES]]
     except NotADirectoryError:
         raise ToolError(f"{shown} is a file, not a directory", hint="use read_file") from None
@@ -51,6 +53,25 @@ def _list(sandbox: PathSandbox, target: Path, shown: str) -> str:
     return "\n".join(lines)
 
 
+def _until(
+    entries: Iterator[os.DirEntry[str]], budget: Budget, shown: str
+) -> list[os.DirEntry[str]]:
+    """The entries of a scan, unless the time runs out first."""
+    out = []
+    for entry in entries:
+        if budget.is_set():
+            raise _too_slow(budget, shown)
+        out.append(entry)
+    return out
+
+
+def _too_slow(budget: Budget, shown: str) -> ToolError:
+    return ToolError(
+        f"listing {shown} did not finish within {budget.seconds:g} s",
+        hint="use glob with a pattern to find specific files",
+    )
+
+
 @tool(read_only=True, kind=ToolKind.READ)
 async def list_dir(
     ctx: ToolContext,
@@ -60,16 +81,22 @@ async def list_dir(
     '/', symlinks show as 'name -> target'. At most 1000 entries are shown; use glob to find files
     in a large or nested tree."""
     target = ctx.path(path)
-    return await asyncio.to_thread(_list, ctx.sandbox, target, ctx.display(target))
+    shown = ctx.display(target)
+
+    def overrun(budget: Budget) -> str:
+        raise _too_slow(budget, shown)
+
+    return await run_bounded(lambda budget: _list(ctx.sandbox, target, shown, budget), overrun)
 
 
-def _glob(ctx: ToolContext, base: Path, pattern: GlobPattern, stop: threading.Event) -> str:
+def _glob(
+    ctx: ToolContext, base: Path, pattern: GlobPattern, found: list[str], budget: Budget
+) -> str:
     kind = kind_of(ctx.sandbox, base)
     if kind != "dir":
         what = "does not exist" if kind is None else "is not a directory"
         raise ToolError(f"{ctx.display(base)} {what}", hint="set path to a folder to search in")
-    found: list[str] = []
-    for entry in walk(ctx.sandbox, base, descend=lambda e: pattern.may_contain(e.rel), stop=stop):
+    for entry in walk(ctx.sandbox, base, descend=lambda e: pattern.may_contain(e.rel), stop=budget):
         if entry.kind == "dir" or not pattern.matches(entry.rel):
             continue
         if len(found) == MAX_MATCHES:
@@ -78,9 +105,14 @@ def _glob(ctx: ToolContext, base: Path, pattern: GlobPattern, stop: threading.Ev
             )
             break
         found.append(ctx.display(entry.path))
-    if not found:
-        return f"no files match {pattern.text!r} under {ctx.display(base)}"
-    return "\n".join(found)
+    return _glob_report(ctx.display(base), pattern, list(found), budget)
+
+
+def _glob_report(shown: str, pattern: GlobPattern, found: list[str], budget: Budget) -> str:
+    lines = found or [f"no files match {pattern.text!r} under {shown}"]
+    if budget.expired and len(found) <= MAX_MATCHES:  # not already cut at MAX_MATCHES
+        lines.append(budget.note("narrow the pattern or set path to a subfolder"))
+    return "\n".join(lines)
 
 
 @tool(read_only=True, kind=ToolKind.SEARCH)
@@ -97,4 +129,9 @@ async def glob(
     file contents use search."""
     compiled = GlobPattern(pattern.removeprefix("./"))
     base = ctx.path(path)
-    return await run_blocking(lambda stop: _glob(ctx, base, compiled, stop))
+    shown = ctx.display(base)
+    found: list[str] = []
+    return await run_bounded(
+        lambda budget: _glob(ctx, base, compiled, found, budget),
+        lambda budget: _glob_report(shown, compiled, list(found), budget),
+    )

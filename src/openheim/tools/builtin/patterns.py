@@ -4,14 +4,17 @@
 ``\\x`` a literal ``x`` and a ``**`` component zero or more folders. Patterns are relative: an
 absolute pattern or a ``..`` component is refused, since it would name a place the walk never
 visits. ``may_contain`` lets a walk skip folders that cannot hold a match.
+
+A glob is translated to an RE2 expression (``openheim.regex``), so matching takes time linear in
+the path whatever the pattern: ``*a*a*a*a*a*b`` against a long name of ``a`` cannot hang.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from openheim.errors import ToolError
+from openheim.regex import LinearRegex, PatternError, compile_linear, escape
 
 
 class GlobPattern:
@@ -21,13 +24,12 @@ class GlobPattern:
         self.text = pattern
         self.segments = _segments(pattern)
         self._segment_res = [
-            None if s == "**" else re.compile(_segment_regex(s) + r"\Z", re.DOTALL)
-            for s in self.segments
+            None if s == "**" else _compile(pattern, _segment_regex(s)) for s in self.segments
         ]
-        self._regex = re.compile(_path_regex(self.segments) + r"\Z", re.DOTALL)
+        self._regex = _compile(pattern, _path_regex(self.segments))
 
     def matches(self, parts: Sequence[str]) -> bool:
-        return self._regex.match("/".join(parts)) is not None
+        return self._regex.fullmatch("/".join(parts))
 
     def may_contain(self, folder: Sequence[str]) -> bool:
         """Whether some path below the folder ``folder`` (relative parts) could match."""
@@ -37,9 +39,19 @@ class GlobPattern:
             segment = self._segment_res[i]
             if segment is None:
                 return True
-            if not segment.match(part):
+            if not segment.fullmatch(part):
                 return False
         return len(folder) < len(self._segment_res)
+
+
+def _compile(pattern: str, regex: str) -> LinearRegex:
+    try:
+        return compile_linear(regex, dot_all=True)
+    except PatternError as err:
+        raise ToolError(
+            f"glob pattern {pattern!r} is not valid: {err.reason}",
+            hint="check the [...] classes; a range such as [a-z] must go upwards",
+        ) from None
 
 
 def _segments(pattern: str) -> list[str]:
@@ -87,12 +99,12 @@ def _segment_regex(segment: str) -> str:
             out.append("[^/]")
         elif char == "\\" and i + 1 < len(segment):
             i += 1
-            out.append(re.escape(segment[i]))
+            out.append(escape(segment[i]))
         elif char == "[" and (close := _class_end(segment, i)) != -1:
             out.append(_class_regex(segment[i + 1 : close]))
             i = close
         else:
-            out.append(re.escape(char))
+            out.append(escape(char))
         i += 1
     return "".join(out)
 
@@ -111,5 +123,5 @@ def _class_regex(body: str) -> str:
     negate = body[:1] in ("!", "^")
     if negate:
         body = body[1:]
-    escaped = "".join(c if c == "-" else re.escape(c) for c in body)
+    escaped = "".join(c if c == "-" else escape(c) for c in body)
     return f"[^/{escaped}]" if negate else f"[{escaped}]"
