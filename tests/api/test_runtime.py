@@ -13,7 +13,6 @@ import pytest
 
 import openheim.api
 from openheim.api import OpenheimClient, Runtime
-from openheim.api.settings import McpServers
 from openheim.approval import ApprovalRequest
 from openheim.config.load import DEFAULT_MAX_ITERATIONS
 from openheim.config.providers import infer_kind
@@ -22,6 +21,7 @@ from openheim.errors import ConfigError
 from openheim.events import ToolResult
 from openheim.providers import known_kinds
 from openheim.providers.base import ProviderSettings
+from openheim.runtime.settings import McpServers
 from openheim.secrets import REDACTED, redact
 from openheim.testing import Reply, ScriptedProvider, tool_call
 from openheim.tools.decorator import tool

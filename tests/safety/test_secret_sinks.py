@@ -29,8 +29,8 @@ from openheim.messages import (
     Usage,
     tool_results_message,
 )
+from openheim.runtime.history import PersistentHistory
 from openheim.secrets import REDACTED
-from openheim.session import PersistentHistory
 from openheim.store import SQLiteStore
 from openheim.store.export import export_json, export_markdown
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall

@@ -8,7 +8,7 @@ import sys
 from openheim.agents import AgentProfile
 from openheim.cli import exit_codes
 from openheim.config.load import load_settings
-from openheim.subagents import main_profile, profile_provider, profiles_for
+from openheim.runtime.subagents import main_profile, profile_provider, profiles_for
 
 
 def agents_command(args: argparse.Namespace) -> int:

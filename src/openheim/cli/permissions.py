@@ -11,7 +11,7 @@ from openheim.approval import Allow, ApprovalRequest, Deny
 from openheim.cli import exit_codes
 from openheim.config.load import Settings, load_settings
 from openheim.errors import ConfigError
-from openheim.runtime import policy_gate
+from openheim.runtime.policy import policy_gate
 from openheim.safety.permissions import (
     add_rule,
     project_permissions,

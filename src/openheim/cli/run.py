@@ -23,9 +23,9 @@ from openheim.config.providers import LOCAL_KINDS
 from openheim.errors import ConfigError
 from openheim.events import Finished
 from openheim.providers.base import NamedTool, ToolChoice
-from openheim.runtime import SessionOptions, remember_rules
+from openheim.runtime import Session, SessionOptions
+from openheim.runtime.policy import remember_rules
 from openheim.secrets import SecretPolicy
-from openheim.session import Session
 
 
 def run_command(args: argparse.Namespace) -> int:

@@ -1,4 +1,4 @@
-"""Subagents in a session: profiles, the ``delegate_task`` spawner, and profiles as main agents.
+"""Subagents of a session: profiles, the ``delegate_task`` spawner, and profiles as main agents.
 
 The spawner gives each delegated run its own provider when the profile names a model (closed
 when the session closes), and stores the run's transcript as a child session of the parent's,
@@ -19,7 +19,7 @@ from openheim.config.trust import is_trusted
 from openheim.errors import ConfigError
 from openheim.messages import Message
 from openheim.providers.base import Provider, ProviderSettings
-from openheim.session import PersistentHistory
+from openheim.runtime.history import PersistentHistory
 from openheim.skills.setup import find_repo_root
 
 if TYPE_CHECKING:

@@ -13,8 +13,8 @@ from openheim.config.load import Settings
 from openheim.errors import ConfigError
 from openheim.memory import memory_tools, open_memory
 from openheim.providers.base import NamedTool, ToolChoice
+from openheim.runtime.subagents import Spawner
 from openheim.skills import SkillsManager, load_skill_tool
-from openheim.subagents import Spawner
 from openheim.tools.base import Tool, ToolSet
 from openheim.tools.builtin import builtin_tools
 

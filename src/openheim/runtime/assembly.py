@@ -1,7 +1,7 @@
 """Assemble a runnable session from settings: provider, tools, skills, memory, prompt, store.
 
-Surfaces (the CLI today; ACP and the server later) call this instead of wiring parts themselves,
-so they stay thin translations of the event stream.
+Every surface opens its sessions through ``open_session`` (by way of ``Runtime``) instead of
+wiring parts itself, so surfaces stay thin translations of the event stream.
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import functools
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -24,25 +23,20 @@ from openheim.config.load import Settings
 from openheim.config.providers import resolve_provider
 from openheim.config.schema import McpServerEntry
 from openheim.env_files import register_env_files
-from openheim.envelope import EnvelopeProvider, protocol_for
 from openheim.errors import ConfigError
 from openheim.fsutil import atomic_write
 from openheim.loop import Agent
 from openheim.prompt import PromptBuilder
-from openheim.providers import create_provider
-from openheim.providers.base import Provider, ProviderSettings, ToolChoice
-from openheim.providers.context import ContextFitter
-from openheim.providers.fallback import FallbackProvider
-from openheim.providers.retry import RetryingProvider, RetryPolicy
-from openheim.providers.windows import context_window
-from openheim.safety.permissions import add_rule, load_rules, project_permissions
-from openheim.safety.policy import ApprovalMode, PolicyGate
+from openheim.providers.base import ProviderSettings, ToolChoice
+from openheim.runtime.history import PersistentHistory
+from openheim.runtime.policy import policy_gate, staged_gate
+from openheim.runtime.provider import build_provider
+from openheim.runtime.session import Session
+from openheim.runtime.subagents import Spawner, main_profile, profile_provider, profiles_for
+from openheim.runtime.tools import ToolRequest, session_tools
 from openheim.secrets import SecretPolicy
-from openheim.session import PersistentHistory, Session
-from openheim.session_tools import ToolRequest, session_tools
 from openheim.skills import LOAD_SKILL, skills_for
 from openheim.store import SessionRecord, SessionStore, import_rust_history, open_store
-from openheim.subagents import Spawner, main_profile, profile_provider, profiles_for
 from openheim.tools import shell_sandbox
 from openheim.tools.base import Tool, ToolContext
 from openheim.tools.client_io import ClientIO
@@ -52,53 +46,6 @@ from openheim.usage import DEFAULT_PRICES, Meter, Price
 
 if TYPE_CHECKING:
     from openheim.safety.staging import StagingArea
-
-
-def policy_gate(settings: Settings, sandbox: PathSandbox) -> PolicyGate:
-    """The approval policy: mode from config/flags, rules from the permissions files."""
-    root = settings.project_root or Path(settings.work_dir)
-    rules, notices = load_rules(settings.data_dir, root, settings.project_trusted)
-    settings.notices.extend(notices)
-    return PolicyGate(cast("ApprovalMode", settings.approval), rules, sandbox)
-
-
-def _gate(gate: ApprovalGate, area: StagingArea | None) -> ApprovalGate:
-    if area is None:
-        return gate
-    from openheim.safety.staging import StagedApplyGate
-
-    return StagedApplyGate(gate, area)
-
-
-def remember_rules(settings: Settings, gate: object) -> list[str]:
-    """``--remember``: write the session's "always" rules to the project's permissions file."""
-    from openheim.safety.staging import StagedApplyGate
-
-    if isinstance(gate, StagedApplyGate):
-        gate = gate.inner
-    if not isinstance(gate, PolicyGate) or not gate.learned:
-        return []
-    path = project_permissions(settings.project_root or Path(settings.work_dir))
-    return [str(rule) for rule in gate.learned if add_rule(path, rule)]
-
-
-def build_provider(settings: Settings, chosen: ProviderSettings) -> Provider:
-    """The provider with its retry wrapper, and its fallback chain when one is configured."""
-    chain: list[tuple[Provider, str]] = [(_member(chosen), chosen.model)]
-    for name in chosen.fallback:
-        backup = resolve_provider(settings, name=name)
-        chain.append((_member(backup), backup.model))
-    return chain[0][0] if len(chain) == 1 else FallbackProvider(chain)
-
-
-def _member(chosen: ProviderSettings) -> Provider:
-    """One chain member: the adapter, retried, speaking the envelope protocol where tools must
-    travel as text, and fitted to its own context window."""
-    policy = RetryPolicy(max_retries=chosen.max_retries)
-    provider: Provider = RetryingProvider(create_provider(chosen), policy)
-    if protocol_for(chosen.kind, chosen.tool_protocol) == "envelope":
-        provider = EnvelopeProvider(provider)
-    return ContextFitter(provider, functools.partial(context_window, chosen))
 
 
 def make_meter(settings: Settings) -> Meter:
@@ -187,7 +134,7 @@ async def open_session(
             model=chosen.model,
             tools=offered,
             system=_persona(profile, work_dir) if profile else prompt.build(),
-            gate=_gate(gate or policy_gate(settings, sandbox), area),
+            gate=staged_gate(gate or policy_gate(settings, sandbox), area),
             resolver=resolver,
             context=ToolContext(
                 sandbox,

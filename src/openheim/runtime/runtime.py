@@ -10,14 +10,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
 
-from openheim.api.session import AgentSession, host_session
-from openheim.api.settings import Choices, McpServers, apply_choices, mcp_entries
-from openheim.api.settings import programmatic_settings as _programmatic
 from openheim.approval import Allow, ApprovalGate, ApprovalRequest, Ask, Deny, Resolver
 from openheim.config.load import Overrides, Settings, load_settings
 from openheim.providers import Factory, register
-from openheim.runtime import SessionOptions, open_session
-from openheim.session import Session
+from openheim.runtime.assembly import SessionOptions, open_session
+from openheim.runtime.session import AgentSession, Session, host_session
+from openheim.runtime.settings import Choices, McpServers, apply_choices, mcp_entries
+from openheim.runtime.settings import programmatic_settings as _programmatic
 from openheim.store import SessionRecord, open_store
 from openheim.tools.base import Tool
 from openheim.tools.client_io import ClientIO
