@@ -1,4 +1,4 @@
-"""``AgentSession`` lifetime: closing (with and without a running prompt, from inside its own
+"""``Session`` lifetime: closing (with and without a running prompt, from inside its own
 loop) and sessions opened in one task and closed in another."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from openheim.api import AgentSession, Runtime
+from openheim.api import Runtime, Session
 from openheim.errors import ConfigError
 from openheim.events import Event, ToolCall
 from openheim.messages import ToolResultBlock
@@ -139,10 +139,10 @@ async def test_closing_from_inside_the_loop_closes_before_it_returns_and_the_loo
     scripted.provider.add(Reply(tool_calls=[tool_call("block", {"label": "x"})]), "later")
     runtime = make_runtime(tools=[blocker.tool])
     session = await runtime.new_session()
-    closed: list[AgentSession] = []
+    closed: list[Session] = []
     session.on_close(closed.append)
     seen: list[Event] = []
-    closed_on_return: list[AgentSession] = []
+    closed_on_return: list[Session] = []
     async for event in session.prompt("go"):
         seen.append(event)
         if isinstance(event, ToolCall):
@@ -165,7 +165,7 @@ async def test_closing_while_another_task_sits_between_two_events_closes_at_once
     scripted.provider.add(Reply(tool_calls=[tool_call("block", {"label": "x"})]))
     runtime = make_runtime(tools=[blocker.tool])
     session = await runtime.new_session()
-    closed: list[AgentSession] = []
+    closed: list[Session] = []
     session.on_close(closed.append)
     at_call, go_on = asyncio.Event(), asyncio.Event()
 
@@ -245,7 +245,13 @@ async def test_a_bad_session_mcp_server_names_it(make_runtime: MakeRuntime) -> N
         await make_runtime().new_session(mcp_servers={"broken": {"commmand": "x"}})
 
 
-async def test_agent_session_is_the_public_type(make_runtime: MakeRuntime) -> None:
-    async with await make_runtime().new_session() as session:
-        assert isinstance(session, AgentSession)
-        assert session.session.id == session.id
+async def test_every_way_of_opening_gives_the_one_session_class(
+    make_runtime: MakeRuntime,
+) -> None:
+    runtime = make_runtime()
+    async with await runtime.new_session() as session:
+        assert isinstance(session, Session)
+        with pytest.warns(DeprecationWarning, match="session.session is deprecated"):
+            assert session.session is session
+    async with runtime.open_session() as opened:
+        assert type(opened) is Session

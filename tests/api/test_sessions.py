@@ -1,4 +1,4 @@
-"""``AgentSession`` and ``PromptRun``: prompting, tools, cancellation, approval, persistence,
+"""``Session`` and ``PromptRun``: prompting, tools, cancellation, approval, persistence,
 mode and model switches and session folders (closing and crossing tasks: test_lifetime.py)."""
 
 from __future__ import annotations
@@ -580,8 +580,8 @@ async def test_a_session_cwd_inside_work_dir_is_its_sandbox_root(
     )
     runtime = make_runtime(tools=[touch], approval="auto")
     async with await runtime.new_session(cwd=sub) as session:
-        assert session.session.agent.context.cwd == sub
-        assert session.session.agent.context.sandbox.root == sub
+        assert session.agent.context.cwd == sub
+        assert session.agent.context.sandbox.root == sub
         result = await session.prompt("touch")
     inside, outside = results(result.events)
     assert inside.status == "completed"
@@ -600,7 +600,7 @@ async def test_a_relative_session_cwd(
     monkeypatch.chdir(work)
     runtime = make_runtime()
     async with await runtime.new_session(cwd="rel") as session:
-        assert session.session.agent.context.cwd == work / "rel"
+        assert session.agent.context.cwd == work / "rel"
 
 
 async def test_approval_requests_carry_the_session_cwd(

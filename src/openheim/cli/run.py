@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import sys
 from pathlib import Path
@@ -77,7 +76,7 @@ async def _run(
                 for notice in settings.notices[len_notices:]:
                     sys.stderr.write(f"openheim: {notice}\n")
                 stop.prompting()
-                async with contextlib.aclosing(session.prompt(prompt, cancel=cancel)) as events:
+                async with session.prompt(prompt, cancel=cancel) as events:
                     async for event in events:
                         render(event)
                         if isinstance(event, Finished):

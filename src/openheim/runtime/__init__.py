@@ -14,10 +14,9 @@ through ``Runtime``. The modules, from the bottom up:
 from openheim.runtime.assembly import SessionOptions, open_session, session_settings
 from openheim.runtime.prompt_run import PromptResult, PromptRun
 from openheim.runtime.runtime import ApprovalCallback, Runtime
-from openheim.runtime.session import AgentSession, Session
+from openheim.runtime.session import Session
 
 __all__ = [
-    "AgentSession",
     "ApprovalCallback",
     "PromptResult",
     "PromptRun",

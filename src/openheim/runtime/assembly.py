@@ -151,7 +151,10 @@ async def open_session(
         )
         session = _session(agent, store, record, chosen, names, work_dir)
         spawner.parent, spawner.session_id = agent, session.id
-        yield session
+        try:
+            yield session
+        finally:
+            session.ended()
         if store is not None and settings.session_log == "markdown":
             _write_markdown_log(settings, store, agent)
 

@@ -26,7 +26,6 @@ class Host:
     def __init__(self) -> None:
         self._closing = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self.closed = False
 
     async def open(self, opener: Callable[[], AbstractAsyncContextManager[Session]]) -> Session:
         ready: asyncio.Future[Session] = asyncio.get_running_loop().create_future()
@@ -54,10 +53,16 @@ class Host:
                 log.warning("closing a session failed", exc_info=True)
             else:
                 ready.set_exception(err)
-        finally:
-            self.closed = True
 
     async def close(self) -> None:
         self._closing.set()
         if self._task is not None:
             await asyncio.gather(self._task, return_exceptions=True)
+
+
+async def host_session(opener: Callable[[], AbstractAsyncContextManager[Session]]) -> Session:
+    """Open a session in a task of its own; its ``close()`` ends that task."""
+    host = Host()
+    session = await host.open(opener)
+    session.hosted(host.close)
+    return session

@@ -19,7 +19,7 @@ from openheim.events import Event, Finished
 from openheim.messages import Message, StopReason, Usage
 
 if TYPE_CHECKING:
-    from openheim.runtime.session import AgentSession
+    from openheim.runtime.session import Session
 
 
 @dataclass(frozen=True)
@@ -36,17 +36,17 @@ class PromptResult:
 class PromptRun:
     """One prompt: iterate it for its events, or await it for its ``PromptResult``.
 
-    It runs when first iterated or awaited, once; ``AgentSession.cancel()`` (or ``cancel()``
+    It runs when first iterated or awaited, once; ``Session.cancel()`` (or ``cancel()``
     here) ends it with stop reason ``cancelled``. ``async with session.prompt(...) as events``
     also stops it (and frees the session at once) when the block is left early, for example
     with ``break``. Its events always end with one ``Finished`` for a reader that reads on, even
     when the session was closed in between (see ``take_rest``).
     """
 
-    def __init__(self, owner: AgentSession, message: Message) -> None:
+    def __init__(self, owner: Session, message: Message, cancel: asyncio.Event | None) -> None:
         self._owner = owner
         self._message = message
-        self._cancel = asyncio.Event()
+        self._cancel = cancel if cancel is not None else asyncio.Event()
         self.settled = asyncio.Event()
         """Set once the run has written its last message to the history."""
         self._started = False
@@ -97,9 +97,9 @@ class PromptRun:
         if self._started:
             raise RuntimeError("a PromptRun runs once; call session.prompt() again")
         self._started = True
-        session = self._owner.claim(self)
+        self._owner.claim(self)
         try:
-            run = session.prompt(self._message, cancel=self._cancel, settled=self.settled)
+            run = self._owner.stream(self._message, self._cancel, self.settled)
             self._source = run
             async with contextlib.aclosing(run):
                 while (event := await self._next()) is not None:

@@ -14,7 +14,8 @@ from openheim.approval import Allow, ApprovalGate, ApprovalRequest, Ask, Deny, R
 from openheim.config.load import Overrides, Settings, load_settings
 from openheim.providers import Factory, register
 from openheim.runtime.assembly import SessionOptions, open_session
-from openheim.runtime.session import AgentSession, Session, host_session
+from openheim.runtime.host import host_session
+from openheim.runtime.session import Session
 from openheim.runtime.settings import Choices, McpServers, apply_choices, mcp_entries
 from openheim.runtime.settings import programmatic_settings as _programmatic
 from openheim.store import SessionRecord, open_store
@@ -64,7 +65,7 @@ class Runtime:
         self.settings = settings
         self.tools: list[Tool] = list(tools)
         self._resolver = _callback_resolver(approval) if callable(approval) else None
-        self._sessions: set[AgentSession] = set()
+        self._sessions: set[Session] = set()
 
     @classmethod
     def from_config(
@@ -113,7 +114,8 @@ class Runtime:
         gate: ApprovalGate | None = None,
         client: ClientIO | None = None,
     ) -> AsyncIterator[Session]:
-        """A session for the caller's own task (``openheim run`` uses this)."""
+        """A session for the caller's own task, open for the ``async with`` block (``openheim
+        run`` uses this)."""
         async with open_session(
             self.settings,
             options,
@@ -133,7 +135,7 @@ class Runtime:
         mcp_servers: McpServers | None = None,
         resolver: Resolver | None = None,
         client: ClientIO | None = None,
-    ) -> AgentSession:
+    ) -> Session:
         """A new session; close it with ``close()`` or ``async with``."""
         options = _options(cwd=cwd, model=model, skills=skills, mcp_servers=mcp_servers)
         return await self._host(options, resolver, client)
@@ -146,7 +148,7 @@ class Runtime:
         mcp_servers: McpServers | None = None,
         resolver: Resolver | None = None,
         client: ClientIO | None = None,
-    ) -> AgentSession:
+    ) -> Session:
         """A stored session (by id or unique prefix), with its history, model and skills."""
         options = _options(cwd=cwd, resume=session_id, mcp_servers=mcp_servers)
         return await self._host(options, resolver, client)
@@ -175,7 +177,7 @@ class Runtime:
 
     async def _host(
         self, options: SessionOptions, resolver: Resolver | None, client: ClientIO | None
-    ) -> AgentSession:
+    ) -> Session:
         session = await host_session(
             lambda: self.open_session(options, resolver=resolver, client=client)
         )

@@ -1,8 +1,16 @@
-"""The session: one conversation with an agent, persisted message by message.
+"""``Session``: one conversation with an agent, the one session class every surface drives.
 
-``Session`` runs one prompt at a time: the prompt holds the session's lease, and a second
-process gets ``SessionBusy``. ``AgentSession`` is the library's face of it: prompts as
-``PromptRun``s, cancel, switch model or mode, close.
+``openheim run``, ``openheim acp`` and the library all prompt a ``Session``: ``prompt()`` gives a
+``PromptRun`` to iterate for events or await for a ``PromptResult``; ``cancel()``,
+``set_model()``, ``set_read_only()`` and ``close()`` act on it between or during prompts.
+
+A session runs one prompt at a time: a second prompt in this process is refused, and a stored
+session's prompt holds its lease in the store, so a second process gets ``SessionBusy``. The
+history writes each message to the store as the loop appends it (``PersistentHistory``).
+
+A session opened by ``Runtime.open_session`` lives as long as that ``async with`` block; one
+opened by ``new_session`` or ``resume_session`` lives in a task of its own (``host``) until
+``close()``, so it may be closed from any task.
 """
 
 from __future__ import annotations
@@ -12,14 +20,13 @@ import contextlib
 import logging
 import os
 import socket
-from collections.abc import AsyncGenerator, Callable
-from contextlib import AbstractAsyncContextManager
+import warnings
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from openheim.errors import SessionBusy
 from openheim.events import Event, IterationStart
 from openheim.messages import Message
-from openheim.runtime.host import Host
 from openheim.runtime.prompt_run import PromptRun
 from openheim.tools.base import ToolSet
 
@@ -35,7 +42,11 @@ CLOSE_WAIT = 10.0
 
 
 class Session:
-    """An agent and its history; ``record`` and ``store`` are None for an unsaved session."""
+    """An agent and its history: prompt it, cancel a prompt, switch model or mode, close it.
+
+    ``record`` and ``store`` are None for an unsaved session. Use it as
+    ``async with await runtime.new_session() as session:`` or call ``close()``.
+    """
 
     def __init__(
         self,
@@ -47,29 +58,95 @@ class Session:
         provider_settings: ProviderSettings | None = None,
     ) -> None:
         self.agent = agent
-        self.provider_settings = provider_settings
         self.history = history
         self.record = record
         self.store = store
+        self.provider_settings = provider_settings
+        self._release: Callable[[], Awaitable[None]] | None = None
+        self._closed = False
+        self._running: PromptRun | None = None
+        self._close_pending = False
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._all_tools = agent.tools
+        self._on_close: list[Callable[[Session], None]] = []
 
     @property
     def id(self) -> str | None:
+        """The stored session's id (None when sessions are not saved)."""
         return self.record.id if self.record else None
 
     @property
-    def saved(self) -> bool:
-        return self.store is not None and self.record is not None
+    def model(self) -> str:
+        return self.agent.model
 
-    async def prompt(
-        self,
-        content: str | Message,
-        *,
-        cancel: asyncio.Event | None = None,
-        settled: asyncio.Event | None = None,
-    ) -> AsyncGenerator[Event, None]:
-        """Run one prompt; yields the run's events (the last one is ``Finished``). ``settled``
-        is set once the run has written its last message, even if no one reads on."""
+    @property
+    def busy(self) -> bool:
+        """Whether a prompt is running."""
+        return self._running is not None
+
+    @property
+    def read_only(self) -> bool:
+        return self.agent.tools is not self._all_tools
+
+    @property
+    def session(self) -> Session:
+        """Deprecated: the session itself (it used to be the runtime's session underneath)."""
+        warnings.warn(
+            "session.session is deprecated: the session is itself the runtime's session",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self
+
+    def prompt(self, content: str | Message, *, cancel: asyncio.Event | None = None) -> PromptRun:
+        """Describe a prompt; it runs when iterated or awaited. Setting ``cancel`` (as
+        ``openheim run`` does on Ctrl-C) cancels it like ``cancel()``."""
         message = content if isinstance(content, Message) else Message.user(content)
+        return PromptRun(self, message, cancel)
+
+    def cancel(self) -> None:
+        """Cancel the running prompt, if any: it ends with stop reason ``cancelled``."""
+        if self._running is not None:
+            self._running.cancel()
+
+    def set_model(self, model: str) -> None:
+        """Use ``model`` (of the same provider) from the next model call on."""
+        self.agent.model = model
+        if self.record is not None and self.store is not None:
+            self.store.update(self.record.id, model=model)
+
+    def set_read_only(self, read_only: bool) -> None:
+        """Offer only read-only tools (a planning mode), or every tool again."""
+        tools = self._all_tools
+        if read_only:
+            tools = ToolSet(t for t in tools if t.capabilities.read_only)
+        self.agent.tools = tools
+
+    def claim(self, run: PromptRun) -> None:
+        """Mark ``run`` as the running prompt; a second concurrent prompt is refused."""
+        if self._closed or self._close_pending:
+            raise RuntimeError("this session is closed; open or resume it again")
+        if self._running is not None:
+            raise SessionBusy(self.id or "unsaved", pid=os.getpid(), host=socket.gethostname())
+        self._running = run
+        self._idle.clear()
+
+    async def release(self, run: PromptRun) -> None:
+        """``run`` ended; a close asked for by its own reader happens now."""
+        if self._running is not run:
+            return
+        self._running = None
+        self._idle.set()
+        if self._close_pending:
+            await self._close_now()
+
+    async def stream(
+        self, message: Message, cancel: asyncio.Event, settled: asyncio.Event
+    ) -> AsyncGenerator[Event, None]:
+        """The events of one prompt (the last one is ``Finished``), for the ``PromptRun`` that
+        holds the session. ``settled`` is set once the run has written its last message, even
+        if no one reads on."""
         with self._lease() as lease:
             self.history.append(message)
             run = self.agent.run(self.history, cancel=cancel, settled=settled)
@@ -92,93 +169,15 @@ class Session:
             meter = self.agent.meter
             self.store.update(self.record.id, usage=meter.usage, cost=meter.cost)
 
+    def hosted(self, release: Callable[[], Awaitable[None]]) -> None:
+        """``close()`` also calls ``release`` (it ends the task that hosts the session)."""
+        self._release = release
 
-class AgentSession:
-    """A session opened by ``Runtime``: prompt it, cancel a prompt, switch model or mode, close.
+    def ended(self) -> None:
+        """What the session opened is closed: it refuses prompts from now on."""
+        self._closed = True
 
-    Use it as ``async with await runtime.new_session() as session:`` or call ``close()``.
-    """
-
-    def __init__(self, session: Session, host: Host) -> None:
-        self._session = session
-        self._host = host
-        self._running: PromptRun | None = None
-        self._close_pending = False
-        self._idle = asyncio.Event()
-        self._idle.set()
-        self._all_tools = session.agent.tools
-        self._on_close: list[Callable[[AgentSession], None]] = []
-
-    @property
-    def id(self) -> str | None:
-        """The stored session's id (None when sessions are not saved)."""
-        return self._session.id
-
-    @property
-    def history(self) -> list[Message]:
-        return self._session.history
-
-    @property
-    def model(self) -> str:
-        return self._session.agent.model
-
-    @property
-    def session(self) -> Session:
-        """The runtime's session underneath (agent, history, store record)."""
-        return self._session
-
-    @property
-    def busy(self) -> bool:
-        return self._running is not None
-
-    def prompt(self, content: str | Message) -> PromptRun:
-        """Start describing a prompt; it runs when iterated or awaited."""
-        message = content if isinstance(content, Message) else Message.user(content)
-        return PromptRun(self, message)
-
-    def cancel(self) -> None:
-        """Cancel the running prompt, if any: it ends with stop reason ``cancelled``."""
-        if self._running is not None:
-            self._running.cancel()
-
-    def set_model(self, model: str) -> None:
-        """Use ``model`` (of the same provider) from the next model call on."""
-        self._session.agent.model = model
-        record, store = self._session.record, self._session.store
-        if record is not None and store is not None:
-            store.update(record.id, model=model)
-
-    @property
-    def read_only(self) -> bool:
-        return self._session.agent.tools is not self._all_tools
-
-    def set_read_only(self, read_only: bool) -> None:
-        """Offer only read-only tools (a planning mode), or every tool again."""
-        tools = self._all_tools
-        if read_only:
-            tools = ToolSet(t for t in tools if t.capabilities.read_only)
-        self._session.agent.tools = tools
-
-    def claim(self, run: PromptRun) -> Session:
-        """Mark ``run`` as the running prompt; a second concurrent prompt is refused."""
-        if self._host.closed or self._close_pending:
-            raise RuntimeError("this session is closed; open or resume it again")
-        if self._running is not None:
-            raise SessionBusy(self.id or "unsaved", pid=os.getpid(), host=socket.gethostname())
-        self._running = run
-        self._idle.clear()
-        return self._session
-
-    async def release(self, run: PromptRun) -> None:
-        """``run`` ended; a close asked for by its own reader happens now."""
-        if self._running is not run:
-            return
-        self._running = None
-        self._idle.set()
-        if self._close_pending:
-            await self._close_now()
-
-    def on_close(self, callback: Callable[[AgentSession], None]) -> None:
+    def on_close(self, callback: Callable[[Session], None]) -> None:
         """Call ``callback`` once the session is closed."""
         self._on_close.append(callback)
 
@@ -191,7 +190,9 @@ class AgentSession:
         the prompt's stream at that moment (its reader is between two events, or close() is
         called from the reader's own loop), the prompt's events are taken for the reader and
         everything is closed before close() returns; a reader in another task that is taking
-        an event right then closes the session once it has taken the last one."""
+        an event right then closes the session once it has taken the last one. A session of
+        ``Runtime.open_session`` refuses prompts after close(); what it opened is closed when
+        its ``async with`` block ends."""
         running = self._running
         if running is None:
             await self._close_now()
@@ -209,11 +210,13 @@ class AgentSession:
 
     async def _close_now(self) -> None:
         self._close_pending = False
-        await self._host.close()
+        self._closed = True
+        if self._release is not None:
+            await self._release()
         while self._on_close:
             self._on_close.pop()(self)
 
-    async def __aenter__(self) -> AgentSession:
+    async def __aenter__(self) -> Session:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -225,12 +228,3 @@ async def _wait(event: asyncio.Event) -> None:
         await asyncio.wait_for(event.wait(), CLOSE_WAIT)
     except TimeoutError:
         log.warning("a cancelled prompt did not end within %s s", CLOSE_WAIT)
-
-
-async def host_session(
-    opener: Callable[[], AbstractAsyncContextManager[Session]],
-) -> AgentSession:
-    """Open a session in a task of its own and hand back its ``AgentSession``."""
-    host = Host()
-    session = await host.open(opener)
-    return AgentSession(session, host)
