@@ -256,6 +256,9 @@ class OpenheimAgent:
         io = AcpClientIO(self.conn, "", self._caps)
         asker = PermissionAsker(self.conn, "")
         session = await self._start(folder, servers, resume, meta, io, asker)
+        for notice in session.notices:  # the settings' own were logged at start-up
+            if notice not in self.runtime.settings.notices:
+                log.warning("%s", notice.message)
         sid = session.id or str(uuid.uuid4())
         io.session_id = asker.session_id = sid
         live = _Live(session, folder, io, asker, skills_for(self.runtime.settings))
@@ -273,8 +276,6 @@ class OpenheimAgent:
         asker: PermissionAsker,
     ) -> Session:
         entries = mcp_servers(servers or [])
-        notices = self.runtime.settings.notices
-        seen = len(notices)
         try:
             if resume is not None:
                 return await self.runtime.resume_session(
@@ -290,9 +291,6 @@ class OpenheimAgent:
             )
         except OpenheimError as err:
             raise request_error(err) from None
-        finally:
-            for notice in notices[seen:]:
-                log.warning("%s", notice)
 
     def _announce(self, session_id: str, skills: SkillsManager) -> None:
         """Send the skills as slash commands once the response naming the session is out."""

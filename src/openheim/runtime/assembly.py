@@ -1,18 +1,19 @@
 """Assemble a runnable session from settings: provider, tools, skills, memory, prompt, store.
 
 Every surface opens its sessions through ``open_session`` (by way of ``Runtime``) instead of
-wiring parts itself, so surfaces stay thin translations of the event stream.
+wiring parts itself, so surfaces stay thin translations of the event stream. The settings are
+only read: what assembly finds worth telling (an MCP server that failed, a rule ignored, a skill
+skipped) becomes a ``Notice`` of the session it concerns.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -20,25 +21,33 @@ from openheim.agents.profiles import AgentProfile
 from openheim.approval import ApprovalGate, Resolver
 from openheim.child_env import child_env
 from openheim.config.load import Settings
-from openheim.config.providers import resolve_provider
-from openheim.config.schema import McpServerEntry
+from openheim.config.providers import LOCAL_KINDS
 from openheim.env_files import register_env_files
-from openheim.errors import ConfigError
+from openheim.events import Notice, NoticeKind, SessionStarted
 from openheim.fsutil import atomic_write
 from openheim.loop import Agent
+from openheim.messages import Message
 from openheim.prompt import PromptBuilder
-from openheim.providers.base import ProviderSettings, ToolChoice
+from openheim.providers.base import ProviderSettings
 from openheim.runtime.history import PersistentHistory
+from openheim.runtime.options import (
+    SessionOptions,
+    choose_provider,
+    find_record,
+    open_session_store,
+    session_settings,
+    skill_names,
+)
 from openheim.runtime.policy import policy_gate, staged_gate
 from openheim.runtime.provider import build_provider
 from openheim.runtime.session import Session
 from openheim.runtime.subagents import Spawner, main_profile, profile_provider, profiles_for
 from openheim.runtime.tools import ToolRequest, session_tools
 from openheim.secrets import SecretPolicy
-from openheim.skills import LOAD_SKILL, skills_for
-from openheim.store import SessionRecord, SessionStore, import_rust_history, open_store
+from openheim.skills import LOAD_SKILL, SkillsManager, skills_for
+from openheim.store import SessionRecord, SessionStore
 from openheim.tools import shell_sandbox
-from openheim.tools.base import Tool, ToolContext
+from openheim.tools.base import Tool, ToolContext, ToolSet
 from openheim.tools.client_io import ClientIO
 from openheim.tools.sandbox import PathSandbox
 from openheim.tools.shell_sandbox import SandboxMode, ShellSandbox
@@ -56,31 +65,18 @@ def make_meter(settings: Settings) -> Meter:
     return Meter(prices, settings.max_cost, settings.max_tokens_per_session)
 
 
-@dataclass(frozen=True)
-class SessionOptions:
-    """Which session a surface runs in, and what it offers the model."""
+@dataclass
+class _Parts:
+    """What a session's agent is made of, besides its provider and approval gate."""
 
-    resume: str | None = None
-    """A session id (or unique prefix) to continue."""
-    continue_latest: bool = False
-    """Continue the latest session of this working directory."""
-    persist: bool = True
-    """Store the session (``save_sessions = false`` in config also turns this off)."""
-    skills: Sequence[str] = ()
-    """Skills to activate besides ``default_skills`` (and a resumed session's own)."""
-    tool_patterns: Sequence[str] | None = None
-    provider: str | None = None
-    """An explicit provider (a flag): it wins over a resumed session's own."""
-    model: str | None = None
-    agent: str | None = None
-    """Run this agent profile as the main agent (``--agent``; else ``default_agent``)."""
-    tool_choice: ToolChoice = "auto"
-    """For the first model call of each prompt: ``auto``, ``required``, ``none`` or a tool."""
-    cwd: Path | None = None
-    """The session's working directory (and sandbox root) instead of ``work_dir``; it must lie
-    inside ``work_dir``."""
-    mcp_servers: Mapping[str, McpServerEntry] = field(default_factory=dict)
-    """MCP servers for this session only (an ACP client's), besides the configured ones."""
+    chosen: ProviderSettings
+    profile: AgentProfile | None
+    skills: list[str]
+    tools: ToolSet
+    area: StagingArea | None
+    spawner: Spawner
+    system: str
+    context: ToolContext
 
 
 @contextlib.asynccontextmanager
@@ -96,61 +92,34 @@ async def open_session(
     """A new or resumed session with its agent; everything it opened is closed on exit.
 
     ``tools`` are offered besides the configured ones; ``client`` is the file and terminal
-    access of the surface's client (an ACP editor), if it offers any."""
+    access of the surface's client (an ACP editor), if it offers any. The session's notices
+    start with the settings' own, then those found while it opens."""
     options = options or SessionOptions()
+    notices = list(settings.notices)
     settings = session_settings(settings, options)
     async with contextlib.AsyncExitStack() as stack:
-        store = _open_store(settings, options, stack)
-        record = _find_record(store, settings, options)
-        profiles = profiles_for(settings)
-        profile = main_profile(settings, profiles, options.agent)
-        chosen = _choose_provider(settings, options, record)
-        if profile is not None and profile.model and not (options.provider or options.model):
-            chosen = profile_provider(settings, profile)
-        names = _skill_names(settings, options, record)
-        skills = skills_for(settings)
-        area = _staging_area(settings)
-        spawner = Spawner(settings, stack, store, build_provider)
-        wanted = ToolRequest(options.tool_patterns, options.tool_choice, tools)
-        offered = await session_tools(
-            settings, wanted, stack, skills, area, spawner, profiles, profile
-        )
-        work_dir = Path(settings.work_dir)
-        sandbox = PathSandbox(work_dir)
-        policy = SecretPolicy.from_config(settings.deny_read, home=settings.home)
-        shell = await _shell_sandbox(settings, policy, "execute_command" in offered)
-        register_env_files(work_dir)
-        prompt = PromptBuilder(
-            data_dir=settings.data_dir,
-            cwd=work_dir,
-            skills=skills,
-            active_skills=names,
-            catalog=LOAD_SKILL in offered,
-        )
-        provider = build_provider(settings, chosen)
+        store = open_session_store(settings, options, stack)
+        record = find_record(store, settings, options)
+        parts = await _parts(settings, options, record, stack, store, tools, client, notices)
+        provider = build_provider(settings, parts.chosen)
         stack.push_async_callback(provider.aclose)
+        profile = parts.profile
+        policy = gate or policy_gate(settings, parts.context.sandbox, notices)
         agent = Agent(
             provider=provider,
-            model=chosen.model,
-            tools=offered,
-            system=_persona(profile, work_dir) if profile else prompt.build(),
-            gate=staged_gate(gate or policy_gate(settings, sandbox), area),
+            model=parts.chosen.model,
+            tools=parts.tools,
+            system=parts.system,
+            gate=staged_gate(policy, parts.area),
             resolver=resolver,
-            context=ToolContext(
-                sandbox,
-                work_dir,
-                child_env(allow=settings.shell_env_allow),
-                secret_policy=policy,
-                client=client,
-                shell_sandbox=shell,
-            ),
+            context=parts.context,
             max_iterations=(profile.max_iterations if profile else None) or settings.max_iterations,
-            max_tokens=chosen.max_tokens,
+            max_tokens=parts.chosen.max_tokens,
             meter=make_meter(settings),
             tool_choice=options.tool_choice,
         )
-        session = _session(agent, store, record, chosen, names, work_dir)
-        spawner.parent, spawner.session_id = agent, session.id
+        session = _session(agent, store, record, parts, notices)
+        parts.spawner.parent, parts.spawner.session_id = agent, session.id
         try:
             yield session
         finally:
@@ -159,38 +128,103 @@ async def open_session(
             _write_markdown_log(settings, store, agent)
 
 
-async def _shell_sandbox(settings: Settings, policy: SecretPolicy, offered: bool) -> ShellSandbox:
+async def _parts(
+    settings: Settings,
+    options: SessionOptions,
+    record: SessionRecord | None,
+    stack: contextlib.AsyncExitStack,
+    store: SessionStore | None,
+    extra: Sequence[Tool],
+    client: ClientIO | None,
+    notices: list[Notice],
+) -> _Parts:
+    """The session's profile, provider choice, tools, system prompt and tool context."""
+    profiles = profiles_for(settings, notices)
+    profile = main_profile(settings, profiles, options.agent)
+    chosen = choose_provider(settings, options, record)
+    if profile is not None and profile.model and not (options.provider or options.model):
+        chosen = profile_provider(settings, profile)
+    _note_embedded_model(settings, chosen, notices)
+    names = skill_names(settings, options, record)
+    skills = skills_for(settings, _teller(notices, "skills"))
+    area = _staging_area(settings)
+    spawner = Spawner(settings, stack, store, build_provider)
+    wanted = ToolRequest(options.tool_patterns, options.tool_choice, extra)
+    offered = await session_tools(
+        settings, wanted, stack, skills, area, spawner, profiles, profile, notices
+    )
+    work_dir = Path(settings.work_dir)
+    policy = SecretPolicy.from_config(settings.deny_read, home=settings.home)
+    shell = await _shell_sandbox(settings, policy, "execute_command" in offered, notices)
+    register_env_files(work_dir)
+    system = _system_prompt(settings, skills, names, offered, profile, notices)
+    context = ToolContext(
+        PathSandbox(work_dir),
+        work_dir,
+        child_env(allow=settings.shell_env_allow),
+        secret_policy=policy,
+        client=client,
+        shell_sandbox=shell,
+    )
+    return _Parts(chosen, profile, names, offered, area, spawner, system, context)
+
+
+def _system_prompt(
+    settings: Settings,
+    skills: SkillsManager,
+    names: list[str],
+    offered: ToolSet,
+    profile: AgentProfile | None,
+    notices: list[Notice],
+) -> str:
+    """The system prompt: built from files, or a main profile's own (the builder checks the
+    active skills' names either way)."""
+    work_dir = Path(settings.work_dir)
+    prompt = PromptBuilder(
+        data_dir=settings.data_dir,
+        cwd=work_dir,
+        skills=skills,
+        active_skills=names,
+        catalog=LOAD_SKILL in offered,
+        warn=_teller(notices, "prompt"),
+    )
+    if profile is not None:
+        return f"{profile.system_prompt.strip()}\n\nWorking directory: {work_dir}"
+    return prompt.build()
+
+
+def _teller(notices: list[Notice], kind: NoticeKind) -> Callable[[str], None]:
+    """A warning callback that adds each warning to ``notices`` as a notice of ``kind``."""
+    return lambda message: notices.append(Notice(message, "warning", kind))
+
+
+def _note_embedded_model(
+    settings: Settings, chosen: ProviderSettings, notices: list[Notice]
+) -> None:
+    """When no provider is configured and openheim fell back to the embedded model, say so."""
+    if settings.provider is None and not settings.providers and chosen.kind in LOCAL_KINDS:
+        notices.append(
+            Notice(
+                f"using the embedded local model {chosen.model} (no provider is configured); "
+                "for a hosted model set OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY, "
+                "or run `openheim init`",
+                "info",
+                "provider",
+            )
+        )
+
+
+async def _shell_sandbox(
+    settings: Settings, policy: SecretPolicy, offered: bool, notices: list[Notice]
+) -> ShellSandbox:
     """How shell commands are confined; when the shell is offered and the OS sandbox is
     missing, a notice says so (once per process)."""
     mode = cast("SandboxMode", settings.shell_sandbox)
     shell = ShellSandbox(mode, settings.shell_network, policy.fixed_paths())
     line = await asyncio.to_thread(shell_sandbox.notice, shell) if offered else None
     if line is not None:
-        settings.notices.append(line)
+        notices.append(Notice(line, "warning", "sandbox"))
     return shell
-
-
-def session_settings(settings: Settings, options: SessionOptions) -> Settings:
-    """``settings`` with the session's own provider, model, working directory and MCP servers
-    applied."""
-    if options.provider or options.model:
-        settings = dataclasses.replace(
-            settings,
-            provider=options.provider or settings.provider,
-            model=options.model or settings.model,
-        )
-    if options.mcp_servers:
-        servers = {**settings.mcp_servers, **options.mcp_servers}
-        settings = dataclasses.replace(settings, mcp_servers=servers)
-    if options.cwd is None:
-        return settings
-    cwd = options.cwd.resolve()
-    if not cwd.is_dir() or not cwd.is_relative_to(settings.work_dir):
-        raise ConfigError(
-            f"the session directory {options.cwd} is not a folder inside {settings.work_dir}",
-            hint="open a folder inside the work dir, or start openheim with --work-dir",
-        )
-    return dataclasses.replace(settings, work_dir=cwd)
 
 
 def _staging_area(settings: Settings) -> StagingArea | None:
@@ -201,83 +235,37 @@ def _staging_area(settings: Settings) -> StagingArea | None:
     return StagingArea(uuid.uuid4().hex)
 
 
-def _persona(profile: AgentProfile, work_dir: Path) -> str:
-    """A profile run as the main agent: its own system prompt, plus where it works."""
-    return f"{profile.system_prompt.strip()}\n\nWorking directory: {work_dir}"
-
-
-def _open_store(
-    settings: Settings, options: SessionOptions, stack: contextlib.AsyncExitStack
-) -> SessionStore | None:
-    if not (options.persist and settings.save_sessions):
-        if options.resume or options.continue_latest:
-            raise ConfigError(
-                "cannot resume a session with session saving turned off",
-                hint="drop --no-session, or set save_sessions = true in config.toml",
-            )
-        return None
-    store = open_store(settings.data_dir)
-    stack.callback(store.close)
-    history = settings.data_dir / "history"
-    if history.is_dir():
-        import_rust_history(store, history)
-    return store
-
-
-def _find_record(
-    store: SessionStore | None, settings: Settings, options: SessionOptions
-) -> SessionRecord | None:
-    if store is None:
-        return None
-    if options.resume:
-        return store.get(options.resume)
-    if options.continue_latest:
-        record = store.latest(str(settings.work_dir))
-        if record is None:
-            raise ConfigError(
-                f"there is no session to continue in {settings.work_dir}",
-                hint="start one without --continue, or pick one from `openheim sessions list`",
-            )
-        return record
-    return None
-
-
-def _choose_provider(
-    settings: Settings, options: SessionOptions, record: SessionRecord | None
-) -> ProviderSettings:
-    if record is None or options.provider or options.model:
-        return resolve_provider(settings)
-    resumed = dataclasses.replace(settings, provider=record.provider, model=record.model)
-    return resolve_provider(resumed)
-
-
-def _skill_names(
-    settings: Settings, options: SessionOptions, record: SessionRecord | None
-) -> list[str]:
-    base = record.skills if record is not None else settings.default_skills
-    return list(dict.fromkeys([*base, *options.skills]))
-
-
 def _session(
     agent: Agent,
     store: SessionStore | None,
     record: SessionRecord | None,
-    chosen: ProviderSettings,
-    skills: list[str],
-    work_dir: Path,
+    parts: _Parts,
+    notices: list[Notice],
 ) -> Session:
-    if store is None:
-        return Session(agent, [], provider_settings=chosen)
-    if record is None:
-        record = store.create(
-            cwd=str(work_dir), provider=chosen.name, model=chosen.model, skills=skills
-        )
-    else:
-        agent.meter.usage, agent.meter.cost = record.usage, record.cost
-        if skills != record.skills or chosen.model != record.model:
-            store.update(record.id, skills=skills, model=chosen.model, provider=chosen.name)
-    history = PersistentHistory(store, record.id, store.messages(record.id))
-    return Session(agent, history, record=record, store=store, provider_settings=chosen)
+    """The session: a new stored record, a resumed one brought up to date, or none."""
+    chosen, skills, cwd = parts.chosen, parts.skills, str(parts.context.cwd)
+    resumed = record is not None
+    history: list[Message] = []
+    if store is not None:
+        if record is None:
+            record = store.create(cwd=cwd, provider=chosen.name, model=chosen.model, skills=skills)
+        else:
+            agent.meter.usage, agent.meter.cost = record.usage, record.cost
+            if skills != record.skills or chosen.model != record.model:
+                store.update(record.id, skills=skills, model=chosen.model, provider=chosen.name)
+        history = PersistentHistory(store, record.id, store.messages(record.id))
+    started = SessionStarted(
+        record.id if record else None, chosen.name, chosen.model, cwd, len(history), resumed
+    )
+    return Session(
+        agent,
+        history,
+        record=record,
+        store=store,
+        provider_settings=chosen,
+        started=started,
+        notices=notices,
+    )
 
 
 def _write_markdown_log(settings: Settings, store: SessionStore, agent: Agent) -> None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, cast
 
 from openheim.approval import ApprovalGate
 from openheim.config.load import Settings
+from openheim.events import Notice
 from openheim.safety.permissions import add_rule, load_rules, project_permissions
 from openheim.safety.policy import ApprovalMode, PolicyGate
 from openheim.tools.sandbox import PathSandbox
@@ -16,11 +17,12 @@ if TYPE_CHECKING:
     from openheim.safety.staging import StagingArea
 
 
-def policy_gate(settings: Settings, sandbox: PathSandbox) -> PolicyGate:
-    """The approval policy: mode from config/flags, rules from the permissions files."""
+def policy_gate(settings: Settings, sandbox: PathSandbox, notices: list[Notice]) -> PolicyGate:
+    """The approval policy: mode from config/flags, rules from the permissions files; each rule
+    left out (an untrusted project's allow rules) adds a notice to ``notices``."""
     root = settings.project_root or Path(settings.work_dir)
-    rules, notices = load_rules(settings.data_dir, root, settings.project_trusted)
-    settings.notices.extend(notices)
+    rules, ignored = load_rules(settings.data_dir, root, settings.project_trusted)
+    notices.extend(Notice(line, "warning", "permissions") for line in ignored)
     return PolicyGate(cast("ApprovalMode", settings.approval), rules, sandbox)
 
 

@@ -13,8 +13,9 @@ from typing import Any, TypeAlias
 from openheim.approval import Allow, ApprovalGate, ApprovalRequest, Ask, Deny, Resolver
 from openheim.config.load import Overrides, Settings, load_settings
 from openheim.providers import Factory, register
-from openheim.runtime.assembly import SessionOptions, open_session
+from openheim.runtime.assembly import open_session
 from openheim.runtime.host import host_session
+from openheim.runtime.options import SessionOptions
 from openheim.runtime.session import Session
 from openheim.runtime.settings import Choices, McpServers, apply_choices, mcp_entries
 from openheim.runtime.settings import programmatic_settings as _programmatic

@@ -8,6 +8,10 @@ A session runs one prompt at a time: a second prompt in this process is refused,
 session's prompt holds its lease in the store, so a second process gets ``SessionBusy``. The
 history writes each message to the store as the loop appends it (``PersistentHistory``).
 
+A session's first prompt starts with ``SessionStarted`` and the session's notices (the
+settings' own, then those found while it opened); a later prompt starts with any notice found
+since.
+
 A session opened by ``Runtime.open_session`` lives as long as that ``async with`` block; one
 opened by ``new_session`` or ``resume_session`` lives in a task of its own (``host``) until
 ``close()``, so it may be closed from any task.
@@ -25,7 +29,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from openheim.errors import SessionBusy
-from openheim.events import Event, IterationStart
+from openheim.events import Event, IterationStart, Notice, SessionStarted
 from openheim.messages import Message
 from openheim.runtime.prompt_run import PromptRun
 from openheim.tools.base import ToolSet
@@ -56,12 +60,17 @@ class Session:
         record: SessionRecord | None = None,
         store: SessionStore | None = None,
         provider_settings: ProviderSettings | None = None,
+        started: SessionStarted | None = None,
+        notices: list[Notice] | None = None,
     ) -> None:
         self.agent = agent
         self.history = history
         self.record = record
         self.store = store
         self.provider_settings = provider_settings
+        self._started = started
+        self._notices = notices if notices is not None else []
+        self._told = 0
         self._release: Callable[[], Awaitable[None]] | None = None
         self._closed = False
         self._running: PromptRun | None = None
@@ -88,6 +97,12 @@ class Session:
     @property
     def read_only(self) -> bool:
         return self.agent.tools is not self._all_tools
+
+    @property
+    def notices(self) -> tuple[Notice, ...]:
+        """Every notice of this session so far: the settings' own (an untrusted project's keys
+        ignored) and those found while it opened (an MCP server unavailable, a rule ignored)."""
+        return tuple(self._notices)
 
     @property
     def session(self) -> Session:
@@ -146,18 +161,32 @@ class Session:
     ) -> AsyncGenerator[Event, None]:
         """The events of one prompt (the last one is ``Finished``), for the ``PromptRun`` that
         holds the session. ``settled`` is set once the run has written its last message, even
-        if no one reads on."""
+        if no one reads on.
+
+        The news comes first: on the first prompt ``SessionStarted``, then every notice not
+        given yet. The run's task is started before (it waits for the reader at its first
+        event), so a cancel or a close while the news is read ends the run as at any event."""
         with self._lease() as lease:
             self.history.append(message)
             run = self.agent.run(self.history, cancel=cancel, settled=settled)
             try:
                 async with contextlib.aclosing(run) as events:  # closed with us: repaired now
+                    first = await anext(events, None)
+                    for news in [*self._news(), *([] if first is None else [first])]:
+                        yield news
                     async for event in events:
                         if lease is not None and isinstance(event, IterationStart):
                             lease.refresh()
                         yield event
             finally:
                 self._store_totals()
+
+    def _news(self) -> list[Event]:
+        """What has not been told yet: ``SessionStarted`` once, then the notices not given."""
+        news: list[Event] = [self._started] if self._started is not None else []
+        news += self._notices[self._told :]
+        self._started, self._told = None, len(self._notices)
+        return news
 
     def _lease(self) -> contextlib.AbstractContextManager[Lease | None]:
         if self.store is None or self.record is None:
