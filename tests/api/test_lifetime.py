@@ -13,7 +13,7 @@ import pytest
 
 from openheim.api import Runtime, Session
 from openheim.errors import ConfigError
-from openheim.events import Event, ToolCall
+from openheim.events import Event, SessionStarted, ToolCall
 from openheim.messages import ToolResultBlock
 from openheim.testing import Reply, tool_call
 from tests.api.conftest import MODEL, Blocker, MakeRuntime, Scripted
@@ -131,6 +131,22 @@ async def test_closing_a_session_from_inside_its_own_prompt_loop(
     assert not blocker.started.is_set()
     with pytest.raises(RuntimeError, match="closed"):
         await session.prompt("again")
+
+
+async def test_closing_at_the_first_event_ends_the_prompt_before_any_model_call(
+    scripted: Scripted, make_runtime: MakeRuntime
+) -> None:
+    """The news (``SessionStarted``, notices) comes before the run's own events, while the run
+    waits for the reader: a close there still cancels the run and the loop gets ``Finished``."""
+    session = await make_runtime().new_session()
+    seen: list[Event] = []
+    async for event in session.prompt("go"):
+        seen.append(event)
+        if isinstance(event, SessionStarted):
+            await asyncio.wait_for(session.close(), timeout=2)
+    assert isinstance(seen[0], SessionStarted)
+    assert finished(seen).stop_reason == "cancelled"
+    assert scripted.requests == []
 
 
 async def test_closing_from_inside_the_loop_closes_before_it_returns_and_the_loop_ends(
