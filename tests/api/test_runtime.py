@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import openheim
 import openheim.api
 import openheim.runtime
 from openheim.api import OpenheimClient, Runtime, Session
@@ -88,6 +89,7 @@ def test_agent_session_is_a_deprecated_alias_of_session() -> None:
     assert AgentSession is Session
     with pytest.warns(DeprecationWarning, match="AgentSession is deprecated"):
         assert openheim.api.AgentSession is openheim.runtime.Session
+    assert openheim.Session is openheim.api.Session is Session
 
 
 # --- keyword arguments ------------------------------------------------------------------------
