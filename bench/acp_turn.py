@@ -1,7 +1,7 @@
 """What ACP adds to a prompt turn: the same scripted turn through the library and over ACP.
 
 A turn is one prompt with ten tool rounds (a read-only tool, approval mode ``auto``) on a scripted
-provider. The library run awaits ``AgentSession.prompt()``; the ACP run sends ``session/prompt``
+provider. The library run awaits ``Session.prompt()``; the ACP run sends ``session/prompt``
 to ``serve_acp`` over a loopback socket pair, driven by the official SDK's client, which also
 receives every ``session/update``. Both run in this process on the same runtime, so the
 difference is the protocol: JSON-RPC framing, pydantic models, the notifications. Library and
@@ -26,7 +26,7 @@ from acp import PROTOCOL_VERSION, connect_to_agent
 from acp.helpers import text_block
 
 from openheim.acp.server import serve_acp
-from openheim.api import AgentSession, Runtime
+from openheim.api import Runtime, Session
 from openheim.testing import Reply, ScriptedProvider, tool_call
 from openheim.tools.base import ToolKind
 from openheim.tools.decorator import tool
@@ -67,7 +67,7 @@ class QuietClient:
         return None
 
 
-async def library_turn(session: AgentSession, script: Script) -> float:
+async def library_turn(session: Session, script: Script) -> float:
     """Seconds for one turn through the library."""
     script.refill()
     start = time.perf_counter()

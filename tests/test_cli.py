@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from openheim.events import EVENT_TYPES
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from openheim.testing.fake_replies import RecordedRequest
 
@@ -103,8 +104,18 @@ def test_json_prints_one_event_per_line(home: Path, work: Path) -> None:
     assert result.returncode == 0, result.stderr
     events = [json.loads(line) for line in result.stdout.splitlines()]
     types = [e["type"] for e in events]
-    assert types[:2] == ["session", "iteration_start"] and types[-1] == "finished"
-    assert len(events[0]["id"]) == 36 and events[0]["messages"] == 0
+    assert set(types) <= EVENT_TYPES  # nothing but documented events
+    assert types[0] == "session_started" and types[-1] == "finished"
+    started = events[0]
+    assert len(started["session_id"]) == 36 and started["messages"] == 0
+    assert (started["model"], started["cwd"], started["resumed"]) == (
+        "fake-model",
+        str(work),
+        False,
+    )
+    notices = types[1 : types.index("iteration_start")]
+    assert notices == ["notice"]  # the missing system.md, as a session notice
+    assert (events[1]["kind"], events[1]["level"]) == ("prompt", "warning")
     assert "tool_call" in types and "tool_result" in types and "usage" in types
     result_event = next(e for e in events if e["type"] == "tool_result")
     assert "notes.txt" in result_event["content"] and result_event["status"] == "completed"

@@ -139,7 +139,7 @@ def test_trusted_project_may_widen(home: Path, project: Path) -> None:
     assert set_trust(project, home) is True
     s = load(home, project)
     assert s.allow_shell is True and "x" in s.mcp_servers
-    assert s.notices == []
+    assert s.notices == ()
 
 
 def test_trust_list_add_remove(home: Path, project: Path) -> None:

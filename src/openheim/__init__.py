@@ -15,7 +15,9 @@ if TYPE_CHECKING:
     from openheim.api import AgentSession as AgentSession
     from openheim.api import OpenheimClient as OpenheimClient
     from openheim.api import PromptResult as PromptResult
+    from openheim.api import PromptRun as PromptRun
     from openheim.api import Runtime as Runtime
+    from openheim.api import Session as Session
     from openheim.approval import AllowAll as AllowAll
     from openheim.approval import ApprovalGate as ApprovalGate
     from openheim.approval import DenyAll as DenyAll
@@ -35,6 +37,8 @@ _LAZY = {
     "OpenheimClient": "openheim.api",
     "AgentSession": "openheim.api",
     "PromptResult": "openheim.api",
+    "PromptRun": "openheim.api",
+    "Session": "openheim.api",
     "serve_acp": "openheim.acp.server",
     "Agent": "openheim.loop",
     "run_agent": "openheim.loop",

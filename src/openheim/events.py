@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, get_args
 
 from openheim.messages import StopReason, Usage
 
@@ -110,13 +110,64 @@ class ContextTrimmed:
     type: Literal["context_trimmed"] = "context_trimmed"
 
 
+NoticeKind: TypeAlias = Literal[
+    "trust", "permissions", "mcp", "agents", "skills", "prompt", "sandbox", "provider", "loop"
+]
+"""What a notice is about:
+
+- ``trust``: a key of an untrusted project's config was ignored (found when settings load);
+- ``permissions``: a rule of the permissions files was ignored;
+- ``mcp``: an MCP server is unavailable (its tools are missing);
+- ``agents``: an agent profile was skipped or is not trusted;
+- ``skills``: a skill file or folder was skipped;
+- ``prompt``: a file of the system prompt is missing or unreadable;
+- ``sandbox``: shell commands cannot be confined as configured;
+- ``provider``: which model answers (the embedded local one), a fallback, a reply repaired or a
+  provider process restarted;
+- ``loop``: the agent loop's own (a limit hit, guidance added).
+"""
+
+
 @dataclass(frozen=True, slots=True)
 class Notice:
-    """Something the user should know that is not model output (guidance added, a limit hit)."""
+    """Something the user should know that is not model output (guidance added, a limit hit, an
+    MCP server unavailable, a config key ignored)."""
 
     message: str
     level: Literal["info", "warning"] = "info"
+    kind: NoticeKind = "loop"
     type: Literal["notice"] = "notice"
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStarted:
+    """The first event of a session's first prompt: which session runs, on what.
+
+    The session's notices (``Notice``) follow it, then the prompt's own events."""
+
+    session_id: str | None
+    """The stored session's id; None when the session is not saved."""
+    provider: str
+    model: str
+    cwd: str
+    messages: int
+    """How many messages the session held when it was opened."""
+    resumed: bool
+    type: Literal["session_started"] = "session_started"
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """A prompt or command failed with an error instead of finishing (``openheim run --json``
+    prints it in place of ``finished``, also for an error before any session exists)."""
+
+    message: str
+    hint: str | None = None
+    error: str = "OpenheimError"
+    """The error's class in ``openheim.errors`` (``ConfigError``, ``ProviderUnavailable``...)."""
+    exit_code: int | None = None
+    """The exit code the command ends with, when a command failed."""
+    type: Literal["failed"] = "failed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,8 +195,22 @@ Event: TypeAlias = (
     | RetryNotice
     | ContextTrimmed
     | Notice
+    | SessionStarted
     | Finished
+    | Failed
 )
+
+
+EVENT_TYPES: frozenset[str] = frozenset(
+    kind.__dataclass_fields__["type"].default for kind in get_args(Event)
+)
+"""Every event's ``type``: what ``openheim run --json`` may print."""
+
+
+def notice_line(notice: Notice) -> str:
+    """A notice as one line for a person: ``note: ...`` for the loop's own, else
+    ``openheim: ...`` (as ``openheim run`` writes it to stderr)."""
+    return f"{'note' if notice.kind == 'loop' else 'openheim'}: {notice.message}"
 
 
 def event_to_dict(event: Event) -> dict[str, Any]:

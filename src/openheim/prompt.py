@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from openheim.config.trust import is_trusted
@@ -95,7 +95,9 @@ class PromptBuilder:
 
     ``skills`` is None when the session has no skills; ``catalog=False`` leaves out the list of
     loadable skills (use it when the ``load_skill`` tool is not offered). ``active_skills`` are
-    checked at construction, so an unknown name fails before the session starts.
+    checked at construction, so an unknown name fails before the session starts. Warnings (a
+    missing ``system.md``, an unreadable file) go to ``warn`` (a session's notices), else to
+    the log.
     """
 
     def __init__(
@@ -106,6 +108,7 @@ class PromptBuilder:
         skills: SkillsManager | None = None,
         active_skills: Sequence[str] = (),
         catalog: bool = True,
+        warn: Callable[[str], None] | None = None,
     ) -> None:
         if active_skills and skills is None:
             raise ValueError("active_skills need a SkillsManager")
@@ -118,6 +121,7 @@ class PromptBuilder:
         self._active = list(active_skills)
         self._catalog = catalog
         self._texts: MtimeCache[str] = MtimeCache(_read_text)
+        self._tell = warn or _log_warning
         if skills is not None:
             skills.resolve(self._active)
 
@@ -211,4 +215,8 @@ class PromptBuilder:
     def _warn(self, message: str) -> None:
         if message not in _WARNED:  # once per process, however many sessions it opens
             _WARNED.add(message)
-            log.warning("%s", message)
+            self._tell(message)
+
+
+def _log_warning(message: str) -> None:
+    log.warning("%s", message)

@@ -80,6 +80,27 @@ class RecordingClient:
     def of_kind(self, kind: str) -> list[Any]:
         return [u for _, u in self.updates if u.session_update == kind]
 
+    def notices(self, session_id: str | None = None) -> list[Any]:
+        """The notices sent (message chunks marked in ``_meta``) to one session or all."""
+        return [
+            u
+            for sid, u in self.updates
+            if u.session_update == "agent_message_chunk"
+            and (u.field_meta or {}).get("openheim", {}).get("notice") is not None
+            and (session_id is None or sid == session_id)
+        ]
+
+    def text(self, session_id: str | None = None) -> str:
+        """The agent's text to one session or all: its message chunks that are not notices."""
+        notices = [id(u) for u in self.notices(session_id)]
+        return "".join(
+            u.content.text
+            for sid, u in self.updates
+            if u.session_update == "agent_message_chunk"
+            and id(u) not in notices
+            and (session_id is None or sid == session_id)
+        )
+
     async def request_permission(
         self, session_id: str, tool_call: Any, options: list[Any], **_: Any
     ) -> RequestPermissionResponse:

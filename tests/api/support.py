@@ -1,4 +1,4 @@
-"""Helpers shared by the ``AgentSession`` tests."""
+"""Helpers shared by the ``Session`` tests."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Awaitable
 from typing import TypeVar
 
-from openheim.api import AgentSession
+from openheim.api import Session
 from openheim.events import Event, Finished, ToolResult
 from openheim.messages import Message, ToolResultBlock
 
@@ -20,12 +20,12 @@ async def soon(awaitable: Awaitable[T]) -> T:
     return await asyncio.wait_for(awaitable, timeout=5)
 
 
-def busy(session: AgentSession) -> bool:
+def busy(session: Session) -> bool:
     """``session.busy`` (a call, so that mypy does not narrow the property)."""
     return session.busy
 
 
-def read_only(session: AgentSession) -> bool:
+def read_only(session: Session) -> bool:
     return session.read_only
 
 

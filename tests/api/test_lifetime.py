@@ -1,4 +1,4 @@
-"""``AgentSession`` lifetime: closing (with and without a running prompt, from inside its own
+"""``Session`` lifetime: closing (with and without a running prompt, from inside its own
 loop) and sessions opened in one task and closed in another."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from openheim.api import AgentSession, Runtime
+from openheim.api import Runtime, Session
 from openheim.errors import ConfigError
-from openheim.events import Event, ToolCall
+from openheim.events import Event, SessionStarted, ToolCall
 from openheim.messages import ToolResultBlock
 from openheim.testing import Reply, tool_call
 from tests.api.conftest import MODEL, Blocker, MakeRuntime, Scripted
@@ -133,16 +133,32 @@ async def test_closing_a_session_from_inside_its_own_prompt_loop(
         await session.prompt("again")
 
 
+async def test_closing_at_the_first_event_ends_the_prompt_before_any_model_call(
+    scripted: Scripted, make_runtime: MakeRuntime
+) -> None:
+    """The news (``SessionStarted``, notices) comes before the run's own events, while the run
+    waits for the reader: a close there still cancels the run and the loop gets ``Finished``."""
+    session = await make_runtime().new_session()
+    seen: list[Event] = []
+    async for event in session.prompt("go"):
+        seen.append(event)
+        if isinstance(event, SessionStarted):
+            await asyncio.wait_for(session.close(), timeout=2)
+    assert isinstance(seen[0], SessionStarted)
+    assert finished(seen).stop_reason == "cancelled"
+    assert scripted.requests == []
+
+
 async def test_closing_from_inside_the_loop_closes_before_it_returns_and_the_loop_ends(
     scripted: Scripted, make_runtime: MakeRuntime, blocker: Blocker
 ) -> None:
     scripted.provider.add(Reply(tool_calls=[tool_call("block", {"label": "x"})]), "later")
     runtime = make_runtime(tools=[blocker.tool])
     session = await runtime.new_session()
-    closed: list[AgentSession] = []
+    closed: list[Session] = []
     session.on_close(closed.append)
     seen: list[Event] = []
-    closed_on_return: list[AgentSession] = []
+    closed_on_return: list[Session] = []
     async for event in session.prompt("go"):
         seen.append(event)
         if isinstance(event, ToolCall):
@@ -165,7 +181,7 @@ async def test_closing_while_another_task_sits_between_two_events_closes_at_once
     scripted.provider.add(Reply(tool_calls=[tool_call("block", {"label": "x"})]))
     runtime = make_runtime(tools=[blocker.tool])
     session = await runtime.new_session()
-    closed: list[AgentSession] = []
+    closed: list[Session] = []
     session.on_close(closed.append)
     at_call, go_on = asyncio.Event(), asyncio.Event()
 
@@ -245,7 +261,13 @@ async def test_a_bad_session_mcp_server_names_it(make_runtime: MakeRuntime) -> N
         await make_runtime().new_session(mcp_servers={"broken": {"commmand": "x"}})
 
 
-async def test_agent_session_is_the_public_type(make_runtime: MakeRuntime) -> None:
-    async with await make_runtime().new_session() as session:
-        assert isinstance(session, AgentSession)
-        assert session.session.id == session.id
+async def test_every_way_of_opening_gives_the_one_session_class(
+    make_runtime: MakeRuntime,
+) -> None:
+    runtime = make_runtime()
+    async with await runtime.new_session() as session:
+        assert isinstance(session, Session)
+        with pytest.warns(DeprecationWarning, match="session.session is deprecated"):
+            assert session.session is session
+    async with runtime.open_session() as opened:
+        assert type(opened) is Session

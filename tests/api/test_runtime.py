@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+import openheim
 import openheim.api
-from openheim.api import OpenheimClient, Runtime
-from openheim.api.settings import McpServers
+import openheim.runtime
+from openheim.api import OpenheimClient, Runtime, Session
 from openheim.approval import ApprovalRequest
 from openheim.config.load import DEFAULT_MAX_ITERATIONS
 from openheim.config.providers import infer_kind
@@ -22,6 +23,7 @@ from openheim.errors import ConfigError
 from openheim.events import ToolResult
 from openheim.providers import known_kinds
 from openheim.providers.base import ProviderSettings
+from openheim.runtime.settings import McpServers
 from openheim.secrets import REDACTED, redact
 from openheim.testing import Reply, ScriptedProvider, tool_call
 from openheim.tools.decorator import tool
@@ -75,9 +77,19 @@ def test_openheim_client_is_runtime() -> None:
         "PromptResult",
         "PromptRun",
         "Runtime",
+        "Session",
     }
-    for name in openheim.api.__all__:
+    for name in set(openheim.api.__all__) - {"AgentSession"}:
         assert getattr(openheim.api, name) is not None
+
+
+def test_agent_session_is_a_deprecated_alias_of_session() -> None:
+    with pytest.warns(DeprecationWarning, match="openheim.api.Session"):
+        from openheim.api import AgentSession
+    assert AgentSession is Session
+    with pytest.warns(DeprecationWarning, match="AgentSession is deprecated"):
+        assert openheim.api.AgentSession is openheim.runtime.Session
+    assert openheim.Session is openheim.api.Session is Session
 
 
 # --- keyword arguments ------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""``AgentSession`` and ``PromptRun``: prompting, tools, cancellation, approval, persistence,
+"""``Session`` and ``PromptRun``: prompting, tools, cancellation, approval, persistence,
 mode and model switches and session folders (closing and crossing tasks: test_lifetime.py)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from openheim.api import PromptResult, PromptRun
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny
 from openheim.errors import ConfigError
-from openheim.events import Event, IterationStart, TextDelta, ToolCall
+from openheim.events import Event, IterationStart, Notice, SessionStarted, TextDelta, ToolCall
 from openheim.messages import Message, ToolResultBlock, Usage
 from openheim.store import SessionBusy, SessionNotFound
 from openheim.testing import Reply, tool_call
@@ -51,13 +51,19 @@ def touch(name: str, ctx: ToolContext) -> str:
 async def test_iterating_a_prompt_yields_events_ending_with_finished(
     scripted: Scripted, make_runtime: MakeRuntime
 ) -> None:
-    scripted.provider.add(Reply(chunks=["Hel", "lo"], usage=Usage(7, 3)))
+    scripted.provider.add(Reply(chunks=["Hel", "lo"], usage=Usage(7, 3)), "again")
     async with await make_runtime().new_session() as session:
         run = session.prompt("hi")
         assert isinstance(run, PromptRun)
         assert scripted.requests == []  # nothing runs before the run is iterated
         events = [event async for event in run]
-    assert isinstance(events[0], IterationStart)
+        again = [event async for event in session.prompt("and again")]
+    started = events[0]
+    assert isinstance(started, SessionStarted)  # the first prompt says which session runs
+    assert (started.session_id, started.model, started.messages) == (session.id, MODEL, 0)
+    assert not started.resumed
+    assert [type(e) for e in events[1:3]] == [Notice, IterationStart]  # system.md is missing
+    assert isinstance(again[0], IterationStart)  # later prompts: their own events only
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["Hel", "lo"]
     done = finished(events)
     assert (done.stop_reason, done.text, done.usage) == ("end_turn", "Hello", Usage(7, 3))
@@ -580,8 +586,8 @@ async def test_a_session_cwd_inside_work_dir_is_its_sandbox_root(
     )
     runtime = make_runtime(tools=[touch], approval="auto")
     async with await runtime.new_session(cwd=sub) as session:
-        assert session.session.agent.context.cwd == sub
-        assert session.session.agent.context.sandbox.root == sub
+        assert session.agent.context.cwd == sub
+        assert session.agent.context.sandbox.root == sub
         result = await session.prompt("touch")
     inside, outside = results(result.events)
     assert inside.status == "completed"
@@ -600,7 +606,7 @@ async def test_a_relative_session_cwd(
     monkeypatch.chdir(work)
     runtime = make_runtime()
     async with await runtime.new_session(cwd="rel") as session:
-        assert session.session.agent.context.cwd == work / "rel"
+        assert session.agent.context.cwd == work / "rel"
 
 
 async def test_approval_requests_carry_the_session_cwd(

@@ -1,4 +1,4 @@
-"""Settings for the library API (``openheim.api.settings``) and the session's own settings in
+"""Settings for the library API (``openheim.runtime.settings``) and the session's own settings in
 ``openheim.runtime``: ``SessionOptions.cwd`` / ``mcp_servers`` and ``session_settings``."""
 
 from __future__ import annotations
@@ -9,13 +9,6 @@ from pathlib import Path
 import pytest
 
 from openheim.api import Runtime
-from openheim.api.settings import (
-    APPROVAL_MODES,
-    Choices,
-    apply_choices,
-    mcp_entries,
-    programmatic_settings,
-)
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny
 from openheim.config.load import Settings
 from openheim.config.providers import infer_kind
@@ -23,6 +16,13 @@ from openheim.config.schema import McpServerEntry, ProviderEntry
 from openheim.errors import ConfigError
 from openheim.events import ToolResult
 from openheim.runtime import SessionOptions, open_session, session_settings
+from openheim.runtime.settings import (
+    APPROVAL_MODES,
+    Choices,
+    apply_choices,
+    mcp_entries,
+    programmatic_settings,
+)
 from openheim.testing import Reply, tool_call
 from tests.api.conftest import MODEL, Scripted
 

@@ -25,11 +25,17 @@ def settings_in(home: Path, work: Path, user: str, project: str | None = None) -
 
 
 async def sandbox_of(settings: Settings, scripted: Scripted) -> ShellSandbox:
+    return (await opened(settings, scripted))[0]
+
+
+async def opened(settings: Settings, scripted: Scripted) -> tuple[ShellSandbox, list[str]]:
+    """The shell sandbox of a session opened with ``settings``, and its notices."""
     runtime = Runtime(settings=settings, provider=scripted.kind, model=MODEL)
     async with runtime.open_session() as session:
         box = session.agent.context.shell_sandbox
+        notices = [n.message for n in session.notices]
     await runtime.aclose()
-    return box
+    return box, notices
 
 
 async def test_the_session_confines_the_shell_as_configured(
@@ -60,7 +66,8 @@ def test_an_untrusted_project_cannot_loosen_the_sandbox(
     assert (settings.shell_network, settings.shell_sandbox) == (
         (True, "off") if trusted else (False, "auto")
     )
-    ignored = [n for n in settings.notices if "shell_network" in n or "shell_sandbox" in n]
+    said = [n.message for n in settings.notices]
+    ignored = [n for n in said if "shell_network" in n or "shell_sandbox" in n]
     assert len(ignored) == (0 if trusted else 2)
 
 
@@ -69,14 +76,12 @@ async def test_a_missing_sandbox_is_noticed_once_when_the_shell_is_offered(
 ) -> None:
     monkeypatch.setattr(shell_sandbox, "unavailable", lambda: "bwrap fails here: no userns")
     monkeypatch.setattr(shell_sandbox, "_noticed", set())
-    without_shell = settings_in(home, work, "")
-    await sandbox_of(without_shell, scripted)
-    assert not any("unconfined" in n for n in without_shell.notices)
+    _, notices = await opened(settings_in(home, work, ""), scripted)
+    assert not any("unconfined" in n for n in notices)
     said = []
     for _ in range(2):
-        settings = settings_in(home, work, "allow_shell = true\n")
-        await sandbox_of(settings, scripted)
-        said.append([n for n in settings.notices if n.startswith("shell commands run unconfined")])
+        _, notices = await opened(settings_in(home, work, "allow_shell = true\n"), scripted)
+        said.append([n for n in notices if n.startswith("shell commands run unconfined")])
     assert [len(lines) for lines in said] == [1, 0]  # once per process
     assert "bwrap fails here: no userns" in said[0][0] and "bubblewrap" in said[0][0]
 

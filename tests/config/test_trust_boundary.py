@@ -141,8 +141,9 @@ def test_an_untrusted_project_cannot_widen(tmp_path: Path, case: Case) -> None:
     assert look(s, case.field) == case.expected
     assert len(s.notices) == case.notices, s.notices
     trust = f"run `openheim trust {project}` to allow it"
-    assert all(n.startswith("ignored ") and trust in n for n in s.notices), s.notices
-    assert "sk-planted" not in "".join(s.notices)
+    assert all((n.kind, n.level) == ("trust", "warning") for n in s.notices), s.notices
+    assert all(n.message.startswith("ignored ") and trust in n.message for n in s.notices)
+    assert "sk-planted" not in "".join(n.message for n in s.notices)
 
 
 @pytest.mark.parametrize("case", TAKEN.values(), ids=TAKEN.keys())
@@ -150,14 +151,14 @@ def test_an_untrusted_project_may_narrow(tmp_path: Path, case: Case) -> None:
     home, project = plant(tmp_path, case)
     s = load(home, project)
     assert look(s, case.field) == case.expected
-    assert s.notices == []
+    assert s.notices == ()
 
 
 def test_a_trusted_project_keeps_its_settings(tmp_path: Path) -> None:
     home, project = plant(tmp_path, REFUSED["server command"])
     set_trust(project, home)
     s = load(home, project)
-    assert s.notices == []
+    assert s.notices == ()
     assert s.provider == "llama_server"
     assert s.providers["llama_server"].server_command == ["sh", "-c", "id"]
 

@@ -12,7 +12,7 @@ from openheim.events import Finished, ToolCall, ToolResult
 from openheim.loop import Agent
 from openheim.messages import Message, ToolResultBlock
 from openheim.providers.base import ModelRequest, Provider, StreamItem
-from openheim.runtime import build_provider
+from openheim.runtime.provider import build_provider
 from openheim.tools.base import ToolContext
 from openheim.tools.builtin import builtin_tools
 from openheim.tools.sandbox import PathSandbox

@@ -29,8 +29,8 @@ from openheim.messages import (
     Usage,
     tool_results_message,
 )
+from openheim.runtime.history import PersistentHistory
 from openheim.secrets import REDACTED
-from openheim.session import PersistentHistory
 from openheim.store import SQLiteStore
 from openheim.store.export import export_json, export_markdown
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
@@ -121,7 +121,8 @@ def test_json_stream_and_stderr_are_clean(run: Run) -> None:
     shown = [e["content"] for e in events if e["type"] == "tool_result"]
     assert len(shown) == 5 and sum(REDACTED in content for content in shown) == 4
     error = events[-1]
-    assert error["type"] == "error" and f"key {REDACTED} and " in error["message"]
+    assert error["type"] == "failed" and f"key {REDACTED} and " in error["message"]
+    assert (error["error"], error["exit_code"]) == ("ProviderHTTPError", 1)
     stderr = run.result.stderr
     assert_clean(stderr, "stderr")
     assert "Traceback" in stderr and " DEBUG " in stderr
@@ -131,13 +132,19 @@ def test_json_stream_and_stderr_are_clean(run: Run) -> None:
 
 def test_the_store_and_exports_are_clean(run: Run) -> None:
     session = json.loads(run.result.stdout.splitlines()[0])
-    assert session["type"] == "session"
+    assert session["type"] == "session_started"
     dump = table_dump(run.home / "openheim.db")
     assert_clean(dump, "the session store")
     assert dump.count(REDACTED) >= 6
     for fmt in ("md", "json"):
         export = openheim(
-            "sessions", "export", session["id"], "--format", fmt, home=run.home, cwd=run.work
+            "sessions",
+            "export",
+            session["session_id"],
+            "--format",
+            fmt,
+            home=run.home,
+            cwd=run.work,
         )
         assert export.returncode == 0, export.stderr
         assert_clean(export.stdout, f"the {fmt} export")

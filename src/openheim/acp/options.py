@@ -15,7 +15,7 @@ from acp.schema import (
     SessionModeState,
 )
 
-from openheim.api import AgentSession
+from openheim.api import Session
 from openheim.config.load import Settings
 from openheim.config.providers import provider_entries
 
@@ -29,11 +29,11 @@ MODES = (
 MODE_OPTION, MODEL_OPTION = "mode", "model"
 
 
-def mode_of(session: AgentSession) -> str:
+def mode_of(session: Session) -> str:
     return ARCHITECT if session.read_only else CODE
 
 
-def set_mode(session: AgentSession, mode: str) -> None:
+def set_mode(session: Session, mode: str) -> None:
     """Switch tools for ``mode``; an unknown mode is invalid params."""
     if mode not in (CODE, ARCHITECT):
         raise RequestError.invalid_params(
@@ -42,19 +42,19 @@ def set_mode(session: AgentSession, mode: str) -> None:
     session.set_read_only(mode == ARCHITECT)
 
 
-def mode_state(session: AgentSession) -> SessionModeState:
+def mode_state(session: Session) -> SessionModeState:
     return SessionModeState(current_mode_id=mode_of(session), available_modes=list(MODES))
 
 
-def models_for(settings: Settings, session: AgentSession) -> list[str]:
+def models_for(settings: Settings, session: Session) -> list[str]:
     """The session's model and the other models listed for its provider."""
-    chosen = session.session.provider_settings
+    chosen = session.provider_settings
     entry = provider_entries(settings).get(chosen.name) if chosen is not None else None
     listed = [*(entry.models if entry else []), *([entry.default_model] if entry else [])]
     return list(dict.fromkeys([session.model, *(m for m in listed if m)]))
 
 
-def set_model(settings: Settings, session: AgentSession, model: str) -> None:
+def set_model(settings: Settings, session: Session, model: str) -> None:
     """Switch the session's model; one its provider does not list is invalid params."""
     known = models_for(settings, session)
     if model not in known:
@@ -63,7 +63,7 @@ def set_model(settings: Settings, session: AgentSession, model: str) -> None:
 
 
 def config_options(
-    settings: Settings, session: AgentSession
+    settings: Settings, session: Session
 ) -> list[SessionConfigOptionSelect | SessionConfigOptionBoolean]:
     mode = SessionConfigOptionSelect(
         id=MODE_OPTION,
@@ -84,7 +84,7 @@ def config_options(
     return [mode, model]
 
 
-def set_option(settings: Settings, session: AgentSession, option: str, value: str | bool) -> None:
+def set_option(settings: Settings, session: Session, option: str, value: str | bool) -> None:
     """``session/set_config_option``: the mode or the model."""
     if not isinstance(value, str):
         raise RequestError.invalid_params({"reason": f"option {option!r} takes a string value"})

@@ -2,7 +2,7 @@
 
 ``serve_acp(reader, writer, runtime)`` speaks ACP over any pair of byte streams: stdio
 (``openheim acp``), a socket, an in-memory pipe, a WebSocket bridge. Each ACP session is an
-``AgentSession`` of the runtime; a prompt turn is a translation of its events (``turn.py``).
+``Session`` of the runtime; a prompt turn is a translation of its events (``turn.py``).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from openheim.acp.permissions import PermissionAsker
 from openheim.acp.translate import replay_updates
 from openheim.acp.transport import LineTransport
 from openheim.acp.turn import Turn
-from openheim.api import AgentSession, Runtime
+from openheim.api import Runtime, Session
 from openheim.errors import OpenheimError
 from openheim.skills import SkillsManager, expand_command, skills_for
 
@@ -69,7 +69,7 @@ class _Live:
     """An open ACP session: the runtime's session, where it works, and its skills (offered as
     slash commands)."""
 
-    session: AgentSession
+    session: Session
     cwd: Path
     io: AcpClientIO
     asker: PermissionAsker
@@ -142,7 +142,7 @@ class OpenheimAgent:
         **_: Any,
     ) -> LoadSessionResponse:
         live = await self._open(cwd, mcp_servers, session_id, {})
-        tools = live.session.session.agent.tools
+        tools = live.session.agent.tools
         kinds = {tool.name: tool.capabilities.kind.value for tool in tools}
         for update in replay_updates(live.session.history, live.cwd, kinds):
             await self.conn.session_update(session_id=session_id, update=update)
@@ -256,6 +256,9 @@ class OpenheimAgent:
         io = AcpClientIO(self.conn, "", self._caps)
         asker = PermissionAsker(self.conn, "")
         session = await self._start(folder, servers, resume, meta, io, asker)
+        for notice in session.notices:  # the settings' own were logged at start-up
+            if notice not in self.runtime.settings.notices:
+                log.warning("%s", notice.message)
         sid = session.id or str(uuid.uuid4())
         io.session_id = asker.session_id = sid
         live = _Live(session, folder, io, asker, skills_for(self.runtime.settings))
@@ -271,10 +274,8 @@ class OpenheimAgent:
         meta: dict[str, Any],
         io: AcpClientIO,
         asker: PermissionAsker,
-    ) -> AgentSession:
+    ) -> Session:
         entries = mcp_servers(servers or [])
-        notices = self.runtime.settings.notices
-        seen = len(notices)
         try:
             if resume is not None:
                 return await self.runtime.resume_session(
@@ -290,9 +291,6 @@ class OpenheimAgent:
             )
         except OpenheimError as err:
             raise request_error(err) from None
-        finally:
-            for notice in notices[seen:]:
-                log.warning("%s", notice)
 
     def _announce(self, session_id: str, skills: SkillsManager) -> None:
         """Send the skills as slash commands once the response naming the session is out."""

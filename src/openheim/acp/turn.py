@@ -16,7 +16,7 @@ from acp.schema import (
 )
 
 from openheim.acp.translate import event_update, tool_call_done, tool_call_start, usage_update
-from openheim.api import AgentSession
+from openheim.api import Session
 from openheim.events import CostUpdate, Event, Finished, ToolCall, ToolResult
 from openheim.events import UsageUpdate as UsageEvent
 from openheim.messages import Message, StopReason
@@ -36,13 +36,13 @@ Update = (
 class Turn:
     """Streams one prompt of ``session`` to the client."""
 
-    def __init__(self, conn: Client, session_id: str, session: AgentSession, cwd: Path) -> None:
+    def __init__(self, conn: Client, session_id: str, session: Session, cwd: Path) -> None:
         self._conn = conn
         self._id = session_id
         self._session = session
         self._cwd = cwd
         self._in_context = 0
-        chosen = session.session.provider_settings
+        chosen = session.provider_settings
         self._window = context_window(chosen, session.model) if chosen is not None else None
 
     async def run(self, message: Message) -> StopReason:

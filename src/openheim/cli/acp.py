@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 
 from openheim.cli import exit_codes
 from openheim.cli.settings import settings_from_flags
+from openheim.events import notice_line
 
 
 def acp_command(args: argparse.Namespace) -> int:
     settings = settings_from_flags(args)
+    sys.stderr.writelines(f"{notice_line(notice)}\n" for notice in settings.notices)
     from openheim.acp.stdio import serve_stdio
     from openheim.api import Runtime
 

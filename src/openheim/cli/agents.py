@@ -8,14 +8,15 @@ import sys
 from openheim.agents import AgentProfile
 from openheim.cli import exit_codes
 from openheim.config.load import load_settings
-from openheim.subagents import main_profile, profile_provider, profiles_for
+from openheim.events import notice_line
+from openheim.runtime.subagents import main_profile, profile_provider, profiles_for
 
 
 def agents_command(args: argparse.Namespace) -> int:
     settings = load_settings()
-    profiles = profiles_for(settings)
-    for notice in settings.notices:
-        sys.stderr.write(f"openheim: {notice}\n")
+    notices = list(settings.notices)
+    profiles = profiles_for(settings, notices)
+    sys.stderr.writelines(f"{notice_line(notice)}\n" for notice in notices)
     if (args.agents_command or "list") == "list":
         _list(profiles)
         return exit_codes.OK

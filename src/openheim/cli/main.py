@@ -21,11 +21,29 @@ from openheim.cli import exit_codes
 from openheim.errors import ConfigError, OpenheimError
 
 
+class _UsageError(Exception):
+    """Bad arguments: argparse's message, and the usage of the command that refused them."""
+
+    def __init__(self, message: str, parser: argparse.ArgumentParser) -> None:
+        super().__init__(message)
+        self.message = message
+        self.parser = parser
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        sys.stderr.write(f"openheim: error: {message} (see `{self.prog} --help`)\n")
-        raise SystemExit(exit_codes.USAGE)
+        raise _UsageError(message, self)
+
+
+def _usage_error(err: _UsageError, argv: Sequence[str]) -> int:
+    """Bad arguments: the usage and one error line on stderr, and a ``failed`` event on stdout
+    when ``run --json`` was asked for (its output must stay JSON lines)."""
+    err.parser.print_usage(sys.stderr)
+    hint = f"see `{err.parser.prog} --help`"
+    if "run" in argv and "--json" in argv:
+        _print_failed(err.message, hint, "UsageError", exit_codes.USAGE)
+    sys.stderr.write(f"openheim: error: {err.message} ({hint})\n")
+    return exit_codes.USAGE
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -153,7 +171,11 @@ def _add_run(run: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except _UsageError as err:
+        return _usage_error(err, argv)
     if args.command is None:
         build_parser().print_help()
         return exit_codes.USAGE
@@ -232,15 +254,22 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _report(err: OpenheimError, code: int, args: argparse.Namespace) -> int:
+    """The error as one stderr line, and with ``--json`` as a ``failed`` event on stdout."""
     from openheim.secrets import redact
 
     if args.debug:
         sys.stderr.write(redact(traceback.format_exc()))
     if getattr(args, "json", False):
-        import json
-
         hint = None if err.hint is None else redact(err.hint)
-        line = {"type": "error", "message": redact(err.message), "hint": hint, "exit_code": code}
-        print(json.dumps(line), flush=True)
+        _print_failed(redact(err.message), hint, type(err).__name__, code)
     sys.stderr.write(f"openheim: error: {redact(str(err))}\n")
     return code
+
+
+def _print_failed(message: str, hint: str | None, error: str, code: int) -> None:
+    import json
+
+    from openheim.events import Failed, event_to_dict
+
+    line = event_to_dict(Failed(message, hint, error, code))
+    print(json.dumps(line, ensure_ascii=False), flush=True)

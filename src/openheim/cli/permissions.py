@@ -11,7 +11,7 @@ from openheim.approval import Allow, ApprovalRequest, Deny
 from openheim.cli import exit_codes
 from openheim.config.load import Settings, load_settings
 from openheim.errors import ConfigError
-from openheim.runtime import policy_gate
+from openheim.runtime.policy import policy_gate
 from openheim.safety.permissions import (
     add_rule,
     project_permissions,
@@ -57,8 +57,9 @@ def _list(settings: Settings) -> None:
         rules = read_rules(path)
         out.write(f"{label} rules ({path}):{'' if rules else ' none'}\n")
         out.writelines(f"  {rule}\n" for rule in rules)
-    gate = policy_gate(settings, PathSandbox(settings.work_dir))
-    out.writelines(f"note: {notice}\n" for notice in settings.notices)
+    notices = list(settings.notices)
+    gate = policy_gate(settings, PathSandbox(settings.work_dir), notices)
+    out.writelines(f"note: {notice.message}\n" for notice in notices)
     out.write(f"in force: {len(gate.rules.rules)} rule(s)\n")
 
 
@@ -75,7 +76,7 @@ def _check(settings: Settings, tool: str, raw: str) -> None:
     read_only = known.capabilities.read_only if known else False
     kind = known.capabilities.kind.value if known else "other"
     request = ApprovalRequest("check", tool, arguments, read_only, kind, str(settings.work_dir))
-    decision = policy_gate(settings, PathSandbox(settings.work_dir)).explain(request)
+    decision = policy_gate(settings, PathSandbox(settings.work_dir), []).explain(request)
     verdict = decision.verdict
     word = "allow" if isinstance(verdict, Allow) else "deny" if isinstance(verdict, Deny) else "ask"
     sys.stdout.write(f"{word}: {decision.why}\n")

@@ -1,4 +1,5 @@
-"""Render run events: the answer to stdout as it streams, tool activity to stderr.
+"""Render run events: the answer to stdout as it streams; the session line, notices and tool
+activity to stderr (``TextRenderer``), or every event as a JSON line (``JsonRenderer``).
 
 Everything written is redacted (``openheim.secrets``). Text and thinking deltas pass through
 a ``StreamRedactor`` each, so a secret the model streams across several deltas is recognised
@@ -17,11 +18,13 @@ from openheim.events import (
     Finished,
     Notice,
     RetryNotice,
+    SessionStarted,
     TextDelta,
     ThinkingDelta,
     ToolCall,
     ToolResult,
     event_to_dict,
+    notice_line,
 )
 from openheim.secrets import redact, redact_data
 from openheim.secrets_stream import StreamRedactor
@@ -62,7 +65,10 @@ class TextRenderer:
                 f"retrying in {event.delay:.1f} s (attempt {event.attempt}{of}): {event.error}"
             )
         elif isinstance(event, Notice):
-            self._line(f"note: {event.message}")
+            self._line(notice_line(event))
+        elif isinstance(event, SessionStarted):
+            if event.session_id is not None:
+                self._line(f"openheim: session {event.session_id}")
         elif isinstance(event, ContextTrimmed):
             self._line(f"note: left {event.dropped} older messages out to fit the context window")
         elif isinstance(event, Finished):

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import json
 import sys
 from pathlib import Path
 from typing import cast
@@ -19,13 +17,12 @@ from openheim.cli.render import JsonRenderer, TextRenderer
 from openheim.cli.settings import settings_from_flags
 from openheim.cli.stop import SignalStop
 from openheim.config.load import Settings
-from openheim.config.providers import LOCAL_KINDS
-from openheim.errors import ConfigError
+from openheim.errors import ConfigError, OpenheimError
 from openheim.events import Finished
 from openheim.providers.base import NamedTool, ToolChoice
-from openheim.runtime import SessionOptions, remember_rules
+from openheim.runtime import Session, SessionOptions
+from openheim.runtime.policy import remember_rules
 from openheim.secrets import SecretPolicy
-from openheim.session import Session
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -68,16 +65,14 @@ async def _run(
     terminal = open_terminal()
     refusals = HeadlessRefusals() if terminal is None else None
     resolver = TerminalResolver(terminal, cancel) if terminal is not None else refusals
-    len_notices = len(settings.notices)
+    opened = False
     with SignalStop(cancel) as stop:
         try:
             runtime = Runtime(settings=settings)
             async with runtime.open_session(options, resolver=resolver) as session:
-                _announce(settings, session, json_mode=json_mode)
-                for notice in settings.notices[len_notices:]:
-                    sys.stderr.write(f"openheim: {notice}\n")
+                opened = True
                 stop.prompting()
-                async with contextlib.aclosing(session.prompt(prompt, cancel=cancel)) as events:
+                async with session.prompt(prompt, cancel=cancel) as events:
                     async for event in events:
                         render(event)
                         if isinstance(event, Finished):
@@ -87,6 +82,11 @@ async def _run(
                             return stop.exit_code(
                                 exit_codes.for_stop(event.stop_reason, event.denied)
                             )
+        except OpenheimError:
+            if not opened:  # the session's notices never came: give the settings' own
+                for notice in settings.notices:
+                    render(notice)
+            raise
         except asyncio.CancelledError:
             signalled = stop.stopped_while_opening()
             if signalled is None:
@@ -105,21 +105,3 @@ def _remember(settings: Settings, session: Session, remember: bool) -> None:
     later = "" if settings.project_trusted else " (used once you `openheim trust` this folder)"
     for rule in remember_rules(settings, session.agent.gate):
         sys.stderr.write(f"openheim: remembered {rule} in .openheim/permissions.toml{later}\n")
-
-
-def _announce(settings: Settings, session: Session, *, json_mode: bool) -> None:
-    """Which session this is (a JSON line, or a stderr line) and, when openheim fell back to
-    the embedded model, one line saying so."""
-    if json_mode and session.id:
-        line = {"type": "session", "id": session.id, "messages": len(session.history)}
-        sys.stdout.write(json.dumps(line) + "\n")
-    elif session.id:
-        sys.stderr.write(f"openheim: session {session.id}\n")
-    chosen = session.provider_settings
-    fell_back = settings.provider is None and not settings.providers
-    if chosen is not None and fell_back and chosen.kind in LOCAL_KINDS:
-        sys.stderr.write(
-            f"openheim: using the embedded local model {chosen.model} (no provider is "
-            "configured); for a hosted model set OPENAI_API_KEY, ANTHROPIC_API_KEY or "
-            "GEMINI_API_KEY, or run `openheim init`\n"
-        )

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from openheim.config.load import Overrides, Settings, load_settings
 
 
 def settings_from_flags(args: argparse.Namespace) -> Settings:
     """Load the settings with the command's model, provider, shell, work dir and approval flags
-    (and ``--max-iterations`` where the command has it); print the notices on stderr."""
+    (and ``--max-iterations`` where the command has it). Their notices are the command's to
+    show: ``run`` gives them as events of its session."""
     overrides = Overrides(
         provider=args.provider,
         model=args.model,
@@ -19,7 +19,4 @@ def settings_from_flags(args: argparse.Namespace) -> Settings:
         work_dir=args.work_dir,
         approval=args.approve,
     )
-    settings = load_settings(overrides)
-    for notice in settings.notices:
-        sys.stderr.write(f"openheim: {notice}\n")
-    return settings
+    return load_settings(overrides)

@@ -3,8 +3,11 @@
 The user file is ``$OPENHEIM_HOME/config.toml`` (default ``~/.openheim``). A project file is the
 nearest ``.openheim/config.toml`` in the cwd or a parent. Until the user trusts that folder
 (``openheim trust``), only the keys on the allow-list of ``config.untrusted`` are taken from it,
-and only within their limits; what it tried and was refused is reported in ``notices``, one line
-per key.
+and only within their limits; what it tried and was refused is reported in ``notices``, one
+``Notice`` (kind ``trust``) per key.
+
+``Settings`` are read-only once loaded: a session's own notices (MCP servers, permissions,
+skills...) belong to that session, never to the settings it was opened with.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from openheim.config.schema import (
 from openheim.config.trust import is_trusted
 from openheim.config.untrusted import Context, untrusted_view
 from openheim.errors import ConfigError
+from openheim.events import Notice
 from openheim.tomlfile import read_toml, typed_table
 from openheim.typed import from_mapping
 
@@ -90,7 +94,8 @@ class Settings:
     shell_network: bool = False
     project_trusted: bool = False
     sources: list[Path] = field(default_factory=list)
-    notices: list[str] = field(default_factory=list)
+    notices: tuple[Notice, ...] = ()
+    """What loading refused and why (an untrusted project's keys)."""
     project_root: Path | None = None
 
 
@@ -234,7 +239,7 @@ def _finish(
         shell_network=bool(config.shell_network),
         project_trusted=paths.project_trusted,
         sources=sources,
-        notices=notices,
+        notices=tuple(Notice(line, "warning", "trust") for line in notices),
         project_root=paths.project_root,
     )
 

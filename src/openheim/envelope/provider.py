@@ -98,7 +98,7 @@ def _respond(response: ModelResponse, request: ModelRequest) -> list[StreamItem]
     message = response.message
     offered = [t.name for t in request.tools] if request.tool_choice != "none" else []
     parsed = parse_reply(message.text, offered, truncated=response.finish == "max_tokens")
-    out: list[StreamItem] = [Notice(w, "warning") for w in parsed.warnings]
+    out: list[StreamItem] = [Notice(w, "warning", "provider") for w in parsed.warnings]
     if parsed.assistant_text:
         out.append(TextDelta(parsed.assistant_text))
     thinking = tuple(b for b in message.content if isinstance(b, ThinkingBlock))

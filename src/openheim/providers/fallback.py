@@ -82,6 +82,7 @@ class FallbackProvider:
                     f"provider {provider.name!r} failed ({err.message}); "
                     f"falling back to {following!r}",
                     "warning",
+                    "provider",
                 )
 
 

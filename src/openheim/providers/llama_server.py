@@ -317,6 +317,7 @@ class LlamaServerProvider:
             f"the llama.cpp server of provider {self.name!r} stopped; restarted it at "
             f"{server.root} (log: {self.log_path})",
             level="warning",
+            kind="provider",
         )
 
 

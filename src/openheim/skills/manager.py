@@ -13,14 +13,15 @@ resolve inside its folder, so neither a name nor a symlink can make a skill of a
 Project skills of an untrusted project are still offered (they only add instructions) but are
 marked as such wherever the model reads them: in listings, as active skills and when loaded.
 Folders are scanned on every call and files parsed again only when they change, so edits show up
-at once. Files that cannot be used are skipped with one warning.
+at once. Files that cannot be used are skipped with one warning, given to ``warn`` (a session
+turns it into a notice) or logged.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -140,10 +141,17 @@ def _without_closing_hashes(text: str) -> str:
 class SkillsManager:
     """The skills of one user and (optionally) one project; see the module docstring."""
 
-    def __init__(self, data_dir: Path, project_root: Path | None, trusted: bool) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        project_root: Path | None,
+        trusted: bool,
+        warn: Callable[[str], None] | None = None,
+    ) -> None:
         self._folders = _folders(data_dir, project_root, trusted)
         self._cache: MtimeCache[_Parsed] = MtimeCache(_parse)
         self._warned: set[str] = set()
+        self._tell = warn or _log_warning
 
     def available(self) -> list[SkillInfo]:
         """Every usable skill, sorted by name; on a name clash the later source's skill."""
@@ -217,7 +225,11 @@ class SkillsManager:
     def _warn(self, message: str) -> None:
         if message not in self._warned:
             self._warned.add(message)
-            log.warning("%s", message)
+            self._tell(message)
+
+
+def _log_warning(message: str) -> None:
+    log.warning("%s", message)
 
 
 def _folders(data_dir: Path, project_root: Path | None, trusted: bool) -> tuple[_Folder, ...]:

@@ -7,6 +7,7 @@ config. Outside both there are only the user's skills.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from openheim.config.load import Settings
@@ -20,8 +21,9 @@ def find_repo_root(start: Path) -> Path | None:
     return next((f for f in (start, *start.parents) if (f / ".git").exists()), None)
 
 
-def skills_for(settings: Settings) -> SkillsManager:
-    """The skills manager of a session run with ``settings``."""
+def skills_for(settings: Settings, warn: Callable[[str], None] | None = None) -> SkillsManager:
+    """The skills manager of a session run with ``settings``; ``warn`` gets each skipped file
+    (else it is logged)."""
     root = settings.project_root or find_repo_root(settings.work_dir)
     trusted = root is not None and is_trusted(root, settings.data_dir)
-    return SkillsManager(settings.data_dir, root, trusted)
+    return SkillsManager(settings.data_dir, root, trusted, warn)

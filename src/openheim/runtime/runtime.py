@@ -10,14 +10,15 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
 
-from openheim.api.session import AgentSession, host_session
-from openheim.api.settings import Choices, McpServers, apply_choices, mcp_entries
-from openheim.api.settings import programmatic_settings as _programmatic
 from openheim.approval import Allow, ApprovalGate, ApprovalRequest, Ask, Deny, Resolver
 from openheim.config.load import Overrides, Settings, load_settings
 from openheim.providers import Factory, register
-from openheim.runtime import SessionOptions, open_session
-from openheim.session import Session
+from openheim.runtime.assembly import open_session
+from openheim.runtime.host import host_session
+from openheim.runtime.options import SessionOptions
+from openheim.runtime.session import Session
+from openheim.runtime.settings import Choices, McpServers, apply_choices, mcp_entries
+from openheim.runtime.settings import programmatic_settings as _programmatic
 from openheim.store import SessionRecord, open_store
 from openheim.tools.base import Tool
 from openheim.tools.client_io import ClientIO
@@ -65,7 +66,7 @@ class Runtime:
         self.settings = settings
         self.tools: list[Tool] = list(tools)
         self._resolver = _callback_resolver(approval) if callable(approval) else None
-        self._sessions: set[AgentSession] = set()
+        self._sessions: set[Session] = set()
 
     @classmethod
     def from_config(
@@ -114,7 +115,8 @@ class Runtime:
         gate: ApprovalGate | None = None,
         client: ClientIO | None = None,
     ) -> AsyncIterator[Session]:
-        """A session for the caller's own task (``openheim run`` uses this)."""
+        """A session for the caller's own task, open for the ``async with`` block (``openheim
+        run`` uses this)."""
         async with open_session(
             self.settings,
             options,
@@ -134,7 +136,7 @@ class Runtime:
         mcp_servers: McpServers | None = None,
         resolver: Resolver | None = None,
         client: ClientIO | None = None,
-    ) -> AgentSession:
+    ) -> Session:
         """A new session; close it with ``close()`` or ``async with``."""
         options = _options(cwd=cwd, model=model, skills=skills, mcp_servers=mcp_servers)
         return await self._host(options, resolver, client)
@@ -147,7 +149,7 @@ class Runtime:
         mcp_servers: McpServers | None = None,
         resolver: Resolver | None = None,
         client: ClientIO | None = None,
-    ) -> AgentSession:
+    ) -> Session:
         """A stored session (by id or unique prefix), with its history, model and skills."""
         options = _options(cwd=cwd, resume=session_id, mcp_servers=mcp_servers)
         return await self._host(options, resolver, client)
@@ -176,7 +178,7 @@ class Runtime:
 
     async def _host(
         self, options: SessionOptions, resolver: Resolver | None, client: ClientIO | None
-    ) -> AgentSession:
+    ) -> Session:
         session = await host_session(
             lambda: self.open_session(options, resolver=resolver, client=client)
         )

@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING
 from openheim.agents.profiles import AgentProfile
 from openheim.config.load import Settings
 from openheim.errors import ConfigError
+from openheim.events import Notice
 from openheim.memory import memory_tools, open_memory
 from openheim.providers.base import NamedTool, ToolChoice
+from openheim.runtime.subagents import Spawner
 from openheim.skills import SkillsManager, load_skill_tool
-from openheim.subagents import Spawner
 from openheim.tools.base import Tool, ToolSet
 from openheim.tools.builtin import builtin_tools
 
@@ -45,16 +46,21 @@ def select_tools(
     return tools.select(patterns)
 
 
-async def _mcp_tools(settings: Settings, stack: contextlib.AsyncExitStack) -> list[Tool]:
-    """The tools of the configured MCP servers (``server__tool``); failed servers are noted."""
+async def _mcp_tools(
+    settings: Settings, stack: contextlib.AsyncExitStack, notices: list[Notice]
+) -> list[Tool]:
+    """The tools of the configured MCP servers (``server__tool``); each server that failed to
+    start adds a notice."""
     if not settings.mcp_servers:
         return []
     from openheim.mcp import McpManager
 
     manager = await stack.enter_async_context(McpManager(settings.mcp_servers))
-    for status in manager.status():
-        if not status.connected:
-            settings.notices.append(f"MCP server {status.name!r} is unavailable: {status.error}")
+    notices.extend(
+        Notice(f"MCP server {status.name!r} is unavailable: {status.error}", "warning", "mcp")
+        for status in manager.status()
+        if not status.connected
+    )
     return list(manager.tools())
 
 
@@ -88,13 +94,14 @@ async def session_tools(
     spawner: Spawner,
     profiles: Mapping[str, AgentProfile],
     profile: AgentProfile | None,
+    notices: list[Notice],
 ) -> ToolSet:
     """Built-in, skill, memory, staging, web, MCP, delegation and the caller's tools, narrowed
-    by ``--tools`` and by a main profile's allow-list."""
+    by ``--tools`` and by a main profile's allow-list; MCP servers that failed add notices."""
     memory = stack.enter_context(contextlib.closing(open_memory(settings)))
     extra = [load_skill_tool(skills), *memory_tools(memory, top_k=settings.memory.top_k)]
     extra += _optional_tools(settings, area)
-    extra += await _mcp_tools(settings, stack)
+    extra += await _mcp_tools(settings, stack, notices)
     others = {n: p for n, p in profiles.items() if profile is None or n != profile.name}
     delegate = _delegate_tool(settings, others, spawner)
     extra += [delegate] if delegate is not None else []

@@ -1,4 +1,4 @@
-"""Subagents in a session: profiles, the ``delegate_task`` spawner, and profiles as main agents.
+"""Subagents of a session: profiles, the ``delegate_task`` spawner, and profiles as main agents.
 
 The spawner gives each delegated run its own provider when the profile names a model (closed
 when the session closes), and stores the run's transcript as a child session of the parent's,
@@ -17,9 +17,10 @@ from openheim.config.load import Settings
 from openheim.config.providers import resolve_provider
 from openheim.config.trust import is_trusted
 from openheim.errors import ConfigError
+from openheim.events import Notice
 from openheim.messages import Message
 from openheim.providers.base import Provider, ProviderSettings
-from openheim.session import PersistentHistory
+from openheim.runtime.history import PersistentHistory
 from openheim.skills.setup import find_repo_root
 
 if TYPE_CHECKING:
@@ -30,12 +31,12 @@ if TYPE_CHECKING:
     from openheim.store.base import SessionStore
 
 
-def profiles_for(settings: Settings) -> dict[str, AgentProfile]:
-    """The agent profiles of the user and the project; warnings go to ``settings.notices``."""
+def profiles_for(settings: Settings, notices: list[Notice]) -> dict[str, AgentProfile]:
+    """The agent profiles of the user and the project; each warning adds a notice."""
     root = settings.project_root or find_repo_root(Path(settings.work_dir))
     trusted = root is not None and is_trusted(root, settings.data_dir)
     profiles, warnings = load_profiles(settings.data_dir, root, trusted)
-    settings.notices.extend(warnings)
+    notices.extend(Notice(line, "warning", "agents") for line in warnings)
     return profiles
 
 

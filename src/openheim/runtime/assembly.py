@@ -1,0 +1,280 @@
+"""Assemble a runnable session from settings: provider, tools, skills, memory, prompt, store.
+
+Every surface opens its sessions through ``open_session`` (by way of ``Runtime``) instead of
+wiring parts itself, so surfaces stay thin translations of the event stream. The settings are
+only read: what assembly finds worth telling (an MCP server that failed, a rule ignored, a skill
+skipped) becomes a ``Notice`` of the session it concerns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
+
+from openheim.agents.profiles import AgentProfile
+from openheim.approval import ApprovalGate, Resolver
+from openheim.child_env import child_env
+from openheim.config.load import Settings
+from openheim.config.providers import LOCAL_KINDS
+from openheim.env_files import register_env_files
+from openheim.events import Notice, NoticeKind, SessionStarted
+from openheim.fsutil import atomic_write
+from openheim.loop import Agent
+from openheim.messages import Message
+from openheim.prompt import PromptBuilder
+from openheim.providers.base import ProviderSettings
+from openheim.runtime.history import PersistentHistory
+from openheim.runtime.options import (
+    SessionOptions,
+    choose_provider,
+    find_record,
+    open_session_store,
+    session_settings,
+    skill_names,
+)
+from openheim.runtime.policy import policy_gate, staged_gate
+from openheim.runtime.provider import build_provider
+from openheim.runtime.session import Session
+from openheim.runtime.subagents import Spawner, main_profile, profile_provider, profiles_for
+from openheim.runtime.tools import ToolRequest, session_tools
+from openheim.secrets import SecretPolicy
+from openheim.skills import LOAD_SKILL, SkillsManager, skills_for
+from openheim.store import SessionRecord, SessionStore
+from openheim.tools import shell_sandbox
+from openheim.tools.base import Tool, ToolContext, ToolSet
+from openheim.tools.client_io import ClientIO
+from openheim.tools.sandbox import PathSandbox
+from openheim.tools.shell_sandbox import SandboxMode, ShellSandbox
+from openheim.usage import DEFAULT_PRICES, Meter, Price
+
+if TYPE_CHECKING:
+    from openheim.safety.staging import StagingArea
+
+
+def make_meter(settings: Settings) -> Meter:
+    """The usage meter: default prices overlaid with ``[prices]``, and the budget caps."""
+    prices = dict(DEFAULT_PRICES)
+    for model, entry in settings.prices.items():
+        prices[model] = Price(entry.input, entry.output, entry.cache_read, entry.cache_write)
+    return Meter(prices, settings.max_cost, settings.max_tokens_per_session)
+
+
+@dataclass
+class _Parts:
+    """What a session's agent is made of, besides its provider and approval gate."""
+
+    chosen: ProviderSettings
+    profile: AgentProfile | None
+    skills: list[str]
+    tools: ToolSet
+    area: StagingArea | None
+    spawner: Spawner
+    system: str
+    context: ToolContext
+
+
+@contextlib.asynccontextmanager
+async def open_session(
+    settings: Settings,
+    options: SessionOptions | None = None,
+    *,
+    gate: ApprovalGate | None = None,
+    resolver: Resolver | None = None,
+    tools: Sequence[Tool] = (),
+    client: ClientIO | None = None,
+) -> AsyncIterator[Session]:
+    """A new or resumed session with its agent; everything it opened is closed on exit.
+
+    ``tools`` are offered besides the configured ones; ``client`` is the file and terminal
+    access of the surface's client (an ACP editor), if it offers any. The session's notices
+    start with the settings' own, then those found while it opens."""
+    options = options or SessionOptions()
+    notices = list(settings.notices)
+    settings = session_settings(settings, options)
+    async with contextlib.AsyncExitStack() as stack:
+        store = open_session_store(settings, options, stack)
+        record = find_record(store, settings, options)
+        parts = await _parts(settings, options, record, stack, store, tools, client, notices)
+        provider = build_provider(settings, parts.chosen)
+        stack.push_async_callback(provider.aclose)
+        profile = parts.profile
+        policy = gate or policy_gate(settings, parts.context.sandbox, notices)
+        agent = Agent(
+            provider=provider,
+            model=parts.chosen.model,
+            tools=parts.tools,
+            system=parts.system,
+            gate=staged_gate(policy, parts.area),
+            resolver=resolver,
+            context=parts.context,
+            max_iterations=(profile.max_iterations if profile else None) or settings.max_iterations,
+            max_tokens=parts.chosen.max_tokens,
+            meter=make_meter(settings),
+            tool_choice=options.tool_choice,
+        )
+        session = _session(agent, store, record, parts, notices)
+        parts.spawner.parent, parts.spawner.session_id = agent, session.id
+        try:
+            yield session
+        finally:
+            session.ended()
+        if store is not None and settings.session_log == "markdown":
+            _write_markdown_log(settings, store, agent)
+
+
+async def _parts(
+    settings: Settings,
+    options: SessionOptions,
+    record: SessionRecord | None,
+    stack: contextlib.AsyncExitStack,
+    store: SessionStore | None,
+    extra: Sequence[Tool],
+    client: ClientIO | None,
+    notices: list[Notice],
+) -> _Parts:
+    """The session's profile, provider choice, tools, system prompt and tool context."""
+    profiles = profiles_for(settings, notices)
+    profile = main_profile(settings, profiles, options.agent)
+    chosen = choose_provider(settings, options, record)
+    if profile is not None and profile.model and not (options.provider or options.model):
+        chosen = profile_provider(settings, profile)
+    _note_embedded_model(settings, chosen, notices)
+    names = skill_names(settings, options, record)
+    skills = skills_for(settings, _teller(notices, "skills"))
+    area = _staging_area(settings)
+    spawner = Spawner(settings, stack, store, build_provider)
+    wanted = ToolRequest(options.tool_patterns, options.tool_choice, extra)
+    offered = await session_tools(
+        settings, wanted, stack, skills, area, spawner, profiles, profile, notices
+    )
+    work_dir = Path(settings.work_dir)
+    policy = SecretPolicy.from_config(settings.deny_read, home=settings.home)
+    shell = await _shell_sandbox(settings, policy, "execute_command" in offered, notices)
+    register_env_files(work_dir)
+    system = _system_prompt(settings, skills, names, offered, profile, notices)
+    context = ToolContext(
+        PathSandbox(work_dir),
+        work_dir,
+        child_env(allow=settings.shell_env_allow),
+        secret_policy=policy,
+        client=client,
+        shell_sandbox=shell,
+    )
+    return _Parts(chosen, profile, names, offered, area, spawner, system, context)
+
+
+def _system_prompt(
+    settings: Settings,
+    skills: SkillsManager,
+    names: list[str],
+    offered: ToolSet,
+    profile: AgentProfile | None,
+    notices: list[Notice],
+) -> str:
+    """The system prompt: built from files, or a main profile's own (the builder checks the
+    active skills' names either way)."""
+    work_dir = Path(settings.work_dir)
+    prompt = PromptBuilder(
+        data_dir=settings.data_dir,
+        cwd=work_dir,
+        skills=skills,
+        active_skills=names,
+        catalog=LOAD_SKILL in offered,
+        warn=_teller(notices, "prompt"),
+    )
+    if profile is not None:
+        return f"{profile.system_prompt.strip()}\n\nWorking directory: {work_dir}"
+    return prompt.build()
+
+
+def _teller(notices: list[Notice], kind: NoticeKind) -> Callable[[str], None]:
+    """A warning callback that adds each warning to ``notices`` as a notice of ``kind``."""
+    return lambda message: notices.append(Notice(message, "warning", kind))
+
+
+def _note_embedded_model(
+    settings: Settings, chosen: ProviderSettings, notices: list[Notice]
+) -> None:
+    """When no provider is configured and openheim fell back to the embedded model, say so."""
+    if settings.provider is None and not settings.providers and chosen.kind in LOCAL_KINDS:
+        notices.append(
+            Notice(
+                f"using the embedded local model {chosen.model} (no provider is configured); "
+                "for a hosted model set OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY, "
+                "or run `openheim init`",
+                "info",
+                "provider",
+            )
+        )
+
+
+async def _shell_sandbox(
+    settings: Settings, policy: SecretPolicy, offered: bool, notices: list[Notice]
+) -> ShellSandbox:
+    """How shell commands are confined; when the shell is offered and the OS sandbox is
+    missing, a notice says so (once per process)."""
+    mode = cast("SandboxMode", settings.shell_sandbox)
+    shell = ShellSandbox(mode, settings.shell_network, policy.fixed_paths())
+    line = await asyncio.to_thread(shell_sandbox.notice, shell) if offered else None
+    if line is not None:
+        notices.append(Notice(line, "warning", "sandbox"))
+    return shell
+
+
+def _staging_area(settings: Settings) -> StagingArea | None:
+    if settings.file_changes != "staged":
+        return None
+    from openheim.safety.staging import StagingArea
+
+    return StagingArea(uuid.uuid4().hex)
+
+
+def _session(
+    agent: Agent,
+    store: SessionStore | None,
+    record: SessionRecord | None,
+    parts: _Parts,
+    notices: list[Notice],
+) -> Session:
+    """The session: a new stored record, a resumed one brought up to date, or none."""
+    chosen, skills, cwd = parts.chosen, parts.skills, str(parts.context.cwd)
+    resumed = record is not None
+    history: list[Message] = []
+    if store is not None:
+        if record is None:
+            record = store.create(cwd=cwd, provider=chosen.name, model=chosen.model, skills=skills)
+        else:
+            agent.meter.usage, agent.meter.cost = record.usage, record.cost
+            if skills != record.skills or chosen.model != record.model:
+                store.update(record.id, skills=skills, model=chosen.model, provider=chosen.name)
+        history = PersistentHistory(store, record.id, store.messages(record.id))
+    started = SessionStarted(
+        record.id if record else None, chosen.name, chosen.model, cwd, len(history), resumed
+    )
+    return Session(
+        agent,
+        history,
+        record=record,
+        store=store,
+        provider_settings=chosen,
+        started=started,
+        notices=notices,
+    )
+
+
+def _write_markdown_log(settings: Settings, store: SessionStore, agent: Agent) -> None:
+    """``session_log = "markdown"``: each finished session also as a Markdown file."""
+    from openheim.store.export import export_markdown
+
+    for record in store.list(cwd=str(settings.work_dir), limit=1):
+        folder = settings.data_dir / "sessions"
+        folder.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y-%m-%d-%H%M%S", time.localtime(record.created_at))
+        text = export_markdown(store, record.id, system_prompt=agent.system)
+        atomic_write(folder / f"{stamp}-{record.id[:8]}.md", text.encode("utf-8"))
