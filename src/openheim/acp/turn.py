@@ -17,10 +17,19 @@ from acp.schema import (
 
 from openheim.acp.translate import event_update, tool_call_done, tool_call_start, usage_update
 from openheim.api import Session
-from openheim.events import CostUpdate, Event, Finished, ToolCall, ToolResult
+from openheim.events import (
+    CostUpdate,
+    Event,
+    Finished,
+    TextDelta,
+    ThinkingDelta,
+    ToolCall,
+    ToolResult,
+)
 from openheim.events import UsageUpdate as UsageEvent
 from openheim.messages import Message, StopReason
 from openheim.providers.windows import context_window
+from openheim.secrets_stream import StreamRedactor
 from openheim.store.base import title_from
 
 Update = (
@@ -34,7 +43,11 @@ Update = (
 
 
 class Turn:
-    """Streams one prompt of ``session`` to the client."""
+    """Streams one prompt of ``session`` to the client.
+
+    Text and thinking deltas pass through a ``StreamRedactor`` each, so a secret the model
+    streams in pieces reaches the editor redacted; what a stream holds back is sent before any
+    other update."""
 
     def __init__(self, conn: Client, session_id: str, session: Session, cwd: Path) -> None:
         self._conn = conn
@@ -44,6 +57,7 @@ class Turn:
         self._in_context = 0
         chosen = session.provider_settings
         self._window = context_window(chosen, session.model) if chosen is not None else None
+        self._streams = {TextDelta: StreamRedactor(), ThinkingDelta: StreamRedactor()}
 
     async def run(self, message: Message) -> StopReason:
         """Run the prompt; the stop reason of its ``Finished`` event."""
@@ -58,7 +72,12 @@ class Turn:
         return stop
 
     async def _forward(self, event: Event) -> None:
-        if isinstance(event, ToolCall):
+        for kind, stream in self._streams.items():
+            if not isinstance(event, kind):
+                await self._stream(kind(stream.flush()))
+        if isinstance(event, TextDelta | ThinkingDelta):
+            await self._stream(type(event)(self._streams[type(event)].feed(event.text)))
+        elif isinstance(event, ToolCall):
             await self._send(tool_call_start(event, self._cwd))
         elif isinstance(event, ToolResult):
             await self._send(tool_call_done(event))
@@ -74,6 +93,11 @@ class Turn:
         elif isinstance(event, CostUpdate):
             await self._usage(event.session_cost)
         elif (update := event_update(event)) is not None:
+            await self._send(update)
+
+    async def _stream(self, delta: TextDelta | ThinkingDelta) -> None:
+        """Send the redacted text a stream let out, if any."""
+        if delta.text and (update := event_update(delta)) is not None:
             await self._send(update)
 
     async def _usage(self, cost: float | None) -> None:
