@@ -81,8 +81,14 @@ def test_bad_config_is_one_line_and_exit_2(home: Path, work: Path, case: Bad) ->
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('work_dir = "a\\u0000b"', r"work_dir 'a\\x00b' is not a usable path: embedded null byte"),
-        ('data_dir = "a\\u0000b"', r"data_dir 'a\\x00b' is not a usable path: embedded null byte"),
+        (
+            'work_dir = "a\\u0000b"',
+            r"work_dir 'a\\x00b' is not a usable path: it contains a NUL character",
+        ),
+        (
+            'data_dir = "a\\u0000b"',
+            r"data_dir 'a\\x00b' is not a usable path: it contains a NUL character",
+        ),
         (
             f'work_dir = "{"a" * 5000}"',
             r"work_dir \S*a{5000} is not a usable path: File name too long",

@@ -38,6 +38,11 @@ KEY = "sk-sandbox-probe-" + "Q7w8E9r0T1y2U3i4O5p6A7s8"
 HIDDEN_TEXT = "contents-of-a-hidden-file"
 
 
+PYTHON = getattr(sys, "_base_executable", sys.executable)
+"""An interpreter for the commands (only the standard library): the base one, since a virtual
+environment under /tmp is out of a confined command's sight (it gets a private /tmp)."""
+
+
 @dataclass
 class Target:
     """What the escapes aim at: a process holding a key, places outside, a loopback server."""
@@ -56,15 +61,16 @@ class Target:
     connections: list[str] = field(default_factory=list)
 
     def fill(self, command: str) -> str:
+        python = PYTHON
         connect = f"socket.create_connection(('127.0.0.1', {self.port}), 3)"
         unix = f"socket.socket(socket.AF_UNIX).connect('{self.socket}')"
         return command.format(
-            connect_unix=f'{sys.executable} -c "import socket; {unix}"',
+            connect_unix=f'{python} -c "import socket; {unix}"',
             proc=f"/proc/{self.victim.pid}",
             pid=self.victim.pid,
             outside=self.outside,
             home_file=self.home_file,
-            connect=f'{sys.executable} -c "import socket; {connect}"',
+            connect=f'{python} -c "import socket; {connect}"',
             hidden=self.hidden,
             sleep=f"sleep {self.sleep_arg}",
             until_sleeping=f"until pgrep -fx 'sleep {self.sleep_arg}'; do sleep 0.01; done",

@@ -29,7 +29,10 @@ def is_folder(path: Path, what: str) -> bool:
 
 
 def _unusable(what: str, err: OSError | ValueError) -> ConfigError:
-    reason = (err.strerror if isinstance(err, OSError) else None) or str(err)
+    if isinstance(err, ValueError) and "null" in str(err):
+        reason = "it contains a NUL character"  # said alike by every Python version
+    else:
+        reason = (err.strerror if isinstance(err, OSError) else None) or str(err)
     return ConfigError(f"{what} is not a usable path: {reason}", hint="fix the path")
 
 
