@@ -57,6 +57,21 @@ def openheim(
     )
 
 
+def start_run(home: Path, work: Path, *args: str) -> subprocess.Popen[str]:
+    """``openheim run ARGS`` in the background, in a session of its own (no terminal), with its
+    output piped."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "openheim", "run", *args],
+        cwd=work,
+        env=env_for(home),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
 def user_text(request: RecordedRequest) -> str:
     return str(request.messages[-1]["content"])
 

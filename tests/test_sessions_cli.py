@@ -8,7 +8,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ import pytest
 from openheim.store import SQLiteStore
 from openheim.store.base import INTERRUPTED
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
-from tests.test_cli import configure, env_for, openheim
+from tests.test_cli import configure, openheim, start_run
 
 
 @pytest.fixture
@@ -137,19 +136,6 @@ def test_rust_history_is_imported_on_start(home: Path, work: Path, server: FakeL
     assert (home / "history" / f"{rust_id}.json").exists()  # originals are kept
 
 
-def start(home: Path, work: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "openheim", "run", *args],
-        cwd=work,
-        env=env_for(home),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-
-
 def kill(proc: subprocess.Popen[str]) -> None:
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
@@ -199,7 +185,7 @@ def stored(home: Path, sid: str) -> list[dict[str, Any]]:
 def test_killed_while_the_model_streams(home: Path, work: Path, server: FakeLLMServer) -> None:
     configure(home, server)
     server.add(FakeReply(text="a long answer that never ends", hang_at=3), "resumed fine")
-    proc = start(home, work, "tell me")
+    proc = start_run(home, work, "tell me")
     server.wait_for_requests(1, timeout=30)
     kill(proc)
     check_integrity(home)
@@ -229,7 +215,7 @@ def test_killed_while_a_tool_blocks(home: Path, work: Path, server: FakeLLMServe
     configure(home, server)
     call = FakeToolCall("execute_command", {"command": f"cat {fifo}"}, id="call_fifo")
     server.add(FakeReply(tool_calls=[call]), "carrying on")
-    proc = start(home, work, "--allow-shell", "--approve", "auto", "read the pipe")
+    proc = start_run(home, work, "--allow-shell", "--approve", "auto", "read the pipe")
     try:
         sid = wait_for_messages(home, 2)  # the prompt and the call are stored
         wait_for_reader(fifo)  # the tool is running, blocked on the FIFO
@@ -255,7 +241,7 @@ def test_killed_right_after_a_tool_result(home: Path, work: Path, server: FakeLL
         FakeReply(text="never", hang_at=0),
         "the word is lighthouse",
     )
-    proc = start(home, work, "find the word")
+    proc = start_run(home, work, "find the word")
     server.wait_for_requests(2, timeout=30)  # the result is stored before the second call
     kill(proc)
     check_integrity(home)
@@ -272,7 +258,7 @@ def test_a_busy_session_is_refused(home: Path, work: Path, server: FakeLLMServer
     server.add("first", FakeReply(text="slow", hang_at=1))
     assert openheim("run", "start", home=home, cwd=work).returncode == 0
     [sid] = session_ids(home)
-    holder = start(home, work, "--session", sid, "hold it")
+    holder = start_run(home, work, "--session", sid, "hold it")
     try:
         server.wait_for_requests(2, timeout=30)
         busy = openheim("run", "--session", sid, "me too", home=home, cwd=work)

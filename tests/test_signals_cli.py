@@ -21,7 +21,7 @@ from openheim.loop import CANCELLED_RESULT
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from tests.acp.test_acp_wire import RawAgent
 from tests.mcp.conftest import SERVER, tagged_pids
-from tests.test_cli import configure, env_for, openheim
+from tests.test_cli import configure, env_for, openheim, start_run
 
 PROMPT_END = b"[c]ancel: "
 STOP_WITHIN = 20.0
@@ -111,19 +111,6 @@ def test_a_signal_at_the_approval_question_ends_the_run_and_saves_it(
     assert "openheim wants to run write_file" in output and "cancelled" in output
     assert not (work / "a.txt").exists()
     assert stored_tool_results(home, work, session_named(output)) == [CANCELLED_RESULT]
-
-
-def start_run(home: Path, work: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "openheim", "run", *args],
-        cwd=work,
-        env=env_for(home),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
 
 
 def test_sigterm_while_streaming_exits_143(home: Path, work: Path) -> None:
