@@ -21,6 +21,7 @@ from openheim.loop import CANCELLED_RESULT
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from tests.acp.test_acp_wire import RawAgent
 from tests.mcp.conftest import SERVER, tagged_pids
+from tests.test_approvals_cli import CONTROLLING_TERMINAL
 from tests.test_cli import configure, env_for, openheim, start_run
 
 PROMPT_END = b"[c]ancel: "
@@ -36,51 +37,46 @@ def signal_at_question(
     args: list[str], env: dict[str, str], cwd: Path, sig: int
 ) -> tuple[int, str]:
     """Run openheim on a pseudo-terminal, send ``sig`` once the approval question is shown, and
-    return its exit status and everything it wrote; fails if it does not exit in time."""
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: the pty is now its controlling terminal and stdio
-        os.chdir(cwd)
-        os.execve(sys.executable, [sys.executable, "-m", "openheim", *args], env)
+    return its exit status and everything it wrote; fails if it does not exit in time.
+
+    The child is started by ``subprocess`` with a pty pair (no ``fork()`` of this threaded
+    process) and takes the pty as its controlling terminal before it becomes openheim."""
+    master, slave = pty.openpty()
+    child = subprocess.Popen(
+        [sys.executable, "-c", CONTROLLING_TERMINAL, *args],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
+    )
+    os.close(slave)
     output, signalled_at = b"", None
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            ready, _, _ = select.select([fd], [], [], 1)
+            ready, _, _ = select.select([master], [], [], 1)
             if ready:
                 try:
-                    data = os.read(fd, 4096)
+                    data = os.read(master, 4096)
                 except OSError:  # EIO: every holder of the terminal has closed it
                     data = b""
                 if not data:
                     break
                 output += data
             if signalled_at is None and PROMPT_END in output:
-                os.kill(pid, sig)
+                child.send_signal(sig)
                 signalled_at = time.monotonic()
                 deadline = signalled_at + STOP_WITHIN
-        status = _exit_status(pid, deadline)
+        status = child.wait(timeout=max(deadline - time.monotonic(), 0.01))
     finally:
-        os.close(fd)
-        _kill_if_running(pid)
+        os.close(master)
+        if child.poll() is None:
+            child.kill()
+            child.wait(timeout=10)
     assert signalled_at is not None, output.decode(errors="replace")
     return status, output.decode(errors="replace")
-
-
-def _exit_status(pid: int, deadline: float) -> int:
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        time.sleep(0.02)
-    raise AssertionError("openheim did not exit after the signal")
-
-
-def _kill_if_running(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-    except (ProcessLookupError, ChildProcessError):
-        pass
 
 
 def session_named(output: str) -> str:
