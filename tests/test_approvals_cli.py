@@ -34,12 +34,11 @@ CONTROLLING_TERMINAL = (
 """Run in the child: make its stdin (the pty) its controlling terminal, then become openheim."""
 
 
-def run_in_pty(args: list[str], env: dict[str, str], cwd: Path, answers: list[str]) -> Any:
-    """Run openheim with a pseudo-terminal as its controlling terminal; answer each prompt.
-
-    The child is started by ``subprocess`` in a new session (no ``fork()`` of this process,
-    which has threads: the fake server's), and takes the pty as its terminal before it execs.
-    """
+def start_in_pty(
+    args: list[str], env: dict[str, str], cwd: Path
+) -> tuple[subprocess.Popen[bytes], int]:
+    """Start ``openheim ARGS`` with a new pty as its controlling terminal and stdio; the child
+    and the pty's master side (the caller closes it)."""
     master, slave = pty.openpty()
     child = subprocess.Popen(
         [sys.executable, "-c", CONTROLLING_TERMINAL, *args],
@@ -51,6 +50,16 @@ def run_in_pty(args: list[str], env: dict[str, str], cwd: Path, answers: list[st
         start_new_session=True,
     )
     os.close(slave)
+    return child, master
+
+
+def run_in_pty(args: list[str], env: dict[str, str], cwd: Path, answers: list[str]) -> Any:
+    """Run openheim with a pseudo-terminal as its controlling terminal; answer each prompt.
+
+    The child is started by ``subprocess`` in a new session (no ``fork()`` of this process,
+    which has threads: the fake server's), and takes the pty as its terminal before it execs.
+    """
+    child, master = start_in_pty(args, env, cwd)
     try:
         output, asked = _converse(master, answers)
         return child.wait(timeout=60), output.decode(errors="replace"), asked
@@ -198,10 +207,11 @@ def apply_token(request: Any) -> FakeReply:
     return FakeReply(tool_calls=[FakeToolCall("apply_file_change", {"token": token[0]})])
 
 
-def preview_and_apply(*paths: str) -> list[Any]:
+def preview_and_apply(*paths: str, content: str = "staged\n") -> list[Any]:
+    """The model's script: preview each path's new content, apply its token, then answer."""
     steps: list[Any] = []
     for path in paths:
-        call = FakeToolCall("preview_write_file", {"path": path, "content": "staged\n"})
+        call = FakeToolCall("preview_write_file", {"path": path, "content": content})
         steps += [FakeReply(tool_calls=[call]), apply_token]
     return [*steps, "done"]
 

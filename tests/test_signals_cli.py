@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import pty
 import select
 import signal
 import subprocess
@@ -21,7 +20,7 @@ from openheim.loop import CANCELLED_RESULT
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from tests.acp.test_acp_wire import RawAgent
 from tests.mcp.conftest import SERVER, tagged_pids
-from tests.test_approvals_cli import CONTROLLING_TERMINAL
+from tests.test_approvals_cli import start_in_pty
 from tests.test_cli import configure, env_for, openheim, start_run
 
 PROMPT_END = b"[c]ancel: "
@@ -41,17 +40,7 @@ def signal_at_question(
 
     The child is started by ``subprocess`` with a pty pair (no ``fork()`` of this threaded
     process) and takes the pty as its controlling terminal before it becomes openheim."""
-    master, slave = pty.openpty()
-    child = subprocess.Popen(
-        [sys.executable, "-c", CONTROLLING_TERMINAL, *args],
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        cwd=cwd,
-        env=env,
-        start_new_session=True,
-    )
-    os.close(slave)
+    child, master = start_in_pty(args, env, cwd)
     output, signalled_at = b"", None
     try:
         deadline = time.monotonic() + 60

@@ -3,31 +3,17 @@ that rejects every permission request gets nothing written."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
-from typing import Any
 
 from acp.helpers import text_block
 
-from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
+from openheim.testing import FakeLLMServer
 from tests.acp.harness import RecordingClient, acp_agent
+from tests.test_approvals_cli import preview_and_apply
 
 STAGED = 'file_changes = "staged"'
 PLANTED = (".openheim/permissions.toml", ".git/hooks/post-checkout", "a.txt")
-
-
-def apply_token(request: Any) -> FakeReply:
-    token = re.search(r"chg_[0-9a-f]+", request.last_tool_result or "")
-    assert token, request.last_tool_result
-    return FakeReply(tool_calls=[FakeToolCall("apply_file_change", {"token": token[0]})])
-
-
-def preview_and_apply(*paths: str) -> list[Any]:
-    steps: list[Any] = []
-    for path in paths:
-        call = FakeToolCall("preview_write_file", {"path": path, "content": "planted\n"})
-        steps += [FakeReply(tool_calls=[call]), apply_token]
-    return [*steps, "done"]
+PLANTED_TEXT = "planted\n"
 
 
 def tool_results(server: FakeLLMServer) -> list[str]:
@@ -39,7 +25,7 @@ async def test_an_editor_that_rejects_everything_gets_nothing_written(
     home: Path, work: Path
 ) -> None:
     client = RecordingClient()  # answers reject_once to every request
-    with FakeLLMServer(preview_and_apply(*PLANTED)) as server:
+    with FakeLLMServer(preview_and_apply(*PLANTED, content=PLANTED_TEXT)) as server:
         async with acp_agent(home, work, server, client, top=STAGED) as agent:
             await agent.start()
             sid = await agent.new()
@@ -56,7 +42,9 @@ async def test_the_editor_sees_the_staged_diff_and_its_yes_applies_it(
     home: Path, work: Path
 ) -> None:
     client = RecordingClient(answers=["allow_once", "allow_once"])
-    with FakeLLMServer(preview_and_apply("a.txt", ".vscode/tasks.json")) as server:
+    with FakeLLMServer(
+        preview_and_apply("a.txt", ".vscode/tasks.json", content=PLANTED_TEXT)
+    ) as server:
         async with acp_agent(home, work, server, client, top=STAGED) as agent:
             await agent.start()
             sid = await agent.new()
