@@ -6,9 +6,10 @@ secret-looking name (``is_secret_name``: ``*_PASSWORD``, ``*_SECRET``, ``*_TOKEN
 ``*_API_KEY``, ...) in the ``.env*`` files at the top of the work dir are registered as secrets.
 Values shorter than ``MIN_SECRET_LENGTH`` are not: ``X_TOKEN=1`` must not hide every "1".
 
-Not covered: files in subfolders, files written or changed after the session opened, secrets
-under innocent names (``DATABASE_URL`` holds its password in URL form, which the key formats
-catch), and other files.
+At most ``MAX_ENV_FILES`` files and ``MAX_ENV_SECRETS`` values count, so a hostile project cannot
+make opening a session or redacting slow. Not covered: files in subfolders, files written or
+changed after the session opened, secrets under innocent names (``DATABASE_URL`` holds its
+password in URL form, which the key formats catch), and other files.
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ from openheim.secrets import MIN_SECRET_LENGTH, REDACTOR, Redactor
 ENV_FILES = ".env*"
 MAX_ENV_FILE_BYTES = 256 * 1024
 """Larger files are not env files; they are skipped."""
+MAX_ENV_FILES = 32
+"""``.env*`` files read at most (in name order): a project cannot make opening a session slow."""
+MAX_ENV_SECRETS = 256
+"""Values registered at most: each one is a little more work for every redaction."""
 
 _ASSIGNMENT = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.-]*)\s*=\s*(.*?)\s*$")
 
@@ -52,13 +57,12 @@ def _unquote(raw: str) -> str:
 
 def register_env_files(folder: Path, redactor: Redactor = REDACTOR) -> int:
     """Register the secret values of ``folder``'s ``.env*`` files; how many there were."""
-    count = 0
-    for path in sorted(folder.glob(ENV_FILES)):
-        text = _read_small_file(path)
-        for value in secret_values(text or ""):
-            redactor.add(value)
-            count += 1
-    return count
+    values: list[str] = []
+    for path in sorted(folder.glob(ENV_FILES))[:MAX_ENV_FILES]:
+        values += secret_values(_read_small_file(path) or "")
+    for value in values[:MAX_ENV_SECRETS]:
+        redactor.add(value)
+    return min(len(values), MAX_ENV_SECRETS)
 
 
 def _read_small_file(path: Path) -> str | None:

@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from openheim.env_files import MAX_ENV_FILE_BYTES, register_env_files, secret_values
+from openheim.env_files import (
+    MAX_ENV_FILE_BYTES,
+    MAX_ENV_FILES,
+    MAX_ENV_SECRETS,
+    register_env_files,
+    secret_values,
+)
 from openheim.secrets import REDACTED, Redactor
 
 LINES = [
@@ -51,3 +57,14 @@ def test_odd_files_are_skipped_without_blocking(tmp_path: Path) -> None:
     redactor = Redactor()
     assert register_env_files(tmp_path, redactor) == 1
     assert redactor.redact("\ufffd\ufffd-binary-pass") == REDACTED
+
+
+def test_a_hostile_project_registers_a_bounded_number_of_values(tmp_path: Path) -> None:
+    """Thousands of files and values: only the first files are read, only so many values kept."""
+    for i in range(MAX_ENV_FILES * 4):
+        lines = (f"V{j}_TOKEN=value-{i:04d}-{j:04d}" for j in range(100))
+        (tmp_path / f".env.{i:04d}").write_text("\n".join(lines))
+    redactor = Redactor()
+    assert register_env_files(tmp_path, redactor) == MAX_ENV_SECRETS
+    assert redactor.redact("value-0000-0000") == REDACTED
+    assert redactor.redact(f"value-{MAX_ENV_FILES * 4 - 1:04d}-0000") != REDACTED
