@@ -9,6 +9,8 @@ One run appends to the caller's history list and yields events until exactly one
   runs alone, in call order. Results go into history in call order.
 * Unknown tools, malformed arguments, denials and tool failures become error results the model
   can read; they never end the run.
+* With ``tool_rounds`` set, once that many rounds of tool calls have run, the next model call
+  offers no tools (``tool_choice`` ``none``), so the model gives its answer from the results.
 * The same call (name and arguments) three times in a row ends the run (``loop_detected``).
   Three rounds in a row whose calls all failed add pivot guidance for the model.
 * Usage and cost go to the agent's ``Meter``; a turn ends with a ``CostUpdate``, and a reached
@@ -104,6 +106,8 @@ class Agent:
     """A forced choice (``required``, a named tool) applies to the first model call of a run;
     later calls are ``auto``, or the model could never give its answer."""
     max_tokens: int | None = None
+    tool_rounds: int | None = None
+    """Rounds of tool calls after which the model must answer (None: no limit)."""
     meter: Meter = field(default_factory=Meter)
     """Usage and cost across every run of this agent, with the session's budget caps."""
 
@@ -147,6 +151,7 @@ class _Run:
         self.failed_rounds = 0
         self.last_call: str | None = None
         self.repeats = 0
+        self.rounds = 0
         self.partial: list[str] = []
         self.pending: tuple[ToolUseBlock, ...] = ()
         self.results: dict[str, ToolResultBlock] = {}
@@ -199,12 +204,14 @@ class _Run:
     async def _call_model(self, *, first: bool) -> ModelResponse:
         agent = self.agent
         choice = agent.tool_choice if first or agent.tool_choice == "none" else "auto"
+        if not len(agent.tools) or self.rounds >= (agent.tool_rounds or self.rounds + 1):
+            choice = "none"
         request = ModelRequest(
             model=agent.model,
             messages=tuple(self.history),
             system=agent.system,
             tools=agent.tools.specs,
-            tool_choice=choice if len(agent.tools) else "none",
+            tool_choice=choice,
             max_tokens=agent.max_tokens,
         )
         self.partial = []
@@ -242,6 +249,7 @@ class _Run:
             await self._append_results()
             return self._finish("max_turn_requests", "loop_detected")
         runnable = [r for call in calls if (r := await self._prepare(call)) is not None]
+        self.rounds += 1
         await run_batched(runnable, self._execute)
         await self._append_results()
         return None

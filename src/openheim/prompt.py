@@ -17,6 +17,10 @@ enters the prompt: project instructions carry ``untrusted folder`` in their head
 and an untrusted project's skills carry ``(untrusted project skill)``, so the model can weigh
 them against the user's own instructions.
 
+A small model gets the compact form (``compact=True``): a one-line preamble without the
+working directory's absolute path (paths are relative to it), and project instructions cut
+at ``COMPACT_INSTRUCTIONS_CHARS``; the identity and skills are the user's and stay as they are.
+
 ``build()`` runs for every model call: files are re-read only when their mtime or size changes,
 and the same files always give byte-identical output.
 """
@@ -43,11 +47,16 @@ IDENTITY_WARNED = ".system-md-warned"
 """Marker in the data directory: the missing ``system.md`` was warned about there already."""
 INSTRUCTION_FILES: tuple[tuple[str, ...], ...] = (("AGENTS.md",), ("CODE.md", "CLAUDE.md"))
 MAX_INSTRUCTIONS_CHARS = 64 * 1024
+COMPACT_INSTRUCTIONS_CHARS = 2000
 
 PREAMBLE = """\
 You are running inside openheim, an LLM agent runtime. You act only through the tools you are \
 given; their results are how you see files, commands and their output.
 Working directory: {cwd}"""
+COMPACT_PREAMBLE = (
+    'You are running inside openheim. Paths are relative to the project folder; "." is the '
+    "folder itself."
+)
 
 DEFAULT_IDENTITY = """\
 You are openheim, an AI agent working in the user's project directory.
@@ -108,6 +117,7 @@ class PromptBuilder:
         skills: SkillsManager | None = None,
         active_skills: Sequence[str] = (),
         catalog: bool = True,
+        compact: bool = False,
         warn: Callable[[str], None] | None = None,
     ) -> None:
         if active_skills and skills is None:
@@ -120,6 +130,7 @@ class PromptBuilder:
         self._skills = skills
         self._active = list(active_skills)
         self._catalog = catalog
+        self._compact = compact
         self._texts: MtimeCache[str] = MtimeCache(_read_text)
         self._tell = warn or _log_warning
         if skills is not None:
@@ -131,7 +142,8 @@ class PromptBuilder:
 
     def sections(self) -> list[str]:
         """The prompt's sections in order, empty ones left out."""
-        parts = [PREAMBLE.format(cwd=self._cwd), self._identity()]
+        preamble = COMPACT_PREAMBLE if self._compact else PREAMBLE.format(cwd=self._cwd)
+        parts = [preamble, self._identity()]
         parts.append(self._project_instructions())
         if self._skills is not None:
             if self._catalog:
@@ -175,10 +187,11 @@ class PromptBuilder:
         if path is None or text is None or not text.strip():
             return ""
         text = text.strip()
-        if len(text) > MAX_INSTRUCTIONS_CHARS:
+        limit = COMPACT_INSTRUCTIONS_CHARS if self._compact else MAX_INSTRUCTIONS_CHARS
+        if len(text) > limit:
             text = (
-                f"{text[:MAX_INSTRUCTIONS_CHARS]}\n[{path.name} truncated at "
-                f"{MAX_INSTRUCTIONS_CHARS} characters; read the file for the rest]"
+                f"{text[:limit]}\n[{path.name} truncated at {limit} characters; read the file "
+                "for the rest]"
             )
         if self._folder_trusted(path.parent):
             return f"## Project instructions ({path})\n\n{text}"

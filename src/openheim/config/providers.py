@@ -47,6 +47,7 @@ BUILTIN_PROVIDERS: dict[str, ProviderEntry] = {
 HTTP_KINDS = frozenset({"openai", "openai_compatible", "anthropic", "gemini"})
 """Kinds that speak to a server at ``api_base`` (custom kinds may need none)."""
 LOCAL_KINDS = frozenset({"llama_cpp", "llama_server"})
+SHIPPED_MODEL_TOOL_ROUNDS = 1
 _KIND_BY_NAME = {"openai": "openai", "anthropic": "anthropic", "gemini": "gemini"}
 _KEYED_KINDS = {"openai", "anthropic", "gemini"}
 _AUTO_ORDER = ("openai", "anthropic", "gemini", "openrouter")
@@ -133,7 +134,19 @@ def resolve_provider(
         port=entry.port,
         port_policy=entry.port_policy or "next-free",
         startup_timeout=entry.startup_timeout or 120.0,
+        small=kind in LOCAL_KINDS if entry.small is None else entry.small,
+        tool_rounds=_tool_rounds(kind, entry, model),
+        prefix_cache_mb=256 if entry.prefix_cache_mb is None else entry.prefix_cache_mb,
     )
+
+
+def _tool_rounds(kind: str, entry: ProviderEntry, model: str) -> int | None:
+    """The configured ``tool_rounds``; for the shipped SmolLM2-135M, one round by default: it
+    can make one tool call, then loses track of the task if it is offered tools again."""
+    if entry.tool_rounds is not None:
+        return entry.tool_rounds
+    shipped = kind in LOCAL_KINDS and not entry.model_path and model == DEFAULT_LOCAL_MODEL
+    return SHIPPED_MODEL_TOOL_ROUNDS if shipped else None
 
 
 def _auto_pick(

@@ -52,6 +52,9 @@ class ProviderEntry:
     port: Annotated[int | None, Bounds(1, 65_535)] = None
     port_policy: Literal["fail", "reuse", "next-free"] | None = None
     startup_timeout: Seconds = None
+    small: bool | None = None
+    tool_rounds: Annotated[int | None, Bounds(1, 1000)] = None
+    prefix_cache_mb: Annotated[int | None, Bounds(0, 1_000_000)] = None
 
 
 @dataclass(frozen=True)

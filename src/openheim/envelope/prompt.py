@@ -44,6 +44,18 @@ the next message as "Result of action <id> (<name>):". Never guess a result.
 - When you need no action, for instance once the task is done, answer in plain text with no \
 block."""
 
+_COMPACT_INTRO = f"""\
+# Actions
+
+You cannot see files or run anything yourself. To use a tool, reply with only a block like \
+this:
+```{FENCE_TAG}
+{{"actions": [{{"type": "tool", "id": "t1", "name": "{{example}}", "arguments": {{args}}}}]}}
+```
+The result comes back in the next message. Then answer in plain text, using only what the \
+results say."""
+_EXAMPLES = (("read_file", '{"path": "README.md"}'), ("list_dir", '{"path": "."}'))
+
 _SKILL = '- To load a skill, use the action {"type": "skill", "id": "s1", "name": "<skill name>"}.'
 _SUBAGENT = (
     '- To hand a task to a subagent, use the action {"type": "subagent", "id": "d1", '
@@ -54,19 +66,38 @@ _NAMED = "- This reply must contain the block, and its actions may only call the
 _SHORTHANDS = ((SKILL_TOOL, _SKILL), (DELEGATE_TOOL, _SUBAGENT))
 
 
-def protocol_section(tools: Sequence[ToolSpec], choice: ToolChoice) -> str:
-    """The instructions for the offered tools under ``choice`` (only the named tool, if any)."""
+def protocol_section(
+    tools: Sequence[ToolSpec], choice: ToolChoice, *, compact: bool = False
+) -> str:
+    """The instructions for the offered tools under ``choice`` (only the named tool, if any);
+    ``compact`` for a small model: a short intro with an example, a line per tool."""
     offered = offered_tools(tools, choice)
     names = {t.name for t in offered}
-    rules = [_INTRO]
+    rules = [_compact_intro(offered) if compact else _INTRO]
     if isinstance(choice, NamedTool):
         rules.append(_NAMED.format(name=choice.name))
     else:
         rules.extend(line for tool, line in _SHORTHANDS if tool in names)
         if choice == "required":
             rules.append(_REQUIRED)
-    listing = "\n".join(_tool_entry(t) for t in offered)
+    entry = _compact_entry if compact else _tool_entry
+    listing = "\n".join(entry(t) for t in offered)
     return "\n".join(rules) + f"\n\n## Tools\n\n{listing}"
+
+
+def _compact_intro(offered: Sequence[ToolSpec]) -> str:
+    """The short intro, its example calling an offered tool."""
+    names = [t.name for t in offered]
+    name, args = next(((n, a) for n, a in _EXAMPLES if n in names), (names[0], "{}"))
+    return _COMPACT_INTRO.replace("{example}", name).replace("{args}", args)
+
+
+def _compact_entry(spec: ToolSpec) -> str:
+    """``- name(required, optional?): description``."""
+    properties = spec.parameters.get("properties") or {}
+    required = set(spec.parameters.get("required") or ())
+    args = ", ".join(p if p in required else f"{p}?" for p in properties)
+    return f"- {spec.name}({args}): {spec.description}"
 
 
 def _tool_entry(spec: ToolSpec) -> str:
@@ -77,6 +108,33 @@ def _tool_entry(spec: ToolSpec) -> str:
 def with_protocol(system: str | None, section: str) -> str:
     """The system prompt with the protocol section after it."""
     return f"{system.rstrip()}\n\n{section}" if system else section
+
+
+RESTATE = "Now answer this request from the results above: {request}"
+
+
+def restate_request(
+    original: Sequence[Message], rendered: tuple[Message, ...]
+) -> tuple[Message, ...]:
+    """``rendered`` with the user's last request restated after the tool results that end it
+    (a small model answers what it read last); unchanged when it does not end with results."""
+    if not original or not _has_results(original[-1]):
+        return rendered
+    asked = next((m.text for m in reversed(original) if _is_request(m)), "")
+    if not asked.strip():
+        return rendered
+    last = rendered[-1]
+    note = TextBlock(RESTATE.format(request=asked.strip()))
+    return (*rendered[:-1], Message(last.role, (*last.content, note)))
+
+
+def _has_results(message: Message) -> bool:
+    return any(isinstance(b, ToolResultBlock) for b in message.content)
+
+
+def _is_request(message: Message) -> bool:
+    """A message the user wrote (not tool results, which also travel as user messages)."""
+    return message.role == "user" and bool(message.text) and not _has_results(message)
 
 
 def render_history(messages: Sequence[Message]) -> tuple[Message, ...]:

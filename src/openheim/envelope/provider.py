@@ -18,15 +18,21 @@ import dataclasses
 from collections.abc import AsyncIterator, Iterable
 from typing import Literal
 
-from openheim.envelope.fence import FenceSplitter, Segment, Text
+from openheim.envelope.fence import FenceSplitter, Segment, Text, split_text
 from openheim.envelope.parse import parse_reply
-from openheim.envelope.prompt import protocol_section, render_history, with_protocol
+from openheim.envelope.prompt import (
+    protocol_section,
+    render_history,
+    restate_request,
+    with_protocol,
+)
 from openheim.envelope.schema import envelope_schema
 from openheim.errors import ConfigError
 from openheim.events import Notice, TextDelta
 from openheim.messages import Message, TextBlock, ThinkingBlock
 from openheim.providers.base import ModelRequest, ModelResponse, Provider, StreamItem
 
+NO_TOOLS_NOTICE = "the model wrote an action block although no tools were offered; it was left out"
 ENVELOPE_KINDS = frozenset({"llama_cpp", "llama_server"})
 """Provider kinds that use the envelope protocol unless configured otherwise."""
 
@@ -46,14 +52,18 @@ def protocol_for(kind: str, configured: str | None) -> Literal["native", "envelo
     )
 
 
-def envelope_request(request: ModelRequest) -> ModelRequest:
-    """The request the inner provider gets (see the module docstring)."""
+def envelope_request(request: ModelRequest, *, compact: bool = False) -> ModelRequest:
+    """The request the inner provider gets (see the module docstring); ``compact`` gives the
+    protocol in its short form, for a small model, and asks it again for the request after
+    the results it must answer from."""
     messages = render_history(request.messages)
     if not request.tools or request.tool_choice == "none":
+        if compact:
+            messages = restate_request(request.messages, messages)
         return dataclasses.replace(
             request, messages=messages, tools=(), tool_choice="none", envelope_schema=None
         )
-    section = protocol_section(request.tools, request.tool_choice)
+    section = protocol_section(request.tools, request.tool_choice, compact=compact)
     return dataclasses.replace(
         request,
         messages=messages,
@@ -67,16 +77,17 @@ def envelope_request(request: ModelRequest) -> ModelRequest:
 class EnvelopeProvider:
     """Wraps a provider; same protocol, with tools carried as action envelopes in the text."""
 
-    def __init__(self, inner: Provider) -> None:
+    def __init__(self, inner: Provider, *, compact: bool = False) -> None:
         self.inner = inner
         self.name = inner.name
+        self.compact = compact
 
     async def aclose(self) -> None:
         await self.inner.aclose()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
         splitter = FenceSplitter()
-        async for item in self.inner.stream(envelope_request(request)):
+        async for item in self.inner.stream(envelope_request(request, compact=self.compact)):
             if isinstance(item, TextDelta):
                 for delta in _visible(splitter.feed(item.text)):
                     yield delta
@@ -96,7 +107,9 @@ def _visible(segments: Iterable[Segment]) -> list[TextDelta]:
 def _respond(response: ModelResponse, request: ModelRequest) -> list[StreamItem]:
     """The notices, the ``assistant_text`` delta and the response of a finished reply."""
     message = response.message
-    offered = [t.name for t in request.tools] if request.tool_choice != "none" else []
+    if not request.tools or request.tool_choice == "none":
+        return _answer(response)
+    offered = [t.name for t in request.tools]
     parsed = parse_reply(message.text, offered, truncated=response.finish == "max_tokens")
     out: list[StreamItem] = [Notice(w, "warning", "provider") for w in parsed.warnings]
     if parsed.assistant_text:
@@ -106,4 +119,19 @@ def _respond(response: ModelResponse, request: ModelRequest) -> list[StreamItem]
     content = (*thinking, *parsed.content, *others)
     finish = "tool_use" if parsed.calls or message.tool_uses else response.finish
     out.append(dataclasses.replace(response, message=Message(message.role, content), finish=finish))
+    return out
+
+
+def _answer(response: ModelResponse) -> list[StreamItem]:
+    """A reply when no tools were offered: its text, any action block left out (with a notice),
+    never a call."""
+    segments = split_text(response.message.text)
+    text = "".join(s.text for s in segments if isinstance(s, Text)).strip()
+    out: list[StreamItem] = []
+    if any(not isinstance(s, Text) for s in segments):
+        out.append(Notice(NO_TOOLS_NOTICE, "warning", "provider"))
+    kept = tuple(b for b in response.message.content if not isinstance(b, TextBlock))
+    content = (*kept, TextBlock(text)) if text else kept
+    message = Message(response.message.role, content)
+    out.append(dataclasses.replace(response, message=message))
     return out

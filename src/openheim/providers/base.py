@@ -144,3 +144,10 @@ class ProviderSettings:
     """``llama_server``, when ``port`` is taken: ``fail``, ``reuse`` or ``next-free``."""
     startup_timeout: float = 120.0
     """``llama_server``: seconds a starting server gets to answer ``/v1/models``."""
+    small: bool = False
+    """A small model: it gets the compact system prompt and tool descriptions."""
+    tool_rounds: int | None = None
+    """Rounds of tool calls per prompt after which the model is asked for its answer, with no
+    tools offered (None: no such limit; ``max_iterations`` still applies)."""
+    prefix_cache_mb: int = 256
+    """``llama_cpp``: the most megabytes of evaluated prompt prefixes kept on disk (0: none)."""

@@ -4,9 +4,10 @@ The model loads on first use, in a single worker thread that then runs every gen
 event loop never blocks and the llama context is only ever touched by one thread. Tokens stream
 back through the loop one by one. The prompt cache is the llama context itself: each call
 re-evaluates only the tokens after the longest prefix it shares with the previous call, so the
-turns of a session cost only their new tokens. Cancelling stops generation after at most one
-more token. With an envelope schema on the request, decoding is constrained by a grammar so every
-reply parses.
+turns of a session cost only their new tokens. The system prompt's tokens are also kept on
+disk (``openheim.providers.llama_prefix``), so a new provider or process skips them too.
+Cancelling stops generation after at most one more token. With an envelope schema on the
+request, decoding is constrained by a grammar so every reply parses.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from openheim.providers.base import (
     ProviderSettings,
     StreamItem,
 )
+from openheim.providers.llama_prefix import Outcome, PrefixCache
 from openheim.providers.local_models import (
     default_threads,
     find_model,
@@ -73,6 +75,9 @@ class GenerationStats:
     evaluated_prompt_tokens: int = 0
     generated_tokens: int = 0
     tokens_after_cancel: int = 0
+    prefix_tokens: int = 0
+    """Tokens of the shared prefix (the system prompt) at the start of the prompt."""
+    prefix_cache: Outcome = "off"
 
 
 class LlamaCppProvider:
@@ -83,6 +88,7 @@ class LlamaCppProvider:
         self.settings = settings
         self.stats = GenerationStats()
         self._llm: Llama | None = None
+        self._cache: PrefixCache | None = None
         self._lock = asyncio.Lock()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama.cpp")
 
@@ -114,6 +120,9 @@ class LlamaCppProvider:
         path = self.model_path()
         fitting = checked_context(path)  # also when n_ctx is set: it proves the file is GGUF
         n_ctx = self.settings.n_ctx or fitting
+        folder = self.settings.data_dir / "cache" / "llama"
+        limit = self.settings.prefix_cache_mb * 1024 * 1024
+        self._cache = PrefixCache.for_model(folder, path, n_ctx, limit)
         try:
             return Llama(
                 model_path=str(path),
@@ -146,6 +155,8 @@ class LlamaCppProvider:
             )
             run = _Generation(llm, tokens, stop, budget, self._sampling(request))
             run.grammar = envelope_grammar(request)
+            run.prefix = _prefix(llm, request, tokens)
+            run.cache = self._cache
             pieces: list[str] = []
             async for piece in self._run(run):
                 pieces.append(piece)
@@ -197,6 +208,8 @@ class _Generation:
         self.budget = budget
         self.sampling = sampling
         self.grammar: LlamaGrammar | None = None
+        self.prefix: list[int] = []
+        self.cache: PrefixCache | None = None
         self.cancel = threading.Event()
         self.stats = GenerationStats(prompt_tokens=len(tokens))
         self.hit_limit = False
@@ -206,6 +219,9 @@ class _Generation:
 
         try:
             llama_cpp.llama_perf_context_reset(self.llm.ctx)
+            if self.cache is not None:
+                self.stats.prefix_cache = self.cache.prepare(self.llm, self.prefix)
+            self.stats.prefix_tokens = len(self.prefix)
             self._generate(emit)
             self.stats.evaluated_prompt_tokens = llama_cpp.llama_perf_context(self.llm.ctx).n_p_eval
         except Exception as err:
@@ -259,6 +275,21 @@ def _plain(block: object) -> dict[str, Any]:
     from openheim.messages import block_to_dict
 
     return block_to_dict(block)  # type: ignore[arg-type]
+
+
+def _prefix(llm: Llama, request: ModelRequest, tokens: list[int]) -> list[int]:
+    """The tokens ``tokens`` shares with the system prompt formatted alone: the prefix every
+    call with this system prompt starts with."""
+    if not request.system:
+        return []
+    alone = ModelRequest(model=request.model, messages=(), system=request.system)
+    system, _ = _prompt_tokens(llm, alone)
+    shared = 0
+    for a, b in zip(system, tokens, strict=False):
+        if a != b:
+            break
+        shared += 1
+    return tokens[:shared]
 
 
 def _prompt_tokens(llm: Llama, request: ModelRequest) -> tuple[list[int], list[str]]:

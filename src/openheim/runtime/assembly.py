@@ -117,6 +117,7 @@ async def open_session(
             max_tokens=parts.chosen.max_tokens,
             meter=make_meter(settings),
             tool_choice=options.tool_choice,
+            tool_rounds=parts.chosen.tool_rounds,
         )
         session = _session(agent, store, record, parts, notices)
         parts.spawner.parent, parts.spawner.session_id = agent, session.id
@@ -151,13 +152,22 @@ async def _parts(
     spawner = Spawner(settings, stack, store, build_provider)
     wanted = ToolRequest(options.tool_patterns, options.tool_choice, extra)
     offered = await session_tools(
-        settings, wanted, stack, skills, area, spawner, profiles, profile, notices
+        settings,
+        wanted,
+        stack,
+        skills,
+        area,
+        spawner,
+        profiles,
+        profile,
+        notices,
+        small=chosen.small,
     )
     work_dir = Path(settings.work_dir)
     policy = SecretPolicy.from_config(settings.deny_read, home=settings.home)
     shell = await _shell_sandbox(settings, policy, "execute_command" in offered, notices)
     register_env_files(work_dir)
-    system = _system_prompt(settings, skills, names, offered, profile, notices)
+    system = _system_prompt(settings, skills, names, offered, profile, notices, chosen.small)
     context = ToolContext(
         PathSandbox(work_dir),
         work_dir,
@@ -176,16 +186,18 @@ def _system_prompt(
     offered: ToolSet,
     profile: AgentProfile | None,
     notices: list[Notice],
+    compact: bool,
 ) -> str:
     """The system prompt: built from files, or a main profile's own (the builder checks the
-    active skills' names either way)."""
+    active skills' names either way); ``compact`` for a small model."""
     work_dir = Path(settings.work_dir)
     prompt = PromptBuilder(
         data_dir=settings.data_dir,
         cwd=work_dir,
         skills=skills,
         active_skills=names,
-        catalog=LOAD_SKILL in offered,
+        catalog=any(spec.name == LOAD_SKILL for spec in offered.specs),
+        compact=compact,
         warn=_teller(notices, "prompt"),
     )
     if profile is not None:

@@ -31,5 +31,5 @@ def _member(chosen: ProviderSettings) -> Provider:
     policy = RetryPolicy(max_retries=chosen.max_retries)
     provider: Provider = RetryingProvider(create_provider(chosen), policy)
     if protocol_for(chosen.kind, chosen.tool_protocol) == "envelope":
-        provider = EnvelopeProvider(provider)
+        provider = EnvelopeProvider(provider, compact=chosen.small)
     return ContextFitter(provider, functools.partial(context_window, chosen))

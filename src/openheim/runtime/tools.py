@@ -18,6 +18,7 @@ from openheim.runtime.subagents import Spawner
 from openheim.skills import SkillsManager, load_skill_tool
 from openheim.tools.base import Tool, ToolSet
 from openheim.tools.builtin import builtin_tools
+from openheim.tools.compact import FIRST_TOOLS, CompactToolSet
 
 if TYPE_CHECKING:
     from openheim.safety.staging import StagingArea
@@ -95,9 +96,14 @@ async def session_tools(
     profiles: Mapping[str, AgentProfile],
     profile: AgentProfile | None,
     notices: list[Notice],
+    *,
+    small: bool = False,
 ) -> ToolSet:
     """Built-in, skill, memory, staging, web, MCP, delegation and the caller's tools, narrowed
-    by ``--tools`` and by a main profile's allow-list; MCP servers that failed add notices."""
+    by ``--tools`` and by a main profile's allow-list; MCP servers that failed add notices.
+
+    For a ``small`` model, unless ``--tools`` or the profile chose the tools, the set offers
+    the file tools and the caller's own first, the rest through ``more_tools``."""
     memory = stack.enter_context(contextlib.closing(open_memory(settings)))
     extra = [load_skill_tool(skills), *memory_tools(memory, top_k=settings.memory.top_k)]
     extra += _optional_tools(settings, area)
@@ -108,6 +114,8 @@ async def session_tools(
     tools = select_tools(settings, request.patterns, [*extra, *request.extra])
     if profile is not None and profile.tools is not None:
         tools = tools.select(profile.tools)
+    if small and request.patterns is None and (profile is None or profile.tools is None):
+        tools = CompactToolSet(tools, first=(*FIRST_TOOLS, *(t.name for t in request.extra)))
     choice = request.tool_choice
     if isinstance(choice, NamedTool) and choice.name not in tools:
         raise ConfigError(
