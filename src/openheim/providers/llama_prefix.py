@@ -81,7 +81,7 @@ class PrefixCache:
         if self._load(llm, path, prefix):
             return "disk"
         llm.reset()  # type: ignore[no-untyped-call]
-        llm.eval(prefix)  # type: ignore[no-untyped-call]
+        llm.eval(prefix)
         self._store(llm, path, prefix)
         return "stored"
 
