@@ -20,7 +20,9 @@ WRITE = ApprovalRequest("c1", "write_file", {"path": "a.txt"}, False, "edit")
     [
         ("denied", "denied: no one to ask", "  ✗ write_file: denied: no one to ask\n"),
         ("failed", "a.txt does not exist", "  ✗ write_file: failed: a.txt does not exist\n"),
-        ("completed", "wrote 3 bytes", "  ✓ write_file: completed\n"),
+        ("completed", "wrote 3 bytes", "  ✓ write_file: completed, 1 line, 13 bytes\n"),
+        ("completed", "a\nb\n", "  ✓ write_file: completed, 2 lines, 3 bytes\n"),
+        ("completed", "", "  ✓ write_file: completed, no output\n"),
     ],
 )
 def test_the_tool_line_says_the_status_once(status: str, content: str, line: str) -> None:

@@ -74,3 +74,15 @@ def test_small_and_tool_rounds_defaults(
     config = f'default_provider = "{name}"\n[providers.{name}]\n{table}\n'
     chosen = resolved(home, work, config)
     assert (chosen.small, chosen.tool_rounds) == (small, rounds)
+
+
+def test_the_shipped_model_decodes_greedily_and_briefly(home: Path, work: Path) -> None:
+    shipped = resolved(home, work, 'default_provider = "local"\n')
+    assert (shipped.temperature, shipped.max_tokens) == (0.0, 256)
+    table = 'default_provider = "local"\n[providers.local]\ntemperature = 0.5\nmax_tokens = 9\n'
+    configured = resolved(home, work, table)
+    assert (configured.temperature, configured.max_tokens) == (0.5, 9)
+    other = resolved(
+        home, work, 'default_provider = "local"\n[providers.local]\nmodel_path = "/x.gguf"\n'
+    )
+    assert (other.temperature, other.max_tokens, other.tool_rounds) == (None, None, None)

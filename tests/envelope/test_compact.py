@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from openheim.envelope import envelope_request
-from openheim.envelope.prompt import RESTATE, protocol_section
+from openheim.envelope.answer import ANSWER, answer_turn
+from openheim.envelope.prompt import protocol_section
 from openheim.envelope.provider import NO_TOOLS_NOTICE, EnvelopeProvider
 from openheim.events import Notice, TextDelta
 from openheim.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
@@ -28,9 +29,9 @@ def test_compact_section_lists_signatures_and_an_example_of_an_offered_tool() ->
     section = protocol_section([LIST, READ], "auto", compact=True)
     assert "- read_file(path, offset?, limit?): Read a text file" in section
     assert "- list_dir(path?): List a folder" in section
-    assert '"name": "read_file", "arguments": {"path": "README.md"}' in section
-    only_list = protocol_section([LIST], "auto", compact=True)
-    assert '"name": "list_dir", "arguments": {"path": "."}' in only_list
+    assert '"name": "list_dir", "arguments": {"path": "."}' in section
+    only_read = protocol_section([READ], "auto", compact=True)
+    assert '"name": "read_file", "arguments": {"path": "README.md"}' in only_read
 
 
 def test_compact_section_is_a_fraction_of_the_full_one() -> None:
@@ -50,18 +51,45 @@ def results_history() -> tuple[Message, ...]:
     )
 
 
-def test_an_answer_request_restates_the_users_request_after_the_results() -> None:
-    request = ModelRequest("m", results_history(), system="sys", tools=(READ,), tool_choice="none")
+def test_a_small_models_answer_turn_is_told_as_one_message() -> None:
+    earlier = (Message.user("hello"), Message.assistant("hi"))
+    failed = ToolUseBlock("t2", "search", {"pattern": "x"})
+    history = (
+        *earlier,
+        *results_history()[:2],
+        Message("assistant", (failed,)),
+        Message("user", (ToolResultBlock("t1", "# Hello\n"), ToolResultBlock("t2", "bad", True))),
+    )
+    request = ModelRequest("m", history, system="sys", tools=(READ,), tool_choice="none")
     compact = envelope_request(request, compact=True)
-    last = compact.messages[-1]
-    assert last.text.endswith(RESTATE.format(request="Quote the first heading of README.md."))
-    assert "Result of action t1 (read_file):\n# Hello" in last.text
-    assert compact.system == "sys" and compact.envelope_schema is None
+    assert compact.messages[:2] == earlier
+    (turn,) = compact.messages[2:]
+    assert turn.role == "user"
+    assert turn.text == (
+        "The file README.md says:\n# Hello\n\nThe tool search failed:\nbad\n\n"
+        + ANSWER.format(request="Quote the first heading of README.md.")
+    )
+    assert compact.system == "sys" and compact.envelope_schema is None and not compact.tools
     plain = envelope_request(request)
-    assert "Now answer" not in plain.messages[-1].text
+    assert "Result of action t1 (read_file):" in plain.messages[-1].text
 
 
-def test_no_restatement_when_the_history_does_not_end_with_results() -> None:
+def test_a_listing_is_framed_as_the_folder_and_other_tools_by_name() -> None:
+    listing = ToolUseBlock("t1", "list_dir", {})
+    glob = ToolUseBlock("t2", "glob", {"pattern": "*.md"})
+    history = (
+        Message.user("What is here?"),
+        Message("assistant", (listing, glob)),
+        Message("user", (ToolResultBlock("t1", "a.txt"), ToolResultBlock("t2", "b.md"))),
+    )
+    told = answer_turn(history)
+    assert told is not None
+    assert told[0].text.startswith("The folder . holds:\na.txt\n\nThe tool glob returned:\nb.md")
+
+
+def test_no_answer_turn_when_the_history_does_not_end_with_results() -> None:
+    assert answer_turn((Message.user("hi"),)) is None
+    assert answer_turn(()) is None
     request = ModelRequest("m", (Message.user("hi"),), tools=(READ,), tool_choice="none")
     assert envelope_request(request, compact=True).messages[-1].text == "hi"
 

@@ -58,7 +58,7 @@ class TextRenderer:
             mark = "✓" if not event.is_error else "✗"
             said = first.startswith(f"{event.status}:")  # a denial's text starts "denied:"
             detail = first[:200] if said else f"{event.status}: {first[:200]}"
-            self._line(f"  {mark} {event.name}: {detail if event.is_error else event.status}")
+            self._line(f"  {mark} {event.name}: {detail if event.is_error else _size(content)}")
         elif isinstance(event, RetryNotice):
             of = f" of {event.max_retries}" if event.max_retries else ""
             self._line(
@@ -93,6 +93,14 @@ class TextRenderer:
             self._ends_with_newline = True
         self.err.write(redact(text) + "\n")
         self.err.flush()
+
+
+def _size(content: str) -> str:
+    """A successful result in a few words: how much came back."""
+    if not content:
+        return "completed, no output"
+    lines = content.count("\n") + 1
+    return f"completed, {lines} line{'s' if lines != 1 else ''}, {len(content.encode())} bytes"
 
 
 class JsonRenderer:

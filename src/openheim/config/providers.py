@@ -48,6 +48,8 @@ HTTP_KINDS = frozenset({"openai", "openai_compatible", "anthropic", "gemini"})
 """Kinds that speak to a server at ``api_base`` (custom kinds may need none)."""
 LOCAL_KINDS = frozenset({"llama_cpp", "llama_server"})
 SHIPPED_MODEL_TOOL_ROUNDS = 1
+SHIPPED_MODEL_TEMPERATURE = 0.0
+SHIPPED_MODEL_MAX_TOKENS = 256
 _KIND_BY_NAME = {"openai": "openai", "anthropic": "anthropic", "gemini": "gemini"}
 _KEYED_KINDS = {"openai", "anthropic", "gemini"}
 _AUTO_ORDER = ("openai", "anthropic", "gemini", "openrouter")
@@ -116,7 +118,7 @@ def resolve_provider(
         model=model,
         api_key=_api_key(name, kind, entry, env),
         timeout_secs=entry.timeout_secs or DEFAULT_TIMEOUT_SECS,
-        max_tokens=entry.max_tokens,
+        max_tokens=_max_tokens(kind, entry, model),
         context_window=entry.context_window,
         thinking=entry.thinking,
         reasoning_effort=entry.reasoning_effort,
@@ -128,7 +130,7 @@ def resolve_provider(
         n_ctx=entry.n_ctx,
         n_threads=entry.n_threads,
         seed=entry.seed,
-        temperature=entry.temperature,
+        temperature=_temperature(kind, entry, model),
         server_command=tuple(entry.server_command),
         host=entry.host or "127.0.0.1",
         port=entry.port,
@@ -140,13 +142,33 @@ def resolve_provider(
     )
 
 
+def _shipped(kind: str, entry: ProviderEntry, model: str) -> bool:
+    """Whether the provider runs the shipped SmolLM2-135M."""
+    return kind in LOCAL_KINDS and not entry.model_path and model == DEFAULT_LOCAL_MODEL
+
+
 def _tool_rounds(kind: str, entry: ProviderEntry, model: str) -> int | None:
     """The configured ``tool_rounds``; for the shipped SmolLM2-135M, one round by default: it
     can make one tool call, then loses track of the task if it is offered tools again."""
-    if entry.tool_rounds is not None:
+    if entry.tool_rounds is not None or not _shipped(kind, entry, model):
         return entry.tool_rounds
-    shipped = kind in LOCAL_KINDS and not entry.model_path and model == DEFAULT_LOCAL_MODEL
-    return SHIPPED_MODEL_TOOL_ROUNDS if shipped else None
+    return SHIPPED_MODEL_TOOL_ROUNDS
+
+
+def _max_tokens(kind: str, entry: ProviderEntry, model: str) -> int | None:
+    """The configured ``max_tokens``; for the shipped SmolLM2-135M, 256 by default: what it
+    says well fits in that, and past it, it mostly repeats itself."""
+    if entry.max_tokens is not None or not _shipped(kind, entry, model):
+        return entry.max_tokens
+    return SHIPPED_MODEL_MAX_TOKENS
+
+
+def _temperature(kind: str, entry: ProviderEntry, model: str) -> float | None:
+    """The configured temperature; for the shipped SmolLM2-135M, greedy decoding by default:
+    sampled, it often makes up a path where it should copy the one it was given."""
+    if entry.temperature is not None or not _shipped(kind, entry, model):
+        return entry.temperature
+    return SHIPPED_MODEL_TEMPERATURE
 
 
 def _auto_pick(

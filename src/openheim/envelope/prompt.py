@@ -54,7 +54,7 @@ this:
 ```
 The result comes back in the next message. Then answer in plain text, using only what the \
 results say."""
-_EXAMPLES = (("read_file", '{"path": "README.md"}'), ("list_dir", '{"path": "."}'))
+_EXAMPLES = (("list_dir", '{"path": "."}'), ("read_file", '{"path": "README.md"}'))
 
 _SKILL = '- To load a skill, use the action {"type": "skill", "id": "s1", "name": "<skill name>"}.'
 _SUBAGENT = (
@@ -108,33 +108,6 @@ def _tool_entry(spec: ToolSpec) -> str:
 def with_protocol(system: str | None, section: str) -> str:
     """The system prompt with the protocol section after it."""
     return f"{system.rstrip()}\n\n{section}" if system else section
-
-
-RESTATE = "Now answer this request from the results above: {request}"
-
-
-def restate_request(
-    original: Sequence[Message], rendered: tuple[Message, ...]
-) -> tuple[Message, ...]:
-    """``rendered`` with the user's last request restated after the tool results that end it
-    (a small model answers what it read last); unchanged when it does not end with results."""
-    if not original or not _has_results(original[-1]):
-        return rendered
-    asked = next((m.text for m in reversed(original) if _is_request(m)), "")
-    if not asked.strip():
-        return rendered
-    last = rendered[-1]
-    note = TextBlock(RESTATE.format(request=asked.strip()))
-    return (*rendered[:-1], Message(last.role, (*last.content, note)))
-
-
-def _has_results(message: Message) -> bool:
-    return any(isinstance(b, ToolResultBlock) for b in message.content)
-
-
-def _is_request(message: Message) -> bool:
-    """A message the user wrote (not tool results, which also travel as user messages)."""
-    return message.role == "user" and bool(message.text) and not _has_results(message)
 
 
 def render_history(messages: Sequence[Message]) -> tuple[Message, ...]:

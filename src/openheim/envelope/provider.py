@@ -18,14 +18,10 @@ import dataclasses
 from collections.abc import AsyncIterator, Iterable
 from typing import Literal
 
+from openheim.envelope.answer import answer_turn
 from openheim.envelope.fence import FenceSplitter, Segment, Text, split_text
 from openheim.envelope.parse import parse_reply
-from openheim.envelope.prompt import (
-    protocol_section,
-    render_history,
-    restate_request,
-    with_protocol,
-)
+from openheim.envelope.prompt import protocol_section, render_history, with_protocol
 from openheim.envelope.schema import envelope_schema
 from openheim.errors import ConfigError
 from openheim.events import Notice, TextDelta
@@ -54,15 +50,18 @@ def protocol_for(kind: str, configured: str | None) -> Literal["native", "envelo
 
 def envelope_request(request: ModelRequest, *, compact: bool = False) -> ModelRequest:
     """The request the inner provider gets (see the module docstring); ``compact`` gives the
-    protocol in its short form, for a small model, and asks it again for the request after
-    the results it must answer from."""
-    messages = render_history(request.messages)
+    protocol in its short form, for a small model; when such a model must answer from tool
+    results, its turn is told again as one message (``openheim.envelope.answer``)."""
     if not request.tools or request.tool_choice == "none":
-        if compact:
-            messages = restate_request(request.messages, messages)
+        told = answer_turn(request.messages) if compact else None
         return dataclasses.replace(
-            request, messages=messages, tools=(), tool_choice="none", envelope_schema=None
+            request,
+            messages=render_history(told or request.messages),
+            tools=(),
+            tool_choice="none",
+            envelope_schema=None,
         )
+    messages = render_history(request.messages)
     section = protocol_section(request.tools, request.tool_choice, compact=compact)
     return dataclasses.replace(
         request,

@@ -1,0 +1,56 @@
+"""The turn a small model answers from: its request and the results, told as one message.
+
+When a small model must answer from tool results (no tools are offered any more), the replayed
+exchange (its request, its action block, ``Result of action t1 (list_dir):``) invites it to
+write another block or to drift into made-up text. So the current turn is told again as one
+user message: each result framed in plain words (``The folder . holds:``, ``The file README.md
+says:``, ``The tool search returned:``), then the request it answers. Earlier turns stay as
+they were. A history that does not end with results is left alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from openheim.messages import Message, ToolResultBlock, ToolUseBlock
+
+ANSWER = "Using only this result, answer: {request}"
+_FRAMES = {"list_dir": "The folder {path} holds:", "read_file": "The file {path} says:"}
+_FALLBACK = "The tool {name} returned:"
+_FAILED = "The tool {name} failed:"
+
+
+def answer_turn(messages: Sequence[Message]) -> tuple[Message, ...] | None:
+    """The messages with their last turn told as one message (see the module docstring), or
+    None when they do not end with tool results after a request."""
+    if not messages or not _has_results(messages[-1]):
+        return None
+    start = next((i for i in range(len(messages) - 1, -1, -1) if _is_request(messages[i])), None)
+    if start is None:
+        return None
+    calls = {c.id: c for m in messages[start:] for c in m.tool_uses}
+    results = [b for m in messages[start:] for b in m.content if isinstance(b, ToolResultBlock)]
+    told = "\n\n".join(_told(result, calls) for result in results)
+    request = messages[start].text.strip()
+    turn = Message.user(f"{told}\n\n{ANSWER.format(request=request)}")
+    return (*messages[:start], turn)
+
+
+def _told(result: ToolResultBlock, calls: Mapping[str, ToolUseBlock]) -> str:
+    call = calls.get(result.tool_use_id)
+    name = call.name if call is not None else "unknown"
+    path = call.arguments.get("path", ".") if call is not None else "."
+    if result.is_error:
+        frame = _FAILED.format(name=name)
+    else:
+        frame = _FRAMES.get(name, _FALLBACK).format(path=path or ".", name=name)
+    return f"{frame}\n{result.content.strip()}"
+
+
+def _has_results(message: Message) -> bool:
+    return any(isinstance(b, ToolResultBlock) for b in message.content)
+
+
+def _is_request(message: Message) -> bool:
+    """A message the user wrote (not tool results, which also travel as user messages)."""
+    return message.role == "user" and bool(message.text) and not _has_results(message)
