@@ -15,8 +15,10 @@ from __future__ import annotations
 import asyncio
 import codecs
 import json
+import logging
 import re
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -43,6 +45,8 @@ from openheim.providers.local_models import (
 if TYPE_CHECKING:
     from llama_cpp import Llama
     from llama_cpp.llama_grammar import LlamaGrammar
+
+log = logging.getLogger(__name__)
 
 INSTALL_HINT = "install the local extra: pip install 'openheim[local]'"
 MODEL_HINT = "point model_path at a .gguf model file, or add one with `openheim models add`"
@@ -78,6 +82,10 @@ class GenerationStats:
     prefix_tokens: int = 0
     """Tokens of the shared prefix (the system prompt) at the start of the prompt."""
     prefix_cache: Outcome = "off"
+    prompt_ms: float = 0.0
+    """llama.cpp's time evaluating the prompt (the prefix too, when it was evaluated)."""
+    generation_ms: float = 0.0
+    """llama.cpp's time evaluating generated tokens (sampling and grammar not included)."""
 
 
 class LlamaCppProvider:
@@ -158,10 +166,12 @@ class LlamaCppProvider:
             run.prefix = _prefix(llm, request, tokens)
             run.cache = self._cache
             pieces: list[str] = []
+            started = time.perf_counter()
             async for piece in self._run(run):
                 pieces.append(piece)
                 yield TextDelta(piece)
             self.stats = run.stats
+            _log_stats(run.stats, time.perf_counter() - started)
             text = "".join(pieces)
             usage = Usage(
                 input_tokens=run.stats.evaluated_prompt_tokens,
@@ -223,7 +233,9 @@ class _Generation:
                 self.stats.prefix_cache = self.cache.prepare(self.llm, self.prefix)
             self.stats.prefix_tokens = len(self.prefix)
             self._generate(emit)
-            self.stats.evaluated_prompt_tokens = llama_cpp.llama_perf_context(self.llm.ctx).n_p_eval
+            perf = llama_cpp.llama_perf_context(self.llm.ctx)
+            self.stats.evaluated_prompt_tokens = perf.n_p_eval
+            self.stats.prompt_ms, self.stats.generation_ms = perf.t_p_eval_ms, perf.t_eval_ms
         except Exception as err:
             emit(err)
         finally:
@@ -250,6 +262,22 @@ class _Generation:
             if self.stats.generated_tokens >= self.budget:
                 self.hit_limit = True
                 break
+
+
+def _log_stats(stats: GenerationStats, seconds: float) -> None:
+    """One debug line per call, from llama.cpp's own counters: where the time went."""
+    log.debug(
+        "llama.cpp: prompt %d tokens (prefix %d, cache %s), evaluated %d in %.0f ms; "
+        "generated %d tokens in %.0f ms; call %.0f ms (the rest: loading, sampling, grammar)",
+        stats.prompt_tokens,
+        stats.prefix_tokens,
+        stats.prefix_cache,
+        stats.evaluated_prompt_tokens,
+        stats.prompt_ms,
+        stats.generated_tokens,
+        stats.generation_ms,
+        seconds * 1000,
+    )
 
 
 def _chat_messages(request: ModelRequest) -> list[dict[str, str]]:
