@@ -64,7 +64,7 @@ PROVIDER_KEYS: dict[str, Trust] = {
     "model_path": R, "n_ctx": R, "n_threads": R, "seed": R, "temperature": R,
     "server_command": R, "host": R, "port": R, "port_policy": R, "startup_timeout": R,
 }  # fmt: skip
-TUI_KEYS: dict[str, Trust] = {"theme_color": A}
+TUI_KEYS: dict[str, Trust] = {"theme_color": A, "theme": A}
 MCP_SERVER_KEYS = dict.fromkeys(
     ("command", "args", "env", "url", "cwd", "headers", "startup_timeout", "call_timeout"), R
 )
