@@ -1,0 +1,76 @@
+"""The terminal UI through Textual's pilot, against FakeLLMServer and the real runtime:
+streaming, tool items, notices, the footer and the input keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.pilot import Pilot
+from textual.widgets import Markdown, Static
+
+from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
+from openheim.tui.app import ChatApp
+from openheim.tui.items import AnswerItem, NoticeItem, ToolItem, UserItem
+from tests.tui.conftest import MakeApp
+
+SIZE = (100, 40)
+
+
+async def settle(pilot: Pilot[int], app: ChatApp) -> None:
+    """Wait until the session is open and no turn or command runs (bounded)."""
+    for _ in range(400):
+        await pilot.pause(0.01)
+        workers = [w for w in app.workers if w.is_running and w.group != "picker"]
+        if app.chat._session is not None and not workers:
+            return
+    raise AssertionError(f"the app did not settle: {list(app.workers)}")
+
+
+async def send(pilot: Pilot[int], app: ChatApp, text: str) -> None:
+    app.prompt_input.load_text(text)
+    await pilot.press("enter")
+    await settle(pilot, app)
+
+
+def lines(app: ChatApp, kind: type[Static]) -> list[str]:
+    return [str(item.render()) for item in app.conversation.query(kind)]
+
+
+async def test_a_streamed_answer_is_markdown(make_app: MakeApp, server: FakeLLMServer) -> None:
+    server.add(FakeReply(chunks=["# Title\n\n", "Some ", "`code` and ", "**bold**."]))
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await send(pilot, app, "hello")
+        [answer] = app.conversation.query(AnswerItem)
+        assert answer.text == "# Title\n\nSome `code` and **bold**."
+        assert isinstance(answer, Markdown) and answer.source == answer.text
+        assert lines(app, UserItem) == ["> hello"]
+        assert "fake/fake-model" in app.status_bar.line()
+        assert " ctx" in app.status_bar.line()
+    assert server.requests[0].body["messages"][-1]["content"] == "hello"
+
+
+async def test_tool_items_show_status_and_result(
+    make_app: MakeApp, server: FakeLLMServer, work: Path
+) -> None:
+    (work / "a.txt").write_text("alpha\n")
+    server.add(
+        FakeReply(tool_calls=[FakeToolCall("read_file", {"path": "a.txt"})]),
+        FakeReply(tool_calls=[FakeToolCall("write_file", {"path": "b.txt", "content": "new\n"})]),
+        "done",
+    )
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await send(pilot, app, "read it")
+        read, write = app.conversation.query(ToolItem)
+        assert (read.tool, read.key, read.status) == ("read_file", "a.txt", "completed")
+        assert str(read.title).startswith("✓ read_file a.txt")
+        assert read.collapsed
+        shown = "".join(str(w.render()) for w in read.query(".tool-result"))
+        assert "alpha" in shown
+        assert write.query(".diff"), "a file edit shows its diff"
+        await send(pilot, app, ":verbose")
+        assert not read.display and not write.display
+        assert "tool items hidden" in lines(app, NoticeItem)[-1]
