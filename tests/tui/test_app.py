@@ -5,35 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.pilot import Pilot
-from textual.widgets import Markdown, Static
+from textual.widgets import Markdown
 
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
-from openheim.tui.app import ChatApp
 from openheim.tui.items import AnswerItem, NoticeItem, ToolItem, UserItem
 from tests.tui.conftest import MakeApp
-
-SIZE = (100, 40)
-
-
-async def settle(pilot: Pilot[int], app: ChatApp) -> None:
-    """Wait until the session is open and no turn or command runs (bounded)."""
-    for _ in range(400):
-        await pilot.pause(0.01)
-        workers = [w for w in app.workers if w.is_running and w.group != "picker"]
-        if app.chat._session is not None and not workers:
-            return
-    raise AssertionError(f"the app did not settle: {list(app.workers)}")
-
-
-async def send(pilot: Pilot[int], app: ChatApp, text: str) -> None:
-    app.prompt_input.load_text(text)
-    await pilot.press("enter")
-    await settle(pilot, app)
-
-
-def lines(app: ChatApp, kind: type[Static]) -> list[str]:
-    return [str(item.render()) for item in app.conversation.query(kind)]
+from tests.tui.drive import SIZE, lines, send, settle
 
 
 async def test_a_streamed_answer_is_markdown(make_app: MakeApp, server: FakeLLMServer) -> None:

@@ -96,7 +96,7 @@ class ChatApp(App[int]):
     async def on_mount(self) -> None:
         self.prompt_input.focus()
         loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGTERM, lambda: self.run_worker(self.action_quit()))
+        loop.add_signal_handler(signal.SIGTERM, self.request_quit)
         self.run_worker(self._open(), group="session")
 
     async def _open(self) -> None:
@@ -172,7 +172,7 @@ class ChatApp(App[int]):
         """Ctrl+C: cancel the running turn; a second press within 2 s quits."""
         now = time.monotonic()
         if now - self._last_interrupt < DOUBLE_PRESS:
-            self.run_worker(self.action_quit())
+            self.request_quit()
             return
         self._last_interrupt = now
         if self.busy:
@@ -184,6 +184,10 @@ class ChatApp(App[int]):
     def _clear_hint(self) -> None:
         self.status_bar.hint = ""
         self.status_bar.refresh_line()
+
+    def request_quit(self) -> None:
+        """Quit from the app's own message loop (a worker that quits could not end)."""
+        self.call_later(self.action_quit)
 
     async def action_quit(self) -> None:
         """Close the session (a running turn is cancelled, the lease released), then leave."""

@@ -55,6 +55,8 @@ class ApprovalScreen(ModalScreen[Answer]):
         super().__init__(classes="approval")
         self.request = request
         self.ask = ask
+        self.diff = redact(ask.detail or edit_diff(request))
+        """What an edit would change (empty for other calls)."""
 
     def compose(self) -> ComposeResult:
         request, ask = self.request, self.ask
@@ -67,10 +69,9 @@ class ApprovalScreen(ModalScreen[Answer]):
                 yield Static(Text(_clip(args)), id="approval-args")
                 for reason in ask.reasons:
                     yield Static(Text(redact(f"! {reason}")), classes="approval-reason")
-                diff = ask.detail or edit_diff(request)
-                if diff:
+                if self.diff:
                     yield Static(
-                        Syntax(_clip(redact(diff)), "diff", word_wrap=True), id="approval-diff"
+                        Syntax(_clip(self.diff), "diff", word_wrap=True), id="approval-diff"
                     )
             options = [Option(f"[{key}] {label}", id=key) for key, (label, _) in CHOICES.items()]
             yield OptionList(*options, id="approval-choices")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widget import Widget
 
@@ -50,7 +51,10 @@ def event_line(event: Event) -> tuple[str, str] | None:
 
 
 class Conversation(VerticalScroll):
-    """The scrolling conversation; ``verbose`` shows or hides tool items."""
+    """The scrolling conversation; ``verbose`` shows or hides tool items. Focused, ``j`` and
+    ``k`` scroll it."""
+
+    BINDINGS = [Binding("j", "scroll_down", show=False), Binding("k", "scroll_up", show=False)]
 
     def __init__(self) -> None:
         super().__init__(id="conversation")
