@@ -3,9 +3,11 @@ whose stdin is not a terminal."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import IO
 
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from tests.tui.support import child_env, configure
@@ -101,3 +103,51 @@ def test_bare_openheim_without_a_terminal_prints_usage(home: Path, work: Path) -
         timeout=60,
     )
     assert done.returncode == 2 and "usage: openheim" in done.stdout
+
+
+def test_sigint_cancels_the_turn_and_sigterm_ends_the_chat(home: Path, work: Path) -> None:
+    replies: list[FakeReply | str] = [FakeReply(text="slow " * 5, hang_at=3), "after"]
+    with FakeLLMServer(replies) as server:
+        configure(home, server)
+        repl = subprocess.Popen(
+            [sys.executable, "-m", "openheim", "chat", "--no-tui"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=work,
+            env=child_env(home),
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            assert repl.stdin is not None and repl.stdout is not None
+            repl.stdin.write("go\n")
+            repl.stdin.flush()
+            server.wait_for_requests(1)
+            repl.send_signal(signal.SIGINT)
+            repl.stdin.write("again\n")
+            repl.stdin.flush()
+            server.wait_for_requests(2)
+            assert wait_line(repl.stdout, "after")
+            repl.send_signal(signal.SIGTERM)
+            code = repl.wait(30)
+            err = repl.stderr.read() if repl.stderr else ""
+        finally:
+            if repl.poll() is None:
+                repl.kill()
+                repl.wait(10)
+    assert code == 143
+    assert "stopped: cancelled" in err and "press Ctrl-C again within 2 s to quit" in err
+    roles = [m["role"] for m in server.requests[1].body["messages"]]
+    assert roles[-3:] == ["user", "assistant", "user"]  # the cancelled turn left valid history
+
+
+def wait_line(stream: IO[str], wanted: str) -> bool:
+    """Read lines (at most 50) until one holds ``wanted``."""
+    for _ in range(50):
+        line = stream.readline()
+        if not line:
+            return False
+        if wanted in line:
+            return True
+    return False

@@ -19,6 +19,7 @@ from openheim.chat.actions import execute
 from openheim.chat.commands import Command, Unknown, parse
 from openheim.chat.history import InputHistory
 from openheim.chat.session import Chat
+from openheim.cli import exit_codes
 from openheim.cli.render import TextRenderer
 from openheim.errors import OpenheimError
 from openheim.events import Event, ToolCall, ToolResult
@@ -44,12 +45,13 @@ class Repl:
         self._quit = asyncio.Event()
         self._turn: asyncio.Task[None] | None = None
         self._last_interrupt = 0.0
+        self._code = exit_codes.OK
 
     async def run(self, first: str | None = None) -> int:
         """Open the session, send ``first`` if given, then read lines until EOF or ``:quit``."""
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGINT, self._interrupt)
-        loop.add_signal_handler(signal.SIGTERM, self._quit.set)
+        loop.add_signal_handler(signal.SIGTERM, self._terminate)
         try:
             await self.chat.open()
             if first:
@@ -63,7 +65,14 @@ class Repl:
             loop.remove_signal_handler(signal.SIGINT)
             loop.remove_signal_handler(signal.SIGTERM)
             await self.chat.close()
-        return 0
+        return self._code
+
+    def _terminate(self) -> None:
+        """SIGTERM: end the chat (a running turn is cancelled) and exit with 143."""
+        self._code = exit_codes.TERMINATED
+        self._quit.set()
+        if self._turn is not None:
+            self._turn.cancel()
 
     async def _read(self) -> str | None:
         """The next typed line, or None at EOF or once the chat should end."""

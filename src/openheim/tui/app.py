@@ -22,6 +22,7 @@ from openheim.chat.files import work_files
 from openheim.chat.history import InputHistory, history_for
 from openheim.chat.info import context_text
 from openheim.chat.session import Chat
+from openheim.cli import exit_codes
 from openheim.config.load import Settings
 from openheim.errors import OpenheimError
 from openheim.events import CostUpdate, Event, TextDelta, UsageUpdate
@@ -96,7 +97,7 @@ class ChatApp(App[int]):
     async def on_mount(self) -> None:
         self.prompt_input.focus()
         loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGTERM, self.request_quit)
+        loop.add_signal_handler(signal.SIGTERM, self.request_quit, exit_codes.TERMINATED)
         self.run_worker(self._open(), group="session")
 
     async def _open(self) -> None:
@@ -185,16 +186,17 @@ class ChatApp(App[int]):
         self.status_bar.hint = ""
         self.status_bar.refresh_line()
 
-    def request_quit(self) -> None:
+    def request_quit(self, code: int = exit_codes.OK) -> None:
         """Quit from the app's own message loop (a worker that quits could not end)."""
-        self.call_later(self.action_quit)
+        self.call_later(self.action_quit, code)
 
-    async def action_quit(self) -> None:
-        """Close the session (a running turn is cancelled, the lease released), then leave."""
+    async def action_quit(self, code: int = exit_codes.OK) -> None:
+        """Close the session (a running turn is cancelled, the lease released), then leave
+        with ``code`` (143 after SIGTERM, as shells report it)."""
         if not self._closed:
             self._closed = True
             await self.chat.close()
-        self.exit(0)
+        self.exit(code, return_code=code)
 
     def action_page(self, direction: int) -> None:
         if direction < 0:
