@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from textual.geometry import Region
 from textual.pilot import Pilot
+from textual.widget import Widget
 from textual.widgets import Static
 
 from openheim.tui.app import ChatApp
@@ -45,3 +47,10 @@ async def type_line(pilot: Pilot[int], app: ChatApp, text: str) -> None:
     """Put ``text`` in the input and press Enter, without waiting for what it starts."""
     app.prompt_input.load_text(text)
     await pilot.press("enter")
+
+
+def shown_text(widget: Widget) -> str:
+    """What ``widget`` (or the Statics inside it) shows on screen, as plain text lines."""
+    parts = [widget] if isinstance(widget, Static) else list(widget.query("Static, MarkdownPart"))
+    lines = [strip.text.rstrip() for w in parts for strip in w.render_lines(Region(0, 0, *w.size))]
+    return "\n".join(lines)

@@ -10,11 +10,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from markdown_it import MarkdownIt
+from rich.markdown import Markdown as RichMarkdown
 from rich.syntax import Syntax
 from rich.text import Text
+from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Collapsible, Markdown, Static
-from textual.widgets.markdown import MarkdownStream
+from textual.geometry import Size
+from textual.strip import Strip
+from textual.widget import Widget
+from textual.widgets import Collapsible, Static
 
 from openheim.events import FileDiff, ToolResult
 from openheim.secrets import redact
@@ -57,26 +62,146 @@ class NoticeItem(Static):
         super().__init__(Text(redact(text)), classes=f"notice {kind}")
 
 
-class AnswerItem(Markdown):
-    """An answer streamed as Markdown: deltas go through a ``MarkdownStream``, which batches
-    them so each frame parses only the new tail (the cost per delta does not grow with the
-    answer)."""
+class MarkdownPart(Widget):
+    """Markdown texts (redacted; code blocks highlighted), one after the other, drawn from
+    lines rendered once per width: a text added renders only itself, and nothing already
+    shown is parsed, measured or drawn from scratch again."""
 
-    def __init__(self) -> None:
-        super().__init__("", classes="answer")
-        self._stream: MarkdownStream | None = None
+    DEFAULT_CSS = "MarkdownPart { height: auto; }"
+
+    def __init__(self, text: str = "") -> None:
+        super().__init__(classes="answer-part")
+        self.texts: list[str] = [text] if text else []
+        self._lines: dict[int, list[Strip]] = {}
+        """The rendered lines by width (a scrollbar coming and going changes the width)."""
+
+    def set_text(self, text: str) -> None:
+        """Show ``text`` alone (the part being streamed)."""
+        self.texts = [text] if text else []
+        self._lines.clear()
+        self.refresh(layout=True)
+
+    def append(self, text: str) -> None:
+        """Show ``text`` after what is shown; only it is rendered."""
+        self.texts.append(text)
+        for width, lines in self._lines.items():
+            lines += self._render_text(text, width, first=len(self.texts) == 1)
+        self.refresh(layout=True)
+
+    def _render_text(self, text: str, width: int, first: bool) -> list[Strip]:
+        console = self.app.console
+        options = console.options.update_width(max(width, 1))
+        rendered = console.render_lines(markdown(text), options, pad=False)
+        gap = [] if first else [Strip.blank(0)]
+        return gap + [Strip(line) for line in rendered]
+
+    def lines(self, width: int) -> list[Strip]:
+        found = self._lines.get(width)
+        if found is None:
+            found = []
+            for n, text in enumerate(self.texts):
+                found += self._render_text(text, width, first=n == 0)
+            self._lines[width] = found
+            if len(self._lines) > 4:
+                del self._lines[next(iter(self._lines))]
+        return found
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self.lines(width))
+
+    def render_line(self, y: int) -> Strip:
+        lines = self.lines(self.size.width)
+        return lines[y] if y < len(lines) else Strip.blank(self.size.width)
+
+
+class AnswerItem(Vertical):
+    """An answer as Markdown, streamed.
+
+    The answer is two widgets: the finished blocks and the part being streamed. Once that
+    part grows past ``PART_SIZE`` and ends a block (a blank line outside a code fence), it
+    moves to the finished blocks, rendered once, and a new part starts. So a delta parses at
+    most one part and the answer stays two widgets: the cost per delta does not grow with the
+    answer's length."""
+
+    def __init__(self, text: str = "") -> None:
+        super().__init__(classes="answer")
         self.text = ""
+        self._tail = ""
+        self._done = MarkdownPart()
+        self._live = MarkdownPart()
+        if text:
+            self._take(text)
+            self._live.texts = [self._tail] if self._tail else []
+
+    def compose(self) -> ComposeResult:
+        yield self._done
+        yield self._live
+
+    def _take(self, text: str) -> None:
+        self.text += text
+        self._tail += text
+        while (cut := block_end(self._tail)) is not None:
+            part, self._tail = self._tail[:cut], self._tail[cut:]
+            if self._done.is_attached:
+                self._done.append(part)
+            else:
+                self._done.texts.append(part)
 
     async def feed(self, text: str) -> None:
-        self.text += text
-        if self._stream is None:
-            self._stream = Markdown.get_stream(self)
-        await self._stream.write(text)
+        self._take(text)
+        self._live.set_text(self._tail)
 
     async def finish(self) -> None:
-        if self._stream is not None:
-            await self._stream.stop()
-            self._stream = None
+        """The answer is complete (nothing left to do: every delta is shown as it comes)."""
+
+
+PART_SIZE = 400
+"""Characters after which a streamed part is frozen at the next block end."""
+
+
+def block_end(text: str) -> int | None:
+    """Where to cut ``text`` into a frozen part and the rest: after the last blank line past
+    ``PART_SIZE`` that lies outside a code fence; None when there is no such place yet."""
+    if len(text) < PART_SIZE:
+        return None
+    at = text.rfind("\n\n")
+    while at >= PART_SIZE // 2:
+        head = text[: at + 2]
+        if _fences(head) % 2 == 0:
+            return at + 2
+        at = text.rfind("\n\n", 0, at)
+    return None
+
+
+def _fences(text: str) -> int:
+    return sum(1 for line in text.splitlines() if line.lstrip().startswith(("```", "~~~")))
+
+
+class _Markdown(RichMarkdown):
+    """Rich's Markdown with one parser for all texts: building a parser costs more than
+    parsing a streamed part. It sets what Rich's own ``__init__`` sets, without building one."""
+
+    _parser: MarkdownIt | None = None
+
+    def __init__(self, markup: str) -> None:  # Rich's own builds a parser
+        if _Markdown._parser is None:
+            _Markdown._parser = MarkdownIt().enable("strikethrough").enable("table")
+        self.markup = markup
+        self.parsed = _Markdown._parser.parse(markup)
+        self.code_theme = CODE_THEME
+        self.justify = None
+        self.style = "none"
+        self.hyperlinks = True
+        self.inline_code_lexer = None
+        self.inline_code_theme = CODE_THEME
+
+
+CODE_THEME = "monokai"
+
+
+def markdown(text: str) -> RichMarkdown:
+    """``text`` (redacted) as a Rich Markdown renderable, code blocks highlighted."""
+    return _Markdown(redact(text))
 
 
 class ThinkingItem(Collapsible):
