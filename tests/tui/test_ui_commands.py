@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from openheim.chat.history import history_for
 from openheim.memory.setup import open_memory
+from openheim.messages import Message
 from openheim.runtime import SessionOptions
 from openheim.store import open_store
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from openheim.tui.app import ChatApp
 from openheim.tui.items import AnswerItem, NoticeItem, ToolItem, UserItem
 from openheim.tui.pickers import Picker
+from openheim.tui.view import PAGE
 from tests.tui.conftest import MakeApp, load
 from tests.tui.drive import SIZE, lines, send, settle, type_line, wait_for
 
@@ -180,3 +183,30 @@ async def test_skills_list_activate_and_slash_command(
     assert first.startswith('<skill name="review">') and first.endswith("main.py")
     system = server.requests[1].body["messages"][0]["content"]
     assert "Look for bugs first." in system
+
+
+async def test_a_long_session_replays_a_page_at_a_time(make_app: MakeApp, home: Path) -> None:
+    app = make_app()
+    store = open_store(home)
+    record = store.create(cwd=str(app.chat.settings.work_dir), provider="fake", model="fake-model")
+    for n in range(100):  # 200 items: 100 prompts and 100 answers
+        store.append(record.id, Message.user(f"question {n}"))
+        store.append(record.id, Message.assistant(f"answer {n}"))
+    store.close()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await send(pilot, app, f":sessions {record.id}")
+        shown = lines(app, UserItem)
+        assert shown[0] == f"> question {100 - PAGE // 2}" and shown[-1] == "> question 99"
+        assert f"↑ {200 - PAGE} earlier items" in lines(app, NoticeItem)[0]
+        view = app.conversation
+
+        def scrolled_up(prompts: int) -> bool:
+            view.scroll_home(animate=False)  # at the top, a page of earlier items comes
+            return len(view.query(UserItem)) == prompts
+
+        for prompts in (PAGE, PAGE * 3 // 2, 100):
+            await wait_for(pilot, functools.partial(scrolled_up, prompts), f"{prompts} shown")
+        assert lines(app, UserItem)[0] == "> question 0"
+        await wait_for(pilot, lambda: view.marker is None, "the marker to go")
+        assert not view.earlier

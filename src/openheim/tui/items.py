@@ -207,10 +207,10 @@ def markdown(text: str) -> RichMarkdown:
 class ThinkingItem(Collapsible):
     """The model's thinking, collapsed; its text grows while it streams."""
 
-    def __init__(self) -> None:
-        self.body = Static("", classes="thinking-text")
+    def __init__(self, text: str = "") -> None:
+        self.body = Static(Text(redact(text)), classes="thinking-text")
         super().__init__(self.body, title="thinking", collapsed=True, classes="thinking")
-        self.text = ""
+        self.text = text
 
     def feed(self, text: str) -> None:
         self.text += text
@@ -219,16 +219,26 @@ class ThinkingItem(Collapsible):
 
 class ToolItem(Collapsible):
     """One tool call: name, key argument and status in the title; the arguments and the full
-    result (or the diff of a file edit) when expanded."""
+    result (or the diff of a file edit) when expanded. ``result`` builds it finished (a
+    replayed call)."""
 
-    def __init__(self, call_id: str, name: str, arguments: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        call_id: str,
+        name: str,
+        arguments: Mapping[str, Any],
+        result: ToolResult | None = None,
+    ) -> None:
         self.call_id = call_id
         self.tool = name
         self.key = key_argument(arguments)
-        self.status = "running"
+        self.status = result.status if result is not None else "running"
         shown = redact(json.dumps(dict(arguments), indent=2, ensure_ascii=False))
-        self.detail = Vertical(Static(Text(shown), classes="tool-args"))
-        super().__init__(self.detail, title=self._heading(), collapsed=True, classes="tool running")
+        parts = [Static(Text(shown), classes="tool-args")]
+        parts += result_parts(result) if result is not None else []
+        self.detail = Vertical(*parts)
+        heading = self._heading()
+        super().__init__(self.detail, title=heading, collapsed=True, classes=f"tool {self.status}")
 
     def _heading(self) -> str:
         mark = STATUS_MARKS.get(self.status, "?")
@@ -239,10 +249,16 @@ class ToolItem(Collapsible):
         self.status = result.status
         self.title = self._heading()
         self.set_classes(f"tool {result.status}")
-        content = redact(result.content)
-        if len(content) > MAX_RESULT:
-            content = content[:MAX_RESULT] + f"\n… ({len(content) - MAX_RESULT} more characters)"
-        await self.detail.mount(Static(Text(content), classes="tool-result"))
-        if result.diff is not None:
-            diff = redact(diff_text(result.diff))
-            await self.detail.mount(Static(Syntax(diff, "diff", word_wrap=True), classes="diff"))
+        await self.detail.mount_all(result_parts(result))
+
+
+def result_parts(result: ToolResult) -> list[Static]:
+    """A result's widgets: its text (cut at ``MAX_RESULT``) and, for a file edit, the diff."""
+    content = redact(result.content)
+    if len(content) > MAX_RESULT:
+        content = content[:MAX_RESULT] + f"\n… ({len(content) - MAX_RESULT} more characters)"
+    parts = [Static(Text(content), classes="tool-result")]
+    if result.diff is not None:
+        diff = redact(diff_text(result.diff))
+        parts.append(Static(Syntax(diff, "diff", word_wrap=True), classes="diff"))
+    return parts

@@ -4,7 +4,10 @@ notices, retries, trimmed context and abnormal stops become lines of their own."
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TypeAlias
 
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -25,6 +28,9 @@ from openheim.events import (
 )
 from openheim.runtime.replay import Replayed, UserTurn
 from openheim.tui.items import AnswerItem, NoticeItem, ThinkingItem, ToolItem, UserItem
+
+PAGE = 60
+"""Replayed items mounted at a time."""
 
 
 def event_line(event: Event) -> tuple[str, str] | None:
@@ -63,6 +69,10 @@ class Conversation(VerticalScroll):
         self.tools: dict[str, ToolItem] = {}
         self.verbose = True
         self.seen: set[Notice] = set()
+        self.earlier: list[Builder] = []
+        """Replayed items not mounted yet (a page is mounted when scrolled to the top)."""
+        self.marker: NoticeItem | None = None
+        self._loading = False
 
     async def add(self, item: Widget) -> None:
         if isinstance(item, ToolItem):
@@ -99,10 +109,48 @@ class Conversation(VerticalScroll):
             await self._other(event)
 
     async def replay(self, events: Iterable[Replayed]) -> None:
-        """A restored conversation, shown as it was (tool items included)."""
-        for event in events:
-            await self.show(event)
+        """A restored conversation, shown as it was (tool items included). The last ``PAGE``
+        items are mounted at once; earlier ones a page at a time as one scrolls to the top,
+        so a long session opens as fast as a short one."""
         await self.end_stream()
+        items = replayed_items(events)
+        self.earlier = items[:-PAGE]
+        if self.earlier:
+            self.marker = NoticeItem(self._earlier_line(), "earlier")
+            await self.mount(self.marker)
+        await self.mount_all(self._built(items[-PAGE:]))
+        self.scroll_end(animate=False)
+
+    def _built(self, builders: list[Builder]) -> list[Widget]:
+        widgets = [build() for build in builders]
+        for widget in widgets:
+            if isinstance(widget, ToolItem):
+                widget.display = self.verbose
+        return widgets
+
+    def _earlier_line(self) -> str:
+        return f"↑ {len(self.earlier)} earlier items: scroll up to show them"
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        if new <= 0 and self.earlier and not self._loading:
+            self._loading = True
+            self.call_later(self.show_earlier)
+
+    async def show_earlier(self) -> None:
+        """Mount the page of replayed items before the first one shown."""
+        page = self._built(self.earlier[-PAGE:])
+        self.earlier = self.earlier[:-PAGE]
+        marker = self.marker
+        if marker is not None and page:
+            await self.mount_all(page, after=marker)
+            if self.earlier:
+                marker.update(self._earlier_line())
+            else:
+                await marker.remove()
+                self.marker = None
+            self.scroll_to_widget(page[-1], animate=False, top=True)
+        self._loading = False
 
     async def _other(self, event: Event) -> None:
         if isinstance(event, Notice):
@@ -151,4 +199,51 @@ class Conversation(VerticalScroll):
     async def clear(self) -> None:
         await self.end_stream()
         self.tools.clear()
+        self.earlier, self.marker = [], None
         await self.remove_children()
+
+
+Builder: TypeAlias = Callable[[], Widget]
+"""Makes one replayed item when it is shown (widgets are built only for the pages shown)."""
+
+
+@dataclass
+class _Call:
+    """A replayed tool call and, once met, its result."""
+
+    call: ToolCall
+    result: ToolResult | None = None
+
+    def build(self) -> Widget:
+        call = self.call
+        return ToolItem(call.id, call.name, call.arguments, self.result)
+
+
+def replayed_items(events: Iterable[Replayed]) -> list[Builder]:
+    """The items of a stored conversation, to build: its text deltas joined into answers, each
+    tool call with its result."""
+    items: list[Builder] = []
+    text: list[str] = []
+    calls: dict[str, _Call] = {}
+
+    def flush() -> None:
+        if text:
+            items.append(functools.partial(AnswerItem, "".join(text)))
+            text.clear()
+
+    for event in events:
+        if isinstance(event, TextDelta):
+            text.append(event.text)
+            continue
+        flush()
+        if isinstance(event, UserTurn):
+            items.append(functools.partial(UserItem, event.text))
+        elif isinstance(event, ThinkingDelta):
+            items.append(functools.partial(ThinkingItem, event.text))
+        elif isinstance(event, ToolCall):
+            calls[event.id] = pending = _Call(event)
+            items.append(pending.build)
+        elif event.id in calls:
+            calls.pop(event.id).result = event
+    flush()
+    return items
