@@ -77,7 +77,7 @@ async def restore(home: Path, session_id: str) -> float:
     app = ChatApp(settings, SessionOptions(persist=True), InputHistory(None))
     async with app.run_test(size=(120, 40)) as pilot:
         for _ in range(500):
-            if app.chat._session is not None:
+            if app.ready:
                 break
             await pilot.pause(0.01)
         start = time.perf_counter()

@@ -19,7 +19,7 @@ async def settle(pilot: Pilot[int], app: ChatApp) -> None:
     for _ in range(400):
         await pilot.pause(0.01)
         workers = [w for w in app.workers if w.is_running and w.group != "picker"]
-        if app.chat._session is not None and not workers:
+        if app.ready and not workers:
             return
     raise AssertionError(f"the app did not settle: {list(app.workers)}")
 

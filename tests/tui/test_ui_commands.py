@@ -188,7 +188,7 @@ async def test_skills_list_activate_and_slash_command(
 async def test_a_long_session_replays_a_page_at_a_time(make_app: MakeApp, home: Path) -> None:
     app = make_app()
     store = open_store(home)
-    record = store.create(cwd=str(app.chat.settings.work_dir), provider="fake", model="fake-model")
+    record = store.create(cwd=str(app.settings.work_dir), provider="fake", model="fake-model")
     for n in range(100):  # 200 items: 100 prompts and 100 answers
         store.append(record.id, Message.user(f"question {n}"))
         store.append(record.id, Message.assistant(f"answer {n}"))

@@ -8,8 +8,6 @@ from collections import deque
 from pathlib import Path
 
 from openheim.secrets import SecretPolicy
-from openheim.tools.builtin.gitignore import GitIgnores
-from openheim.tools.sandbox import PathSandbox
 
 LIMIT = 5000
 SKIPPED = {".git", ".hg", ".svn"}
@@ -17,6 +15,9 @@ SKIPPED = {".git", ".hg", ".svn"}
 
 def work_files(root: Path, policy: SecretPolicy, limit: int = LIMIT) -> list[str]:
     """Paths relative to ``root`` (with ``/``), shallow ones first, at most ``limit``."""
+    from openheim.tools.builtin.gitignore import GitIgnores  # the picker's, not start-up's
+    from openheim.tools.sandbox import PathSandbox
+
     ignores = GitIgnores(PathSandbox(root))
     found: list[str] = []
     pending: deque[tuple[str, ...]] = deque([()])

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from openheim.chat.session import Chat
+from openheim.chat.units import tokens
 from openheim.config.load import Settings
 from openheim.config.providers import provider_entries
 from openheim.errors import ConfigError
@@ -51,11 +52,6 @@ def mcp_text(chat: Chat) -> str:
         count = sum(1 for name in names if name.startswith(f"{server}__"))
         lines.append(f"{server}: unavailable ({why})" if why else f"{server}: {count} tools")
     return "\n".join(lines)
-
-
-def tokens(count: int) -> str:
-    """``8.4k``-style token counts."""
-    return f"{count / 1000:.1f}k" if count >= 1000 else str(count)
 
 
 def context_text(chat: Chat, last: Usage | None) -> str:

@@ -49,6 +49,11 @@ class Chat:
         return self._session
 
     @property
+    def opened(self) -> bool:
+        """Whether a session is open."""
+        return self._session is not None
+
+    @property
     def skills(self) -> SkillsManager:
         if self._skills is None:
             self._skills = skills_for(self.settings)

@@ -12,27 +12,28 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.worker import Worker
 
 from openheim.chat.commands import Command, Unknown, complete, parse
-from openheim.chat.files import work_files
 from openheim.chat.history import InputHistory, history_for
-from openheim.chat.info import context_text
-from openheim.chat.session import Chat
 from openheim.cli import exit_codes
-from openheim.config.load import Settings
 from openheim.errors import OpenheimError
 from openheim.events import CostUpdate, Event, TextDelta, UsageUpdate
-from openheim.runtime import SessionOptions
 from openheim.tui.approval import QueueResolver
-from openheim.tui.commands import run_command
 from openheim.tui.pickers import Picker
 from openheim.tui.prompt_input import PromptInput
 from openheim.tui.status import StatusBar
 from openheim.tui.view import Conversation
+
+if TYPE_CHECKING:
+    from openheim.chat.session import Chat
+    from openheim.config.load import Settings
+    from openheim.runtime import SessionOptions
 
 DOUBLE_PRESS = 2.0
 CSS = """
@@ -70,13 +71,17 @@ class ChatApp(App[int]):
     def __init__(
         self,
         settings: Settings,
-        options: SessionOptions,
+        options: SessionOptions | Callable[[], SessionOptions],
         history: InputHistory,
         first: str | None = None,
     ) -> None:
+        """``options`` may be a function that makes them, called once the first frame is
+        drawn (making them imports the runtime)."""
         super().__init__()
         self.resolver = QueueResolver(self)
-        self.chat = Chat(settings, options, self.resolver)
+        self.settings = settings
+        self.options = options
+        self._chat: Chat | None = None
         self.history = history
         self.first = first
         self.conversation = Conversation()
@@ -89,6 +94,18 @@ class ChatApp(App[int]):
         if settings.theme and settings.theme in self.available_themes:
             self.theme = settings.theme
 
+    @property
+    def chat(self) -> Chat:
+        """The chat, once the session is open (the first frame comes before: see ``_open``)."""
+        if self._chat is None:
+            raise RuntimeError("the session is still opening")
+        return self._chat
+
+    @property
+    def ready(self) -> bool:
+        """Whether the session is open."""
+        return self._chat is not None and self._chat.opened
+
     def compose(self) -> ComposeResult:
         yield self.conversation
         yield self.prompt_input
@@ -98,11 +115,16 @@ class ChatApp(App[int]):
         self.prompt_input.focus()
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, self.request_quit, exit_codes.TERMINATED)
-        self.run_worker(self._open(), group="session")
+        self.call_after_refresh(self.run_worker, self._open(), group="session")
 
     async def _open(self) -> None:
+        """Open the session after the first frame: the runtime is imported only now."""
+        from openheim.chat.session import Chat
+
+        options = self.options() if callable(self.options) else self.options
+        self._chat = Chat(self.settings, options, self.resolver)
         try:
-            session = await self.chat.open()
+            session = await self._chat.open()
         except OpenheimError as err:
             await self.conversation.line(f"error: {err}", "error")
             await self.conversation.line("fix it and start openheim again; Ctrl+Q quits", "error")
@@ -115,11 +137,12 @@ class ChatApp(App[int]):
 
     def update_status(self, last: UsageUpdate | None = None) -> None:
         """The footer's facts from the session as it is now."""
-        bar, chat = self.status_bar, self.chat
-        try:
-            session = chat.session
-        except RuntimeError:
+        from openheim.chat.info import context_text
+
+        if not self.ready:
             return
+        bar, chat = self.status_bar, self.chat
+        session = chat.session
         bar.model = f"{chat.provider}/{session.model}"
         if last is not None or not bar.context:
             bar.context = context_text(chat, last.usage if last is not None else None)
@@ -136,6 +159,11 @@ class ChatApp(App[int]):
 
     def submit(self, text: str) -> None:
         """A typed line: a command, or a prompt sent as a turn."""
+        from openheim.tui.commands import run_command
+
+        if not self.ready:
+            self.notify("the session is still opening", severity="warning")
+            return
         parsed = parse(text, self.chat.skill_names())
         if isinstance(parsed, Unknown):
             self.run_worker(self.conversation.line(parsed.message(), "error"))
@@ -176,7 +204,7 @@ class ChatApp(App[int]):
             self.request_quit()
             return
         self._last_interrupt = now
-        if self.busy:
+        if self.busy and self.ready:
             self.chat.session.cancel()
         self.status_bar.hint = "press Ctrl+C again to quit"
         self.status_bar.refresh_line()
@@ -193,9 +221,9 @@ class ChatApp(App[int]):
     async def action_quit(self, code: int = exit_codes.OK) -> None:
         """Close the session (a running turn is cancelled, the lease released), then leave
         with ``code`` (143 after SIGTERM, as shells report it)."""
-        if not self._closed:
+        if not self._closed and self._chat is not None:
             self._closed = True
-            await self.chat.close()
+            await self._chat.close()
         self.exit(code, return_code=code)
 
     def action_page(self, direction: int) -> None:
@@ -209,6 +237,8 @@ class ChatApp(App[int]):
 
     def _complete(self, word: str) -> list[str]:
         """Tab completion: commands and skills after ``:``/``/``, else work-dir paths."""
+        if not self.ready:
+            return []
         if word[:1] in (":", "/"):
             return complete(word, self.chat.skill_names())
         at = "@" if word.startswith("@") else ""
@@ -216,6 +246,8 @@ class ChatApp(App[int]):
         return [at + path for path in self.files() if path.startswith(prefix)][:50]
 
     def files(self) -> list[str]:
+        from openheim.chat.files import work_files
+
         if self._files is None:
             self._files = work_files(self.chat.settings.work_dir, self.chat.policy)
         return self._files
@@ -224,6 +256,8 @@ class ChatApp(App[int]):
         self.run_worker(self._pick_file(), group="picker")
 
     async def _pick_file(self) -> None:
+        if not self.ready:
+            return
         choices = [(path, path) for path in self.files()]
         picked = await self.push_screen_wait(Picker("attach a file", choices))
         if picked is not None:
@@ -231,7 +265,7 @@ class ChatApp(App[int]):
         self.prompt_input.focus()
 
 
-def run_app(settings: Settings, options: SessionOptions, first: str | None) -> int:
+def run_app(settings: Settings, options: Callable[[], SessionOptions], first: str | None) -> int:
     """Run the chat UI in this terminal until it quits; its exit code."""
     app = ChatApp(settings, options, history_for(settings.data_dir), first)
     app.run()

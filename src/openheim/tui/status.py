@@ -9,7 +9,7 @@ import time
 from rich.text import Text
 from textual.widgets import Static
 
-from openheim.chat.info import tokens
+from openheim.chat.units import tokens
 from openheim.messages import Usage
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -20,7 +20,7 @@ class StatusBar(Static):
 
     def __init__(self) -> None:
         super().__init__("", id="status")
-        self.model = ""
+        self.model = "opening the session…"
         self.context = ""
         self.usage = Usage()
         self.cost: float | None = None
@@ -31,6 +31,7 @@ class StatusBar(Static):
 
     def on_mount(self) -> None:
         self.set_interval(0.25, self._tick)
+        self.refresh_line()
 
     def start(self) -> None:
         self.busy_since = time.monotonic()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -26,8 +26,10 @@ from openheim.events import (
     ToolResult,
     notice_line,
 )
-from openheim.runtime.replay import Replayed, UserTurn
 from openheim.tui.items import AnswerItem, NoticeItem, ThinkingItem, ToolItem, UserItem
+
+if TYPE_CHECKING:
+    from openheim.runtime.replay import Replayed
 
 PAGE = 60
 """Replayed items mounted at a time."""
@@ -88,14 +90,12 @@ class Conversation(VerticalScroll):
         await self.end_stream()
         await self.add(NoticeItem(text, kind))
 
-    async def show(self, event: Event | Replayed) -> None:
-        """One event of a run (or of a replayed conversation)."""
+    async def show(self, event: Event) -> None:
+        """One event of a run."""
         if isinstance(event, TextDelta):
             await self._text(event.text)
         elif isinstance(event, ThinkingDelta):
             await self._thinking(event.text)
-        elif isinstance(event, UserTurn):
-            await self.user(event.text)
         elif isinstance(event, ToolCall):
             await self.end_stream()
             item = ToolItem(event.id, event.name, event.arguments)
@@ -222,6 +222,8 @@ class _Call:
 def replayed_items(events: Iterable[Replayed]) -> list[Builder]:
     """The items of a stored conversation, to build: its text deltas joined into answers, each
     tool call with its result."""
+    from openheim.runtime.replay import UserTurn  # replaying needs the runtime, start-up not
+
     items: list[Builder] = []
     text: list[str] = []
     calls: dict[str, _Call] = {}
