@@ -118,3 +118,24 @@ async def test_reject_always_is_a_deny_that_is_learnt(make_app: MakeApp) -> None
         await pilot.press("r")
         result = await asyncio.wait_for(answer, 5)
     assert isinstance(result, Deny) and result.always
+
+
+async def test_new_session_resets_approvals(
+    make_app: MakeApp, server: FakeLLMServer, work: Path
+) -> None:
+    server.add(write_call(), "ok", write_call(), "ok")
+    app = make_app(approval="ask")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await type_line(pilot, app, "write")
+        await wait_for(pilot, lambda: asking(app) is not None, "the approval modal")
+        await pilot.press("a")
+        await settle(pilot, app)
+        await type_line(pilot, app, ":new")
+        await settle(pilot, app)
+        await type_line(pilot, app, "write again")
+        await wait_for(pilot, lambda: asking(app) is not None, "a question again")
+        await pilot.press("n")
+        await settle(pilot, app)
+        [item] = app.conversation.query(ToolItem)
+        assert item.status == "denied"

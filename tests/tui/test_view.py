@@ -1,0 +1,86 @@
+"""What the conversation shows: thinking collapsed, notices (retries with their delay, an
+abnormal stop), the busy footer, pasted text, narrow terminals and resizes."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from textual import events
+
+from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
+from openheim.tui.items import AnswerItem, NoticeItem, ThinkingItem
+from openheim.tui.pickers import Picker
+from tests.tui.conftest import MakeApp
+from tests.tui.drive import SIZE, lines, send, settle, shown_text, type_line, wait_for
+
+
+async def test_thinking_is_a_collapsed_block(make_app: MakeApp, server: FakeLLMServer) -> None:
+    server.add(FakeReply(reasoning="let me think about it", text="answer"))
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await send(pilot, app, "think")
+        [thinking] = app.conversation.query(ThinkingItem)
+        assert thinking.collapsed and thinking.text == "let me think about it"
+        assert [a.text for a in app.conversation.query(AnswerItem)] == ["answer"]
+
+
+async def test_a_retry_and_an_abnormal_stop_are_lines(
+    make_app: MakeApp, server: FakeLLMServer
+) -> None:
+    call = FakeReply(tool_calls=[FakeToolCall("list_dir", {"path": "."})])
+    server.add(FakeReply(status=429, retry_after=0.01), call, call)
+    app = make_app()
+    app.settings = dataclasses.replace(app.settings, max_iterations=2)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await send(pilot, app, "loop")
+        shown = lines(app, NoticeItem)
+    assert any(line.startswith("retrying in 0.0 s (attempt 1") for line in shown)
+    assert any(line.startswith("stopped: max_turn_requests") for line in shown)
+
+
+async def test_the_footer_is_busy_with_tokens_per_second(
+    make_app: MakeApp, server: FakeLLMServer
+) -> None:
+    server.add(FakeReply(chunks=["slow "] * 12, chunk_delay=0.05))
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await type_line(pilot, app, "go")
+        await wait_for(pilot, lambda: "tok/s" in app.status_bar.line(), "the busy footer")
+        assert app.status_bar.streamed_chars > 0 or app.busy
+        await settle(pilot, app)
+        assert "tok/s" not in app.status_bar.line()
+
+
+async def test_a_paste_inserts_lines_and_esc_closes_a_picker(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        app.post_message(events.Paste("first line\nsecond line"))  # as a terminal sends it
+        await pilot.pause()
+        assert app.prompt_input.text == "first line\nsecond line"
+        await type_line(pilot, app, ":models")
+        await wait_for(pilot, lambda: isinstance(app.screen, Picker), "the picker")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, Picker), "the picker to close")
+
+
+async def test_a_narrow_terminal_wraps_and_a_resize_reflows(
+    make_app: MakeApp, server: FakeLLMServer
+) -> None:
+    words = "a narrow terminal wraps every long line of the answer " * 4
+    server.add(words.strip())
+    app = make_app()
+    async with app.run_test(size=(40, 20)) as pilot:
+        await settle(pilot, app)
+        await send(pilot, app, "say it")
+        [answer] = app.conversation.query(AnswerItem)
+        narrow = [line for line in shown_text(answer).splitlines() if line]
+        assert len(narrow) >= 5 and all(len(line) <= 40 for line in narrow)
+        await pilot.resize_terminal(120, 20)
+        await pilot.pause()
+        wide = [line for line in shown_text(answer).splitlines() if line]
+        assert len(wide) < len(narrow)
+        assert " ".join(wide).split() == words.split()
