@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import AsyncIterator, Callable
 
 from textual.geometry import Region
 from textual.pilot import Pilot
@@ -54,3 +55,11 @@ def shown_text(widget: Widget) -> str:
     parts = [widget] if isinstance(widget, Static) else list(widget.query("Static, MarkdownPart"))
     lines = [strip.text.rstrip() for w in parts for strip in w.render_lines(Region(0, 0, *w.size))]
     return "\n".join(lines)
+
+
+@contextlib.asynccontextmanager
+async def running(app: ChatApp, size: tuple[int, int] = SIZE) -> AsyncIterator[Pilot[int]]:
+    """The app run headless, its session open."""
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot, app)
+        yield pilot

@@ -4,6 +4,8 @@ environment of an ``openheim`` child process."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 from openheim.testing import FakeLLMServer
@@ -23,3 +25,20 @@ def child_env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env = {k: v for k, v in env.items() if not k.startswith("OPENHEIM_")}
     return {**env, "OPENHEIM_HOME": str(home)}
+
+
+def run_openheim(
+    home: Path, work: Path, *args: str, typed: str = "", python: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
+    """``python [python...] -m openheim ARGS`` in ``work`` with ``typed`` on a piped stdin and
+    no controlling terminal (approvals are headless)."""
+    return subprocess.run(
+        [sys.executable, *python, "-m", "openheim", *args],
+        input=typed,
+        cwd=work,
+        env=child_env(home),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        start_new_session=True,
+    )

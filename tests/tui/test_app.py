@@ -8,14 +8,13 @@ from pathlib import Path
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from openheim.tui.items import AnswerItem, NoticeItem, ToolItem, UserItem
 from tests.tui.conftest import MakeApp
-from tests.tui.drive import SIZE, lines, send, settle, shown_text
+from tests.tui.drive import lines, running, send, shown_text
 
 
 async def test_a_streamed_answer_is_markdown(make_app: MakeApp, server: FakeLLMServer) -> None:
     server.add(FakeReply(chunks=["# Title\n\n", "Some ", "`code` and ", "**bold**."]))
     app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot, app)
+    async with running(app) as pilot:
         await send(pilot, app, "hello")
         [answer] = app.conversation.query(AnswerItem)
         assert answer.text == "# Title\n\nSome `code` and **bold**."
@@ -37,8 +36,7 @@ async def test_tool_items_show_status_and_result(
         "done",
     )
     app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot, app)
+    async with running(app) as pilot:
         await send(pilot, app, "read it")
         read, write = app.conversation.query(ToolItem)
         assert (read.tool, read.key, read.status) == ("read_file", "a.txt", "completed")

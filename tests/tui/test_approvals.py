@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
@@ -13,11 +14,19 @@ from openheim.tui.app import ChatApp
 from openheim.tui.approval import ApprovalScreen
 from openheim.tui.items import ToolItem
 from tests.tui.conftest import MakeApp
-from tests.tui.drive import SIZE, settle, type_line, wait_for
+from tests.tui.drive import running, send, settle, type_line, wait_for
 
 
 def write_call(name: str = "b.txt") -> FakeReply:
     return FakeReply(tool_calls=[FakeToolCall("write_file", {"path": name, "content": "new\n"})])
+
+
+async def answer(pilot: Pilot[int], app: ChatApp, prompt: str, key: str) -> None:
+    """Send ``prompt``, answer its first approval question with ``key``, wait for the end."""
+    await type_line(pilot, app, prompt)
+    await wait_for(pilot, lambda: asking(app) is not None, "the approval modal")
+    await pilot.press(key)
+    await settle(pilot, app)
 
 
 def asking(app: ChatApp) -> ApprovalScreen | None:
@@ -46,8 +55,7 @@ async def test_each_answer(
 ) -> None:
     server.add(write_call(), "ok")
     app = make_app(approval="ask")
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot, app)
+    async with running(app) as pilot:
         await type_line(pilot, app, "write b.txt")
         await wait_for(pilot, lambda: asking(app) is not None, "the approval modal")
         modal = asking(app)
@@ -69,12 +77,8 @@ async def test_allow_always_is_not_asked_again(
 ) -> None:
     server.add(write_call(), write_call(), "ok")
     app = make_app(approval="ask")
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot, app)
-        await type_line(pilot, app, "write twice")
-        await wait_for(pilot, lambda: asking(app) is not None, "the approval modal")
-        await pilot.press("a")
-        await settle(pilot, app)
+    async with running(app) as pilot:
+        await answer(pilot, app, "write twice", "a")
         statuses = [item.status for item in app.conversation.query(ToolItem)]
     assert statuses == ["completed", "completed"]
 
@@ -85,8 +89,7 @@ def request(call: str) -> ApprovalRequest:
 
 async def test_concurrent_requests_queue_and_cancelled_ones_go(make_app: MakeApp) -> None:
     app = make_app(approval="ask")
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot, app)
+    async with running(app) as pilot:
         ask = Ask(prompt="[subagent helper]", reasons=("deletes files",))
         first = asyncio.ensure_future(app.resolver(request("one"), ask))
         second = asyncio.ensure_future(app.resolver(request("two"), ask))
@@ -111,8 +114,7 @@ async def test_concurrent_requests_queue_and_cancelled_ones_go(make_app: MakeApp
 
 async def test_reject_always_is_a_deny_that_is_learnt(make_app: MakeApp) -> None:
     app = make_app(approval="ask")
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot, app)
+    async with running(app) as pilot:
         answer = asyncio.ensure_future(app.resolver(request("x"), Ask()))
         await wait_for(pilot, lambda: asking(app) is not None, "the modal")
         await pilot.press("r")
@@ -125,17 +127,9 @@ async def test_new_session_resets_approvals(
 ) -> None:
     server.add(write_call(), "ok", write_call(), "ok")
     app = make_app(approval="ask")
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot, app)
-        await type_line(pilot, app, "write")
-        await wait_for(pilot, lambda: asking(app) is not None, "the approval modal")
-        await pilot.press("a")
-        await settle(pilot, app)
-        await type_line(pilot, app, ":new")
-        await settle(pilot, app)
-        await type_line(pilot, app, "write again")
-        await wait_for(pilot, lambda: asking(app) is not None, "a question again")
-        await pilot.press("n")
-        await settle(pilot, app)
+    async with running(app) as pilot:
+        await answer(pilot, app, "write", "a")
+        await send(pilot, app, ":new")
+        await answer(pilot, app, "write again", "n")
         [item] = app.conversation.query(ToolItem)
         assert item.status == "denied"

@@ -10,7 +10,7 @@ from openheim.testing import FakeLLMServer, FakeReply
 from openheim.tui.items import NoticeItem, UserItem
 from openheim.tui.pickers import Picker
 from tests.tui.conftest import MakeApp
-from tests.tui.drive import SIZE, lines, send, settle, type_line, wait_for
+from tests.tui.drive import lines, running, send, settle, type_line, wait_for
 
 
 async def test_ctrl_c_cancels_the_turn_and_twice_quits(
@@ -18,8 +18,7 @@ async def test_ctrl_c_cancels_the_turn_and_twice_quits(
 ) -> None:
     server.add(FakeReply(text="never finished " * 5, hang_at=3), "second answer")
     app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot, app)
+    async with running(app) as pilot:
         await type_line(pilot, app, "go")
         await wait_for(pilot, lambda: len(server.requests) == 1 and app.busy, "the turn")
         await pilot.press("ctrl+c")
@@ -42,8 +41,7 @@ async def test_enter_sends_newline_keys_insert_and_ctrl_u_clears(
 ) -> None:
     server.add("ok")
     app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot, app)
+    async with running(app) as pilot:
         await pilot.press("a", "ctrl+j", "b", "shift+enter", "c")
         assert app.prompt_input.text == "a\nb\nc"
         await pilot.press("ctrl+u")
@@ -59,8 +57,7 @@ async def test_history_walks_with_up_and_down_and_persists(
 ) -> None:
     server.add("one", "two")
     app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot, app)
+    async with running(app) as pilot:
         await send(pilot, app, "first")
         await send(pilot, app, "second")
         await pilot.press("d", "r", "a", "f", "t", "up")
@@ -82,8 +79,7 @@ async def test_at_opens_the_file_picker_and_inserts_a_mention(
     (work / ".env").write_text("TOKEN=1\n")
     server.add("seen")
     app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot, app)
+    async with running(app) as pilot:
         await pilot.press("r", "e", "a", "d", "space", "@")
         await wait_for(pilot, lambda: isinstance(app.screen, Picker), "the file picker")
         picker = app.screen
@@ -103,8 +99,7 @@ async def test_at_opens_the_file_picker_and_inserts_a_mention(
 async def test_tab_completes_commands_and_paths(make_app: MakeApp, work: Path) -> None:
     (work / "notes.txt").write_text("x\n")
     app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot, app)
+    async with running(app) as pilot:
         await pilot.press(":", "t", "h", "tab")
         assert app.prompt_input.text == ":theme"
         await pilot.press("ctrl+u", "s", "e", "e", "space")

@@ -8,21 +8,12 @@ import sys
 from pathlib import Path
 
 from openheim.testing import FakeLLMServer
-from tests.tui.support import child_env, configure
+from tests.tui.support import child_env, configure, run_openheim
 
 
-def imported(home: Path, work: Path, *args: str, stdin: str = "") -> str:
-    done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "openheim", *args],
-        input=stdin,
-        cwd=work,
-        env=child_env(home),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        start_new_session=True,
-    )
-    return done.stderr
+def imported(home: Path, work: Path, *args: str) -> str:
+    """The import log (``-X importtime``) of ``openheim ARGS``."""
+    return run_openheim(home, work, *args, python=("-X", "importtime")).stderr
 
 
 def test_version_run_and_acp_do_not_import_textual(home: Path, work: Path) -> None:

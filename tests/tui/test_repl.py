@@ -10,20 +10,11 @@ from pathlib import Path
 from typing import IO
 
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
-from tests.tui.support import child_env, configure
+from tests.tui.support import child_env, configure, run_openheim
 
 
 def chat(home: Path, work: Path, typed: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "openheim", "chat", "--no-tui", *args],
-        input=typed,
-        cwd=work,
-        env=child_env(home),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        start_new_session=True,  # no controlling terminal: approvals are headless
-    )
+    return run_openheim(home, work, "chat", "--no-tui", *args, typed=typed)
 
 
 def test_prompts_stream_answers_and_commands_run(home: Path, work: Path) -> None:

@@ -16,7 +16,7 @@ from openheim.tui.items import AnswerItem, NoticeItem, ToolItem, UserItem
 from openheim.tui.pickers import Picker
 from openheim.tui.view import PAGE
 from tests.tui.conftest import MakeApp, load
-from tests.tui.drive import SIZE, lines, send, settle, type_line, wait_for
+from tests.tui.drive import lines, running, send, settle, type_line, wait_for
 
 
 def said(app: ChatApp) -> str:
@@ -26,8 +26,7 @@ def said(app: ChatApp) -> str:
 
 async def test_help_unknown_clear_and_quit(make_app: MakeApp) -> None:
     app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot, app)
+    async with running(app) as pilot:
         await send(pilot, app, "/help")
         assert ":sessions" in said(app) and "Ctrl+C" in said(app)
         await send(pilot, app, ":modles")
@@ -49,8 +48,7 @@ async def test_restore_replays_the_conversation_with_tool_items(
         "restored answer",
     )
     app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot, app)
+    async with running(app) as pilot:
         await send(pilot, app, "what is in a.txt?")
         first_id = app.chat.session.id
         await send(pilot, app, ":new")
@@ -77,8 +75,7 @@ async def test_restore_warns_when_the_provider_is_gone(
 ) -> None:
     server.add("one", "two")
     app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot, app)
+    async with running(app) as pilot:
         await send(pilot, app, "hi")
         session_id = app.chat.session.id
         assert session_id is not None
@@ -97,8 +94,7 @@ async def test_theme_is_applied_and_kept_with_comments(
     make_app: MakeApp, home: Path, work: Path
 ) -> None:
     app = make_app(extra="# my comment\n")
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot, app)
+    async with running(app) as pilot:
         await send(pilot, app, ":theme nord")
         assert app.theme == "nord"
         await send(pilot, app, ":theme nrod")
@@ -119,8 +115,7 @@ async def test_theme_is_applied_and_kept_with_comments(
 async def test_models_picker_and_switch(make_app: MakeApp, server: FakeLLMServer) -> None:
     server.add("from large", "from small")
     app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot, app)
+    async with running(app) as pilot:
         await type_line(pilot, app, ":models")
         await wait_for(pilot, lambda: isinstance(app.screen, Picker), "the models picker")
         await pilot.press(*"large", "enter")
@@ -136,8 +131,7 @@ async def test_info_commands(make_app: MakeApp, server: FakeLLMServer, home: Pat
     server.add("answer")
     extra = '[mcp_servers.broken]\ncommand = "/nonexistent/mcp-server"\n'
     app = make_app(extra=extra)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot, app)
+    async with running(app) as pilot:
         assert any("broken" in line for line in lines(app, NoticeItem))  # shown at start
         await send(pilot, app, "hi")
         await send(pilot, app, ":cost")
@@ -167,8 +161,7 @@ async def test_skills_list_activate_and_slash_command(
     )
     server.add("reviewed", "again")
     app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot, app)
+    async with running(app) as pilot:
         await send(pilot, app, ":skills")
         assert said(app) == "review: Review code"
         await send(pilot, app, "/review main.py")
@@ -193,8 +186,7 @@ async def test_a_long_session_replays_a_page_at_a_time(make_app: MakeApp, home: 
         store.append(record.id, Message.user(f"question {n}"))
         store.append(record.id, Message.assistant(f"answer {n}"))
     store.close()
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot, app)
+    async with running(app) as pilot:
         await send(pilot, app, f":sessions {record.id}")
         shown = lines(app, UserItem)
         assert shown[0] == f"> question {100 - PAGE // 2}" and shown[-1] == "> question 99"

@@ -11,14 +11,13 @@ from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from openheim.tui.items import AnswerItem, NoticeItem, ThinkingItem
 from openheim.tui.pickers import Picker
 from tests.tui.conftest import MakeApp
-from tests.tui.drive import SIZE, lines, send, settle, shown_text, type_line, wait_for
+from tests.tui.drive import lines, running, send, settle, shown_text, type_line, wait_for
 
 
 async def test_thinking_is_a_collapsed_block(make_app: MakeApp, server: FakeLLMServer) -> None:
     server.add(FakeReply(reasoning="let me think about it", text="answer"))
     app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot, app)
+    async with running(app) as pilot:
         await send(pilot, app, "think")
         [thinking] = app.conversation.query(ThinkingItem)
         assert thinking.collapsed and thinking.text == "let me think about it"
@@ -32,8 +31,7 @@ async def test_a_retry_and_an_abnormal_stop_are_lines(
     server.add(FakeReply(status=429, retry_after=0.01), call, call)
     app = make_app()
     app.settings = dataclasses.replace(app.settings, max_iterations=2)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot, app)
+    async with running(app) as pilot:
         await send(pilot, app, "loop")
         shown = lines(app, NoticeItem)
     assert any(line.startswith("retrying in 0.0 s (attempt 1") for line in shown)
@@ -45,8 +43,7 @@ async def test_the_footer_is_busy_with_tokens_per_second(
 ) -> None:
     server.add(FakeReply(chunks=["slow "] * 12, chunk_delay=0.05))
     app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot, app)
+    async with running(app) as pilot:
         await type_line(pilot, app, "go")
         await wait_for(pilot, lambda: "tok/s" in app.status_bar.line(), "the busy footer")
         assert app.status_bar.streamed_chars > 0 or app.busy
@@ -56,8 +53,7 @@ async def test_the_footer_is_busy_with_tokens_per_second(
 
 async def test_a_paste_inserts_lines_and_esc_closes_a_picker(make_app: MakeApp) -> None:
     app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot, app)
+    async with running(app) as pilot:
         app.post_message(events.Paste("first line\nsecond line"))  # as a terminal sends it
         await pilot.pause()
         assert app.prompt_input.text == "first line\nsecond line"
@@ -73,8 +69,7 @@ async def test_a_narrow_terminal_wraps_and_a_resize_reflows(
     words = "a narrow terminal wraps every long line of the answer " * 4
     server.add(words.strip())
     app = make_app()
-    async with app.run_test(size=(40, 20)) as pilot:
-        await settle(pilot, app)
+    async with running(app, (40, 20)) as pilot:
         await send(pilot, app, "say it")
         [answer] = app.conversation.query(AnswerItem)
         narrow = [line for line in shown_text(answer).splitlines() if line]

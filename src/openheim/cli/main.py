@@ -166,14 +166,10 @@ def _add_run(run: argparse.ArgumentParser) -> None:
         action="store_true",
         help="write 'always' answers to the project's .openheim/permissions.toml",
     )
+    from openheim.cli.chat_args import add_resume_flags
+
     which = run.add_mutually_exclusive_group()
-    which.add_argument("--session", metavar="ID", help="continue a stored session (id or prefix)")
-    which.add_argument(
-        "--continue",
-        dest="continue_latest",
-        action="store_true",
-        help="continue the latest session of this directory",
-    )
+    add_resume_flags(which)
     which.add_argument("--no-session", action="store_true", help="do not store this session")
 
 
