@@ -142,3 +142,15 @@ def wait_line(stream: IO[str], wanted: str) -> bool:
         if wanted in line:
             return True
     return False
+
+
+def test_config_masks_keys_and_the_answer_never_shows_them(home: Path, work: Path) -> None:
+    secret = "sk-live-0123456789abcdefSECRET"
+    with FakeLLMServer([f"the key is {secret}"]) as server:
+        configure(home, server)
+        text = (home / "config.toml").read_text()
+        (home / "config.toml").write_text(text + f'api_key = "{secret}"\n')
+        done = chat(home, work, ":config\nwhat is the key?\n")
+    assert done.returncode == 0, done.stderr
+    assert "[providers.fake]" in done.stdout and "key: set" in done.stdout
+    assert secret not in done.stdout and secret not in done.stderr

@@ -7,9 +7,18 @@ import dataclasses
 
 from textual import events
 
+from openheim.events import ContextTrimmed, Failed, FileDiff, Finished, Notice, RetryNotice
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
-from openheim.tui.items import AnswerItem, NoticeItem, ThinkingItem
+from openheim.tui.items import (
+    AnswerItem,
+    NoticeItem,
+    ThinkingItem,
+    block_end,
+    diff_text,
+    key_argument,
+)
 from openheim.tui.pickers import Picker
+from openheim.tui.view import event_line
 from tests.tui.conftest import MakeApp
 from tests.tui.drive import lines, running, send, settle, shown_text, type_line, wait_for
 
@@ -79,3 +88,41 @@ async def test_a_narrow_terminal_wraps_and_a_resize_reflows(
         wide = [line for line in shown_text(answer).splitlines() if line]
         assert len(wide) < len(narrow)
         assert " ".join(wide).split() == words.split()
+
+
+def test_event_lines() -> None:
+    assert event_line(ContextTrimmed(12, 40)) == (
+        "left 12 of 40 older messages out to fit the context window",
+        "info",
+    )
+    assert event_line(Notice("server x unavailable", "warning", "mcp")) == (
+        "openheim: server x unavailable",
+        "warning",
+    )
+    assert event_line(RetryNotice(2, 1.5, "HTTP 529", 3)) == (
+        "retrying in 1.5 s (attempt 2 of 3): HTTP 529",
+        "retry",
+    )
+    assert event_line(Failed("boom")) == ("error: boom", "error")
+    assert event_line(Finished("end_turn")) is None
+    assert event_line(Finished("refusal", "content_filter")) == (
+        "stopped: refusal (content_filter)",
+        "stop",
+    )
+
+
+def test_key_arguments_and_diffs() -> None:
+    assert key_argument({"command": "ls -la\nrm x", "path": ""}) == "ls -la"
+    assert key_argument({"content": "x"}) == ""
+    assert key_argument({"path": "a" * 100}).endswith("…")
+    diff = diff_text(FileDiff("/w/a.txt", "one\n", "two\n"))
+    assert "-one" in diff and "+two" in diff and "a/a.txt" in diff
+
+
+def test_parts_are_cut_at_block_ends_outside_code_fences() -> None:
+    para = "word " * 100 + "\n\n"  # 502 characters, then a blank line
+    assert block_end("short\n\n") is None
+    assert block_end(para + "more") == len(para)
+    fenced = "```\n" + "code\n\n" * 90 + "```\n"
+    assert block_end(fenced) is None  # every blank line is inside the fence
+    assert block_end(fenced + "\n\nafter") == len(fenced) + 2
