@@ -8,7 +8,7 @@ from pathlib import Path
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from openheim.tui.items import AnswerItem, NoticeItem, ToolItem, UserItem
 from tests.tui.conftest import MakeApp
-from tests.tui.drive import lines, running, send, shown_text
+from tests.tui.drive import lines, running, send, settle, shown_text, wait_for
 
 
 async def test_a_streamed_answer_is_markdown(make_app: MakeApp, server: FakeLLMServer) -> None:
@@ -48,3 +48,13 @@ async def test_tool_items_show_status_and_result(
         await send(pilot, app, ":verbose")
         assert not read.display and not write.display
         assert "tool items hidden" in lines(app, NoticeItem)[-1]
+
+
+async def test_a_first_prompt_is_sent_at_once(make_app: MakeApp, server: FakeLLMServer) -> None:
+    server.add("right away")
+    app = make_app(first="start here")
+    async with running(app) as pilot:
+        await wait_for(pilot, lambda: bool(app.conversation.query(AnswerItem)), "the answer")
+        await settle(pilot, app)
+        assert lines(app, UserItem) == ["> start here"]
+    assert server.requests[0].body["messages"][-1]["content"] == "start here"

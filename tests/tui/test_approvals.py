@@ -133,3 +133,22 @@ async def test_new_session_resets_approvals(
         await answer(pilot, app, "write again", "n")
         [item] = app.conversation.query(ToolItem)
         assert item.status == "denied"
+
+
+async def test_ctrl_c_during_a_question_cancels_the_turn_and_closes_it(
+    make_app: MakeApp, server: FakeLLMServer, work: Path
+) -> None:
+    server.add(write_call(), "after")
+    app = make_app(approval="ask")
+    async with running(app) as pilot:
+        await type_line(pilot, app, "write")
+        await wait_for(pilot, lambda: asking(app) is not None, "the approval modal")
+        await pilot.press("ctrl+c")
+        await wait_for(pilot, lambda: asking(app) is None, "the modal to close")
+        await settle(pilot, app)
+        [item] = app.conversation.query(ToolItem)
+        assert item.status == "cancelled"
+        await send(pilot, app, "go on")
+        assert app.resolver.waiting == 0
+    assert not (work / "b.txt").exists()
+    assert server.requests[-1].body["messages"][-1]["content"] == "go on"
