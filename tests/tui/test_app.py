@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from openheim.runtime import SessionOptions
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from openheim.tui.items import AnswerItem, NoticeItem, ToolItem, UserItem
 from tests.tui.conftest import MakeApp
@@ -58,3 +59,12 @@ async def test_a_first_prompt_is_sent_at_once(make_app: MakeApp, server: FakeLLM
         await settle(pilot, app)
         assert lines(app, UserItem) == ["> start here"]
     assert server.requests[0].body["messages"][-1]["content"] == "start here"
+
+
+async def test_a_session_that_cannot_open_ends_the_app_with_its_error(make_app: MakeApp) -> None:
+    app = make_app(options=SessionOptions(resume="nosuchsession"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.return_code is not None, "the app to end")
+    assert app.return_code == 2
+    assert app.failure is not None and app.failure.startswith("openheim: error: ")
+    assert "nosuchsession" in app.failure

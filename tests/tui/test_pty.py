@@ -65,3 +65,18 @@ def test_sigterm_restores_the_terminal(home: Path, work: Path, server: FakeLLMSe
         assert termios.tcgetattr(term.slave) == term.original
     finally:
         term.close()
+
+
+def test_an_error_is_one_line_after_the_terminal_is_restored(
+    home: Path, work: Path, server: FakeLLMServer
+) -> None:
+    term = start(home, work, server, "chat", "--session", "nosuchsession")
+    try:
+        code = term.wait_exit()
+        assert code == 2
+        assert termios.tcgetattr(term.slave) == term.original
+        after = term.raw.rpartition(ALT_SCREEN_OFF)[2].decode(errors="replace")
+        assert "openheim: error: " in after and "nosuchsession" in after
+        assert "Traceback" not in term.raw.decode(errors="replace")
+    finally:
+        term.close()

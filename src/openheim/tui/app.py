@@ -24,6 +24,7 @@ from openheim.chat.history import InputHistory, history_for
 from openheim.cli import exit_codes
 from openheim.errors import OpenheimError
 from openheim.events import CostUpdate, Event, TextDelta, UsageUpdate
+from openheim.secrets import redact
 from openheim.tui.approval import QueueResolver
 from openheim.tui.pickers import Picker
 from openheim.tui.prompt_input import PromptInput
@@ -90,7 +91,9 @@ class ChatApp(App[int]):
         self.turn: Worker[None] | None = None
         self._last_interrupt = -DOUBLE_PRESS
         self._files: list[str] | None = None
-        self._closed = False
+        self._chat_closed = False
+        self.failure: str | None = None
+        """Why the session could not open (printed once the terminal is restored)."""
         if settings.theme and settings.theme in self.available_themes:
             self.theme = settings.theme
 
@@ -125,9 +128,11 @@ class ChatApp(App[int]):
         self._chat = Chat(self.settings, options, self.resolver)
         try:
             session = await self._chat.open()
-        except OpenheimError as err:
-            await self.conversation.line(f"error: {err}", "error")
-            await self.conversation.line("fix it and start openheim again; Ctrl+Q quits", "error")
+        except OpenheimError as err:  # as any command: one line, once the terminal is back
+            code = exit_codes.USAGE if err.usage_error else exit_codes.ERROR
+            self._chat_closed = True
+            self.failure = f"openheim: error: {redact(str(err))}"
+            self.exit(code, return_code=code, message=self.failure)
             return
         for notice in session.notices:
             await self.conversation.show(notice)
@@ -215,14 +220,14 @@ class ChatApp(App[int]):
         self.status_bar.refresh_line()
 
     def request_quit(self, code: int = exit_codes.OK) -> None:
-        """Quit from the app's own message loop (a worker that quits could not end)."""
+        """Quit soon, from a plain callback (a signal handler, a key binding)."""
         self.call_later(self.action_quit, code)
 
     async def action_quit(self, code: int = exit_codes.OK) -> None:
         """Close the session (a running turn is cancelled, the lease released), then leave
         with ``code`` (143 after SIGTERM, as shells report it)."""
-        if not self._closed and self._chat is not None:
-            self._closed = True
+        if not self._chat_closed and self._chat is not None:
+            self._chat_closed = True
             await self._chat.close()
         self.exit(code, return_code=code)
 

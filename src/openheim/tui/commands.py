@@ -43,7 +43,7 @@ async def run_command(app: ChatApp, command: Command) -> None:
 async def show_outcome(app: ChatApp, outcome: Outcome) -> None:
     view = app.conversation
     if outcome.quit:
-        app.request_quit()
+        await app.action_quit()
         return
     if outcome.clear:
         await view.clear()
