@@ -45,6 +45,11 @@ async def test_tool_items_show_status_and_result(
         assert read.collapsed
         shown = "".join(str(w.render()) for w in read.query(".tool-result"))
         assert "alpha" in shown
+        read.collapsed = False  # expanded: the arguments and the result take their room
+        await pilot.pause()
+        [result] = read.query(".tool-result")
+        await wait_for(pilot, lambda: result.size.height >= 1, "the expanded result")
+        assert "alpha" in shown_text(result)
         assert write.query(".diff"), "a file edit shows its diff"
         await send(pilot, app, ":verbose")
         assert not read.display and not write.display

@@ -106,3 +106,26 @@ async def test_tab_completes_commands_and_paths(make_app: MakeApp, work: Path) -
         app.prompt_input.insert("@no")
         await pilot.press("tab")
         assert app.prompt_input.text == "see @notes.txt"
+
+
+async def test_j_k_and_page_keys_scroll_the_conversation(
+    make_app: MakeApp, server: FakeLLMServer
+) -> None:
+    server.add("\n\n".join(f"paragraph {n}" for n in range(60)))
+    app = make_app()
+    async with running(app, (60, 20)) as pilot:
+        await send(pilot, app, "a long answer")
+        view = app.conversation
+        await wait_for(pilot, lambda: view.max_scroll_y > 10, "the answer to overflow")
+        await wait_for(pilot, lambda: view.scroll_y == view.max_scroll_y, "the end shown")
+        await pilot.press("pageup")
+        await wait_for(pilot, lambda: view.scroll_y < view.max_scroll_y, "PgUp to scroll")
+        after_page = view.scroll_y
+        view.focus()
+        await pilot.press("k", "k")
+        await wait_for(pilot, lambda: view.scroll_y < after_page, "k to scroll up")
+        up = view.scroll_y
+        await pilot.press("j")
+        await wait_for(pilot, lambda: view.scroll_y > up, "j to scroll down")
+        await pilot.press("escape")
+        assert app.focused is app.prompt_input

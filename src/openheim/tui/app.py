@@ -47,6 +47,7 @@ CSS = """
 .notice.error, .notice.stop { color: $error; }
 .output { color: $text; margin: 0 0 1 0; }
 .tool { margin: 0; padding: 0; border: none; }
+.tool-detail { height: auto; }
 .tool.failed, .tool.denied { color: $error; }
 ApprovalScreen, Picker { align: center middle; }
 #approval-box, #picker-box { width: 90%; max-width: 120; height: auto; max-height: 90%;
@@ -64,8 +65,8 @@ class ChatApp(App[int]):
     BINDINGS = [
         Binding("ctrl+c", "interrupt", "cancel / quit", priority=True, show=False),
         Binding("ctrl+q", "quit", "quit", priority=True, show=False),
-        Binding("pageup", "page(-1)", show=False),
-        Binding("pagedown", "page(1)", show=False),
+        Binding("pageup", "page(-1)", show=False, priority=True),  # before the input's own
+        Binding("pagedown", "page(1)", show=False, priority=True),
         Binding("escape", "focus_input", show=False),
     ]
 

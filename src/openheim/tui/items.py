@@ -123,6 +123,8 @@ class AnswerItem(Vertical):
     most one part and the answer stays two widgets: the cost per delta does not grow with the
     answer's length."""
 
+    DEFAULT_CSS = "AnswerItem { height: auto; }"
+
     def __init__(self, text: str = "") -> None:
         super().__init__(classes="answer")
         self.text = ""
@@ -236,7 +238,7 @@ class ToolItem(Collapsible):
         shown = redact(json.dumps(dict(arguments), indent=2, ensure_ascii=False))
         parts = [Static(Text(shown), classes="tool-args")]
         parts += result_parts(result) if result is not None else []
-        self.detail = Vertical(*parts)
+        self.detail = Vertical(*parts, classes="tool-detail")
         heading = self._heading()
         super().__init__(self.detail, title=heading, collapsed=True, classes=f"tool {self.status}")
 
