@@ -41,8 +41,9 @@ async def test_tool_items_show_status_and_result(
         await send(pilot, app, "read it")
         read, write = app.conversation.query(ToolItem)
         assert (read.tool, read.key, read.status) == ("read_file", "a.txt", "completed")
-        assert str(read.title).startswith("✓ read_file a.txt")
-        assert read.collapsed
+        assert read.title == "✓ read_file a.txt"
+        assert read.collapsed and write.collapsed
+        assert read.query_one(".tool-result").size.height == 0  # hidden until expanded
         shown = "".join(str(w.render()) for w in read.query(".tool-result"))
         assert "alpha" in shown
         read.collapsed = False  # expanded: the arguments and the result take their room

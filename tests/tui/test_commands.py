@@ -6,6 +6,7 @@ from pathlib import Path
 
 from openheim.chat.commands import COMMANDS, Command, Unknown, complete, help_text, parse
 from openheim.chat.history import LIMIT, InputHistory
+from openheim.chat.units import tokens
 
 
 def test_both_prefixes_and_aliases_parse() -> None:
@@ -67,3 +68,7 @@ def test_history_is_bounded_and_survives_a_bad_file(tmp_path: Path) -> None:
         history.add(f"line {n}")
     assert len(InputHistory(path).entries) == LIMIT
     assert InputHistory(path).entries[-1] == f"line {LIMIT + 4}"
+
+
+def test_token_counts_read_as_people_read_them() -> None:
+    assert [tokens(n) for n in (0, 999, 1000, 8400, 128_000)] == ["0", "999", "1k", "8.4k", "128k"]

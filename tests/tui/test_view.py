@@ -13,6 +13,7 @@ from openheim.tui.items import (
     AnswerItem,
     NoticeItem,
     ThinkingItem,
+    ToolItem,
     block_end,
     diff_text,
     key_argument,
@@ -126,3 +127,8 @@ def test_parts_are_cut_at_block_ends_outside_code_fences() -> None:
     fenced = "```\n" + "code\n\n" * 90 + "```\n"
     assert block_end(fenced) is None  # every blank line is inside the fence
     assert block_end(fenced + "\n\nafter") == len(fenced) + 2
+
+
+def test_a_tool_title_shows_its_status_and_is_not_markup() -> None:
+    item = ToolItem("c1", "shell", {"command": "echo [bold]hi[/bold]"})
+    assert item.title == "⋯ shell echo \\[bold]hi\\[/bold] (running)"

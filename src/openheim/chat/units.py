@@ -5,4 +5,6 @@ from __future__ import annotations
 
 def tokens(count: int) -> str:
     """``8.4k``-style token counts."""
-    return f"{count / 1000:.1f}k" if count >= 1000 else str(count)
+    if count < 1000:
+        return str(count)
+    return f"{count / 1000:.1f}".removesuffix(".0") + "k"

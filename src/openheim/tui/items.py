@@ -17,6 +17,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.geometry import Size
+from textual.markup import escape
 from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Collapsible, Static
@@ -243,14 +244,18 @@ class ToolItem(Collapsible):
         super().__init__(self.detail, title=heading, collapsed=True, classes=f"tool {self.status}")
 
     def _heading(self) -> str:
+        """``✓ name key``, with the status named when it is not "completed"; escaped, as the
+        title is markup and the key comes from the model."""
         mark = STATUS_MARKS.get(self.status, "?")
-        return f"{mark} {self.tool} {self.key}".rstrip() + f"  [{self.status}]"
+        said = "" if self.status == "completed" else f" ({self.status})"
+        return escape(f"{mark} {self.tool} {self.key}".rstrip() + said)
 
     async def finish(self, result: ToolResult) -> None:
         """The call ended: its status in the title, its result (or diff) inside."""
         self.status = result.status
         self.title = self._heading()
-        self.set_classes(f"tool {result.status}")
+        self.remove_class("running")  # not set_classes: it would drop the collapsed state
+        self.add_class(result.status)
         await self.detail.mount_all(result_parts(result))
 
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.markup import escape
 from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
@@ -34,7 +35,7 @@ class Picker(ModalScreen[str | None]):
 
     def _options(self, query: str) -> list[Option]:
         labels = fuzzy(query, [label for _, label in self.choices], limit=200)
-        return [Option(label, id=self._labels[label]) for label in labels]
+        return [Option(escape(label), id=self._labels[label]) for label in labels]
 
     def on_input_changed(self, event: Input.Changed) -> None:
         listing = self.query_one(OptionList)

@@ -79,7 +79,7 @@ class PromptInput(TextArea):
             return
         done = matches[0] if len(matches) == 1 else _common_start(matches)
         if len(matches) > 1:
-            self.notify("  ".join(matches[:12]), timeout=3)
+            self.notify("  ".join(matches[:12]), timeout=3, markup=False)
         self.load_text(f"{head} {done}" if head else done)
         self.move_cursor(self.document.end)
 
