@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+from textual.worker import WorkerFailed
+
 from openheim.chat.history import FILE
+from openheim.store import open_store
 from openheim.testing import FakeLLMServer, FakeReply
 from openheim.tui.items import NoticeItem, UserItem
 from openheim.tui.pickers import Picker
@@ -129,3 +133,27 @@ async def test_j_k_and_page_keys_scroll_the_conversation(
         await wait_for(pilot, lambda: view.scroll_y > up, "j to scroll down")
         await pilot.press("escape")
         assert app.focused is app.prompt_input
+
+
+async def test_a_crash_closes_the_session_and_releases_its_lease(
+    make_app: MakeApp, server: FakeLLMServer, home: Path
+) -> None:
+    server.add(FakeReply(text="never shown " * 5, hang_at=3))
+    app = make_app()
+
+    async def broken(event: object) -> None:
+        raise RuntimeError("a bug in the view")
+
+    with pytest.raises(WorkerFailed, match="a bug in the view"):
+        async with running(app) as pilot:
+            session_id = app.chat.session.id
+            app.conversation.show = broken  # type: ignore[method-assign]
+            await type_line(pilot, app, "go")
+            await wait_for(pilot, lambda: app.return_code is not None, "the crash")
+    assert session_id is not None and app.chat._session is None
+    store = open_store(home)
+    try:
+        with store.acquire(session_id):  # not held by the crashed prompt any more
+            pass
+    finally:
+        store.close()

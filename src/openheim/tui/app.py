@@ -227,10 +227,18 @@ class ChatApp(App[int]):
     async def action_quit(self, code: int = exit_codes.OK) -> None:
         """Close the session (a running turn is cancelled, the lease released), then leave
         with ``code`` (143 after SIGTERM, as shells report it)."""
+        await self.close_chat()
+        self.exit(code, return_code=code)
+
+    async def close_chat(self) -> None:
+        """Close the session once, whichever way the app ends."""
         if not self._chat_closed and self._chat is not None:
             self._chat_closed = True
             await self._chat.close()
-        self.exit(code, return_code=code)
+
+    async def on_unmount(self) -> None:
+        """The app ends without ``action_quit`` (a crash): close the session all the same."""
+        await self.close_chat()
 
     def action_page(self, direction: int) -> None:
         if direction < 0:
