@@ -157,3 +157,19 @@ async def test_a_crash_closes_the_session_and_releases_its_lease(
             pass
     finally:
         store.close()
+
+
+async def test_tab_completes_skill_theme_and_model_names(make_app: MakeApp, home: Path) -> None:
+    (home / "skills").mkdir()
+    (home / "skills" / "review.md").write_text("Look for bugs.\n")
+    app = make_app()
+    async with running(app) as pilot:
+        for typed, done in [
+            (":skill re", ":skill review"),
+            ("/theme nor", "/theme nord"),
+            (":models fake/fake-l", ":models fake/fake-large"),
+        ]:
+            app.prompt_input.load_text(typed)
+            app.prompt_input.move_cursor(app.prompt_input.document.end)
+            await pilot.press("tab")
+            assert app.prompt_input.text == done

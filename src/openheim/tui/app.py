@@ -249,15 +249,31 @@ class ChatApp(App[int]):
     def action_focus_input(self) -> None:
         self.prompt_input.focus()
 
-    def _complete(self, word: str) -> list[str]:
-        """Tab completion: commands and skills after ``:``/``/``, else work-dir paths."""
+    def _complete(self, head: str, word: str) -> list[str]:
+        """Tab completion: commands and skills after ``:``/``/``; a skill, theme or model
+        after its command; else work-dir paths."""
         if not self.ready:
             return []
-        if word[:1] in (":", "/"):
+        if not head and word[:1] in (":", "/"):
             return complete(word, self.chat.skill_names())
+        names = self._arguments(head.strip()[1:]) if head[:1] in (":", "/") else None
+        if names is not None:
+            return [name for name in names if name.startswith(word)]
         at = "@" if word.startswith("@") else ""
         prefix = word[len(at) :]
         return [at + path for path in self.files() if path.startswith(prefix)][:50]
+
+    def _arguments(self, command: str) -> list[str] | None:
+        """What a command's argument may be, for the commands that take a name."""
+        if command == "skill":
+            return self.chat.skill_names()
+        if command == "theme":
+            return sorted(self.available_themes)
+        if command in ("models", "model"):
+            from openheim.chat.info import model_choices
+
+            return [f"{p}/{m}" for p, m in model_choices(self.settings)]
+        return None
 
     def files(self) -> list[str]:
         from openheim.chat.files import work_files

@@ -25,7 +25,8 @@ class PromptInput(TextArea):
     class MentionStarted(Message):
         """``@`` was typed: the app opens the file picker."""
 
-    def __init__(self, history: InputHistory, complete: Callable[[str], list[str]]) -> None:
+    def __init__(self, history: InputHistory, complete: Callable[[str, str], list[str]]) -> None:
+        """``complete(head, word)``: what the last ``word`` may become after ``head``."""
         super().__init__(id="input", soft_wrap=True, show_line_numbers=False, compact=True)
         self.inputs = history
         self.complete = complete
@@ -74,7 +75,7 @@ class PromptInput(TextArea):
         """Complete the last word: the unique match, else the longest common start of them."""
         text = self.text
         head, _, word = text.rpartition(" ") if " " in text else ("", "", text)
-        matches = self.complete(word) if word else []
+        matches = self.complete(head, word) if word else []
         if not matches:
             return
         done = matches[0] if len(matches) == 1 else _common_start(matches)
