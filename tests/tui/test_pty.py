@@ -80,3 +80,17 @@ def test_an_error_is_one_line_after_the_terminal_is_restored(
         assert "Traceback" not in term.raw.decode(errors="replace")
     finally:
         term.close()
+
+
+def test_the_plain_repl_on_a_terminal(home: Path, work: Path, server: FakeLLMServer) -> None:
+    server.add("plain answer")
+    term = start(home, work, server, "chat", "--no-tui")
+    try:
+        term.wait_for("> ")
+        term.type("hello\r")
+        term.wait_for("plain answer")
+        term.type("\x03")  # Ctrl-C at the prompt ends the chat
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+    assert ALT_SCREEN_OFF not in term.raw  # no UI: the REPL never took the screen
