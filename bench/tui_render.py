@@ -63,7 +63,7 @@ async def measure(count: int, data: Path) -> tuple[list[float], list[float]]:
             app.screen._on_timer_update()  # and the frame composed and written out
             costs.append((time.perf_counter() - start) * 1000)
             cpu.append((time.process_time() - start_cpu) * 1000)
-        await view.end_stream()
+        view.end_stream()
     return costs, cpu
 
 

@@ -190,7 +190,7 @@ class ChatApp(App[int]):
         except OpenheimError as err:
             await self.conversation.line(f"error: {err}", "error")
         finally:
-            await self.conversation.end_stream()
+            self.conversation.end_stream()
             self.status_bar.stop()
             self.update_status()
 

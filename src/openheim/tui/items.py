@@ -154,9 +154,6 @@ class AnswerItem(Vertical):
         self._take(text)
         self._live.set_text(self._tail)
 
-    async def finish(self) -> None:
-        """The answer is complete (nothing left to do: every delta is shown as it comes)."""
-
 
 PART_SIZE = 400
 """Characters after which a streamed part is frozen at the next block end."""

@@ -83,11 +83,11 @@ class Conversation(VerticalScroll):
         self.scroll_end(animate=False)
 
     async def user(self, text: str) -> None:
-        await self.end_stream()
+        self.end_stream()
         await self.add(UserItem(text))
 
     async def line(self, text: str, kind: str = "info") -> None:
-        await self.end_stream()
+        self.end_stream()
         await self.add(NoticeItem(text, kind))
 
     async def show(self, event: Event) -> None:
@@ -97,7 +97,7 @@ class Conversation(VerticalScroll):
         elif isinstance(event, ThinkingDelta):
             await self._thinking(event.text)
         elif isinstance(event, ToolCall):
-            await self.end_stream()
+            self.end_stream()
             item = ToolItem(event.id, event.name, event.arguments)
             self.tools[event.id] = item
             await self.add(item)
@@ -112,7 +112,7 @@ class Conversation(VerticalScroll):
         """A restored conversation, shown as it was (tool items included). The last ``PAGE``
         items are mounted at once; earlier ones a page at a time as one scrolls to the top,
         so a long session opens as fast as a short one."""
-        await self.end_stream()
+        self.end_stream()
         items = replayed_items(events)
         self.earlier = items[:-PAGE]
         if self.earlier:
@@ -159,7 +159,7 @@ class Conversation(VerticalScroll):
         if shown is not None:
             await self.line(*shown)
         elif isinstance(event, Finished):
-            await self.end_stream()
+            self.end_stream()
 
     async def _text(self, text: str) -> None:
         self.thinking = None
@@ -172,7 +172,7 @@ class Conversation(VerticalScroll):
 
     async def _thinking(self, text: str) -> None:
         if self.thinking is None:
-            await self.end_stream()
+            self.end_stream()
             self.thinking = ThinkingItem()
             await self.add(self.thinking)
         self.thinking.feed(text)
@@ -184,12 +184,11 @@ class Conversation(VerticalScroll):
             await self.add(item)
         await item.finish(event)
 
-    async def end_stream(self) -> None:
-        """Close the streaming answer (the next text starts a new one)."""
+    def end_stream(self) -> None:
+        """End the streaming answer and thinking: the next text starts new ones (every delta
+        is already on screen, so nothing is left to draw)."""
         self.thinking = None
-        if self.answer is not None:
-            answer, self.answer = self.answer, None
-            await answer.finish()
+        self.answer = None
 
     def set_verbose(self, verbose: bool) -> None:
         self.verbose = verbose
@@ -197,7 +196,7 @@ class Conversation(VerticalScroll):
             item.display = verbose
 
     async def clear(self) -> None:
-        await self.end_stream()
+        self.end_stream()
         self.tools.clear()
         self.earlier, self.marker = [], None
         await self.remove_children()
