@@ -21,10 +21,18 @@ def write_call(name: str = "b.txt") -> FakeReply:
     return FakeReply(tool_calls=[FakeToolCall("write_file", {"path": name, "content": "new\n"})])
 
 
-async def answer(pilot: Pilot[int], app: ChatApp, prompt: str, key: str) -> None:
-    """Send ``prompt``, answer its first approval question with ``key``, wait for the end."""
+async def question(pilot: Pilot[int], app: ChatApp, prompt: str) -> ApprovalScreen:
+    """Send ``prompt`` and wait for its first approval question."""
     await type_line(pilot, app, prompt)
     await wait_for(pilot, lambda: asking(app) is not None, "the approval modal")
+    modal = asking(app)
+    assert modal is not None
+    return modal
+
+
+async def answer(pilot: Pilot[int], app: ChatApp, prompt: str, key: str) -> None:
+    """Send ``prompt``, answer its first approval question with ``key``, wait for the end."""
+    await question(pilot, app, prompt)
     await pilot.press(key)
     await settle(pilot, app)
 
@@ -56,10 +64,8 @@ async def test_each_answer(
     server.add(write_call(), "ok")
     app = make_app(approval="ask")
     async with running(app) as pilot:
-        await type_line(pilot, app, "write b.txt")
-        await wait_for(pilot, lambda: asking(app) is not None, "the approval modal")
-        modal = asking(app)
-        assert modal is not None and modal.request.tool == "write_file"
+        modal = await question(pilot, app, "write b.txt")
+        assert modal.request.tool == "write_file"
         shown = " ".join(str(w.render()) for w in modal.query("Static"))
         assert '"path": "b.txt"' in shown and "+new" in modal.diff
         await pilot.press("escape")  # Esc does not dismiss it
@@ -141,8 +147,7 @@ async def test_ctrl_c_during_a_question_cancels_the_turn_and_closes_it(
     server.add(write_call(), "after")
     app = make_app(approval="ask")
     async with running(app) as pilot:
-        await type_line(pilot, app, "write")
-        await wait_for(pilot, lambda: asking(app) is not None, "the approval modal")
+        await question(pilot, app, "write")
         await pilot.press("ctrl+c")
         await wait_for(pilot, lambda: asking(app) is None, "the modal to close")
         await settle(pilot, app)
