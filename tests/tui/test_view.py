@@ -7,7 +7,15 @@ import dataclasses
 
 from textual import events
 
-from openheim.events import ContextTrimmed, Failed, FileDiff, Finished, Notice, RetryNotice
+from openheim.events import (
+    ContextTrimmed,
+    Failed,
+    FileDiff,
+    Finished,
+    Notice,
+    RetryNotice,
+    TextDelta,
+)
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from openheim.tui.items import (
     AnswerItem,
@@ -132,3 +140,18 @@ def test_parts_are_cut_at_block_ends_outside_code_fences() -> None:
 def test_a_tool_title_shows_its_status_and_is_not_markup() -> None:
     item = ToolItem("c1", "shell", {"command": "echo [bold]hi[/bold]"})
     assert item.title == "⋯ shell echo \\[bold]hi\\[/bold] (running)"
+
+
+async def test_deltas_faster_than_a_frame_are_drawn_together(make_app: MakeApp) -> None:
+    app = make_app()
+    async with running(app) as pilot:
+        view = app.conversation
+        for n in range(50):
+            await view.show(TextDelta(f"word{n} "))
+        [answer] = view.query(AnswerItem)
+        drawn = " ".join(answer._live.texts)
+        assert drawn.split() == ["word0"]  # the first delta drew; the rest wait for a frame
+        await wait_for(pilot, lambda: answer._live.texts[0].split()[-1] == "word49", "a frame")
+        await view.show(TextDelta("last"))
+        view.end_stream()  # draws what is held back at once
+        assert answer._live.texts[0].endswith("word49 last")

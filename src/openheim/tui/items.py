@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from textual.containers import Vertical
 from textual.geometry import Size
 from textual.markup import escape
 from textual.strip import Strip
+from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Collapsible, Static
 
@@ -120,9 +122,10 @@ class AnswerItem(Vertical):
 
     The answer is two widgets: the finished blocks and the part being streamed. Once that
     part grows past ``PART_SIZE`` and ends a block (a blank line outside a code fence), it
-    moves to the finished blocks, rendered once, and a new part starts. So a delta parses at
-    most one part and the answer stays two widgets: the cost per delta does not grow with the
-    answer's length."""
+    moves to the finished blocks, rendered once, and a new part starts. So a draw parses at
+    most one part and the answer stays two widgets: the cost does not grow with the answer's
+    length. Deltas that come faster than ``FRAME`` are drawn together, at most one draw a
+    frame; ``flush`` draws what is left at once."""
 
     DEFAULT_CSS = "AnswerItem { height: auto; }"
 
@@ -130,10 +133,15 @@ class AnswerItem(Vertical):
         super().__init__(classes="answer")
         self.text = ""
         self._tail = ""
+        self._finished: list[str] = []
+        """Parts cut off the tail and not drawn yet."""
         self._done = MarkdownPart()
         self._live = MarkdownPart()
+        self._drawn_at = 0.0
+        self._timer: Timer | None = None
         if text:
             self._take(text)
+            self._done.texts, self._finished = self._finished, []
             self._live.texts = [self._tail] if self._tail else []
 
     def compose(self) -> ComposeResult:
@@ -144,17 +152,32 @@ class AnswerItem(Vertical):
         self.text += text
         self._tail += text
         while (cut := block_end(self._tail)) is not None:
-            part, self._tail = self._tail[:cut], self._tail[cut:]
-            if self._done.is_attached:
-                self._done.append(part)
-            else:
-                self._done.texts.append(part)
+            self._finished.append(self._tail[:cut])
+            self._tail = self._tail[cut:]
 
-    async def feed(self, text: str) -> None:
+    def feed(self, text: str) -> None:
+        """Add a delta: drawn now, or with the next frame if one was drawn just before."""
         self._take(text)
+        wait = FRAME - (time.monotonic() - self._drawn_at)
+        if wait <= 0:
+            self.flush()
+        elif self._timer is None:
+            self._timer = self.set_timer(wait, self.flush)
+
+    def flush(self) -> None:
+        """Draw every delta taken."""
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        self._drawn_at = time.monotonic()
+        for part in self._finished:
+            self._done.append(part)
+        self._finished = []
         self._live.set_text(self._tail)
 
 
+FRAME = 1 / 30
+"""Seconds between two draws of a streamed answer."""
 PART_SIZE = 400
 """Characters after which a streamed part is frozen at the next block end."""
 

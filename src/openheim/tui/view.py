@@ -166,7 +166,7 @@ class Conversation(VerticalScroll):
         if self.answer is None:
             self.answer = AnswerItem()
             await self.add(self.answer)
-        await self.answer.feed(text)
+        self.answer.feed(text)
         if self.is_vertical_scroll_end or self.max_scroll_y - self.scroll_y < 3:
             self.scroll_end(animate=False)
 
@@ -185,10 +185,12 @@ class Conversation(VerticalScroll):
         await item.finish(event)
 
     def end_stream(self) -> None:
-        """End the streaming answer and thinking: the next text starts new ones (every delta
-        is already on screen, so nothing is left to draw)."""
+        """End the streaming answer and thinking (what the answer holds back is drawn): the
+        next text starts new ones."""
         self.thinking = None
-        self.answer = None
+        if self.answer is not None:
+            self.answer.flush()
+            self.answer = None
 
     def set_verbose(self, verbose: bool) -> None:
         self.verbose = verbose
