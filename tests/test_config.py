@@ -91,6 +91,11 @@ def test_tui_theme_overrides_top_level(home: Path, project: Path) -> None:
     assert load(home, project).theme_color == "blue"
 
 
+def test_tui_theme_is_read(home: Path, project: Path) -> None:
+    write(home / "config.toml", '[tui]\ntheme = "nord"\n')
+    assert load(home, project).theme == "nord"
+
+
 @pytest.mark.parametrize(
     ("text", "key", "suggestion"),
     [

@@ -145,3 +145,11 @@ async def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
         raw.execute("PRAGMA user_version=99")
     with MemoryStore(path) as store, pytest.raises(ConfigError, match="schema version 99"):
         await store.get(1)
+
+
+async def test_recent_lists_newest_first_and_honours_the_limit(store: MemoryStore) -> None:
+    assert await store.recent(5) == []
+    await store.remember("first note")
+    second = await store.remember("second note")
+    third = await store.remember("third note")
+    assert [m.id for m in await store.recent(2)] == [third.memory.id, second.memory.id]

@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     _add_run(commands.add_parser("run", help="run one prompt headless and print the answer"))
+    _add_chat(commands.add_parser("chat", help="the interactive chat (the default in a terminal)"))
     _add_acp(commands.add_parser("acp", help="serve the Agent Client Protocol on stdio (editors)"))
     init = commands.add_parser("init", help="write a commented config.toml and system.md")
     init.add_argument("--dir", help="where to write them (default: $OPENHEIM_HOME or ~/.openheim)")
@@ -76,6 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
         "list", help="each server: transport, connected, tool count or error"
     )
     return parser
+
+
+def _add_chat(chat: argparse.ArgumentParser) -> None:
+    from openheim.cli.chat_args import add_chat_arguments
+
+    add_chat_arguments(chat)
 
 
 def _add_acp(acp: argparse.ArgumentParser) -> None:
@@ -159,14 +166,10 @@ def _add_run(run: argparse.ArgumentParser) -> None:
         action="store_true",
         help="write 'always' answers to the project's .openheim/permissions.toml",
     )
+    from openheim.cli.chat_args import add_resume_flags
+
     which = run.add_mutually_exclusive_group()
-    which.add_argument("--session", metavar="ID", help="continue a stored session (id or prefix)")
-    which.add_argument(
-        "--continue",
-        dest="continue_latest",
-        action="store_true",
-        help="continue the latest session of this directory",
-    )
+    add_resume_flags(which)
     which.add_argument("--no-session", action="store_true", help="do not store this session")
 
 
@@ -177,8 +180,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _UsageError as err:
         return _usage_error(err, argv)
     if args.command is None:
-        build_parser().print_help()
-        return exit_codes.USAGE
+        if not (sys.stdin.isatty() and sys.stdout.isatty()):
+            build_parser().print_help()
+            return exit_codes.USAGE
+        from openheim.cli.chat_args import chat_defaults
+
+        args = chat_defaults(args)
     try:
         with _sigterm_exits():
             return _dispatch(args)
@@ -218,6 +225,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from openheim.cli.run import run_command
 
         return run_command(args)
+    if args.command == "chat":
+        from openheim.cli.chat import chat_command
+
+        return chat_command(args)
     if args.command == "acp":
         from openheim.cli.acp import acp_command
 

@@ -77,6 +77,8 @@ class Settings:
     mcp_servers: dict[str, McpServerEntry]
     memory: MemoryEntry
     theme_color: str | None
+    theme: str | None = None
+    """The terminal UI's theme (``[tui] theme``)."""
     prices: dict[str, PriceEntry] = field(default_factory=dict)
     max_cost: float | None = None
     max_tokens_per_session: int | None = None
@@ -222,6 +224,7 @@ def _finish(
         mcp_servers=dict(config.mcp_servers),
         memory=config.memory or MemoryEntry(),
         theme_color=tui_theme or config.theme_color,
+        theme=config.tui.theme if config.tui else None,
         prices=dict(config.prices),
         max_cost=config.max_cost,
         max_tokens_per_session=config.max_tokens_per_session,

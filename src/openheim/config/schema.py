@@ -86,6 +86,8 @@ class TuiEntry:
     """``[tui]``: terminal UI settings."""
 
     theme_color: str | None = None
+    theme: str | None = None
+    """The terminal UI's theme by name (``openheim`` writes it when a theme is picked)."""
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,7 @@ PROVIDER_KEYS: dict[str, Trust] = {
     "server_command": R, "host": R, "port": R, "port_policy": R, "startup_timeout": R,
     "small": R, "tool_rounds": R, "prefix_cache_mb": R,
 }  # fmt: skip
-TUI_KEYS: dict[str, Trust] = {"theme_color": A}
+TUI_KEYS: dict[str, Trust] = {"theme_color": A, "theme": A}
 MCP_SERVER_KEYS = dict.fromkeys(
     ("command", "args", "env", "url", "cwd", "headers", "startup_timeout", "call_timeout"), R
 )

@@ -160,6 +160,13 @@ class MemoryDB:
         with self._lock:
             return self._find(id_)
 
+    def recent(self, limit: int) -> list[Memory]:
+        """The ``limit`` most recently updated memories, newest first."""
+        sql = f"SELECT {_COLUMNS} FROM memories m ORDER BY m.updated DESC, m.id DESC LIMIT ?"
+        with self._lock:
+            rows = self._conn.execute(sql, (limit,)).fetchall()
+        return [_memory(row) for row in rows]
+
     def _find(self, id_: int) -> Memory | None:
         row = self._conn.execute(f"SELECT {_COLUMNS} FROM memories m WHERE m.id = ?", (id_,))
         found = row.fetchone()

@@ -90,6 +90,10 @@ class MemoryStore:
         """Memory ``id_``, or None when there is none."""
         return await self._run(MemoryDB.get, id_)
 
+    async def recent(self, limit: int) -> list[Memory]:
+        """The ``limit`` most recently updated memories, newest first (to list them)."""
+        return await self._run(MemoryDB.recent, limit)
+
     async def search(self, query: str, limit: int) -> SearchResult:
         """The best ``limit`` matches of ``query``: by meaning with an embedder, else by words."""
         note = None

@@ -1,0 +1,148 @@
+"""``Chat``: the session a chat surface talks to, and what its commands do to it (a new
+session, a restored one, another model or agent, a skill activated).
+
+A chat holds one ``Session`` at a time, opened in a task of its own (``host_session``) so the
+surface may open and close it from any task. Switching what a session is made of (provider,
+agent, skills) closes it and resumes the same stored session with the new choice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+from openheim.approval import Resolver
+from openheim.cli.prompt import attach
+from openheim.config.load import Settings
+from openheim.config.providers import provider_entries
+from openheim.errors import ConfigError
+from openheim.messages import Message
+from openheim.runtime import PromptRun, Runtime, Session, SessionOptions
+from openheim.runtime.host import host_session
+from openheim.runtime.replay import Replayed, replay_events
+from openheim.secrets import SecretPolicy
+from openheim.skills import SkillsManager, expand_command, skills_for
+from openheim.store import SessionRecord, open_store
+
+MENTION = re.compile(r"(?<!\S)@(\S+)")
+
+
+class Chat:
+    """One interactive chat over a runtime: the open session and the options it came from."""
+
+    def __init__(
+        self, settings: Settings, options: SessionOptions, resolver: Resolver | None = None
+    ) -> None:
+        self.runtime = Runtime(settings=settings)
+        self.settings = settings
+        self.options = options
+        self.resolver = resolver
+        self.policy = SecretPolicy.from_config(settings.deny_read, home=settings.home)
+        self._session: Session | None = None
+        self._skills: SkillsManager | None = None
+
+    @property
+    def session(self) -> Session:
+        if self._session is None:
+            raise RuntimeError("the chat has no open session; call open() first")
+        return self._session
+
+    @property
+    def opened(self) -> bool:
+        """Whether a session is open."""
+        return self._session is not None
+
+    @property
+    def skills(self) -> SkillsManager:
+        if self._skills is None:
+            self._skills = skills_for(self.settings)
+        return self._skills
+
+    def skill_names(self) -> list[str]:
+        return [info.name for info in self.skills.available()]
+
+    @property
+    def provider(self) -> str:
+        ps = self.session.provider_settings
+        return ps.name if ps is not None else (self.settings.provider or "")
+
+    async def open(self) -> Session:
+        """Open the session the options name (a new one, or the one to resume)."""
+        options = self.options
+        self._session = await host_session(
+            lambda: self.runtime.open_session(options, resolver=self.resolver)
+        )
+        return self._session
+
+    async def close(self) -> None:
+        """Close the session (a running prompt is cancelled; its lease is released)."""
+        if self._session is not None:
+            session, self._session = self._session, None
+            await session.close()
+
+    async def new(self) -> Session:
+        """A new session with the same model and startup skills; approvals start afresh."""
+        await self.close()
+        self.options = dataclasses.replace(self.options, resume=None, continue_latest=False)
+        return await self.open()
+
+    async def restore(self, session_id: str) -> tuple[list[Replayed], str | None]:
+        """Resume a stored session; its conversation as events, and a warning when its provider
+        is no longer configured (the configured default answers then)."""
+        store_record = self.record(session_id)
+        warning = None
+        provider, model = self.options.provider, self.options.model
+        if store_record.provider not in provider_entries(self.settings):
+            warning = (
+                f"this session's provider {store_record.provider!r} is no longer configured; "
+                f"continuing with {self.settings.provider}"
+            )
+            provider, model = self.settings.provider, self.settings.model
+        await self.close()
+        self.options = dataclasses.replace(
+            self.options, resume=store_record.id, continue_latest=False,
+            provider=provider, model=model,
+        )  # fmt: skip
+        session = await self.open()
+        return list(replay_events(session.history)), warning
+
+    async def switch_model(self, provider: str, model: str) -> None:
+        """Use ``provider``/``model``: the same provider switches in place, another reopens
+        the session with it."""
+        if provider == self.provider:
+            self.session.set_model(model)
+            self.options = dataclasses.replace(self.options, model=model)
+            return
+        await self._reopen(dataclasses.replace(self.options, provider=provider, model=model))
+
+    async def use_agent(self, name: str) -> None:
+        await self._reopen(dataclasses.replace(self.options, agent=name))
+
+    async def activate_skill(self, name: str) -> None:
+        if name not in self.skill_names():
+            raise ConfigError(f"there is no skill named {name!r}", hint="see :skills")
+        await self._reopen(dataclasses.replace(self.options, skills=(*self.options.skills, name)))
+
+    async def _reopen(self, options: SessionOptions) -> None:
+        """Close the session and resume it with ``options`` (a new one if it is not stored)."""
+        resume = self.session.id
+        await self.close()
+        self.options = dataclasses.replace(options, resume=resume, continue_latest=False)
+        await self.open()
+
+    def prompt(self, text: str) -> PromptRun:
+        """The typed ``text`` as a prompt: ``@path`` mentions attached (deny-read applies) and
+        a ``/skill`` command expanded."""
+        cwd = self.settings.work_dir
+        attached = [attach(raw, Path(cwd), self.policy) for raw in MENTION.findall(text)]
+        message = expand_command(Message.user("\n\n".join([text, *attached])), self.skills)
+        return self.session.prompt(message)
+
+    def record(self, session_id: str) -> SessionRecord:
+        """The stored session ``session_id`` (an id or unique prefix)."""
+        store = open_store(self.settings.data_dir)
+        try:
+            return store.get(session_id)
+        finally:
+            store.close()

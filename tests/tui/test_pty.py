@@ -1,0 +1,96 @@
+"""End to end: the real ``openheim`` in a pseudo-terminal, its screen read through pyte: a
+prompt typed, the streamed answer seen, then Ctrl+C twice quits with the terminal restored;
+SIGTERM does the same."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import termios
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from openheim.testing import FakeLLMServer, FakeReply
+from tests.tui.pty_screen import PtyScreen
+from tests.tui.support import child_env, configure
+
+ALT_SCREEN_OFF = b"\x1b[?1049l"
+
+
+@pytest.fixture
+def server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer([]) as fake:
+        yield fake
+
+
+def start(home: Path, work: Path, server: FakeLLMServer, *args: str) -> PtyScreen:
+    configure(home, server, extra='approval = "auto"')
+    argv = [sys.executable, "-m", "openheim", *args]
+    return PtyScreen(argv, work, child_env(home), columns=100, lines=30)
+
+
+def test_type_a_prompt_see_the_answer_and_quit(
+    home: Path, work: Path, server: FakeLLMServer
+) -> None:
+    server.add(FakeReply(chunks=["The answer ", "is **forty-two**."]))
+    term = start(home, work, server)
+    try:
+        term.wait_for("fake/fake-model")  # the footer: the session is open
+        term.type("what is the answer?\r")
+        term.wait_for("The answer is forty-two.")
+        assert "> what is the answer?" in term.text()
+        term.type("\x03")
+        term.wait_for("press Ctrl+C again to quit")
+        term.type("\x03")
+        code = term.wait_exit()
+        assert code == 0
+        assert ALT_SCREEN_OFF in term.raw  # the normal screen is back
+        assert termios.tcgetattr(term.slave) == term.original  # and the terminal's modes
+    finally:
+        term.close()
+    body = server.requests[0].body
+    assert body["messages"][-1]["content"] == "what is the answer?"
+
+
+def test_sigterm_restores_the_terminal(home: Path, work: Path, server: FakeLLMServer) -> None:
+    term = start(home, work, server, "chat")
+    try:
+        term.wait_for("fake/fake-model")
+        term.process.send_signal(signal.SIGTERM)
+        code = term.wait_exit()
+        assert code == 143
+        assert ALT_SCREEN_OFF in term.raw
+        assert termios.tcgetattr(term.slave) == term.original
+    finally:
+        term.close()
+
+
+def test_an_error_is_one_line_after_the_terminal_is_restored(
+    home: Path, work: Path, server: FakeLLMServer
+) -> None:
+    term = start(home, work, server, "chat", "--session", "nosuchsession")
+    try:
+        code = term.wait_exit()
+        assert code == 2
+        assert termios.tcgetattr(term.slave) == term.original
+        after = term.raw.rpartition(ALT_SCREEN_OFF)[2].decode(errors="replace")
+        assert "openheim: error: " in after and "nosuchsession" in after
+        assert "Traceback" not in term.raw.decode(errors="replace")
+    finally:
+        term.close()
+
+
+def test_the_plain_repl_on_a_terminal(home: Path, work: Path, server: FakeLLMServer) -> None:
+    server.add("plain answer")
+    term = start(home, work, server, "chat", "--no-tui")
+    try:
+        term.wait_for("> ")
+        term.type("hello\r")
+        term.wait_for("plain answer")
+        term.type("\x03")  # Ctrl-C at the prompt ends the chat
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+    assert ALT_SCREEN_OFF not in term.raw  # no UI: the REPL never took the screen

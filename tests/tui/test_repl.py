@@ -1,0 +1,156 @@
+"""The plain REPL, driven through a pipe: ``openheim chat --no-tui`` and a bare ``openheim``
+whose stdin is not a terminal."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import IO
+
+from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
+from tests.tui.support import child_env, configure, run_openheim
+
+
+def chat(home: Path, work: Path, typed: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return run_openheim(home, work, "chat", "--no-tui", *args, typed=typed)
+
+
+def test_prompts_stream_answers_and_commands_run(home: Path, work: Path) -> None:
+    (work / "a.txt").write_text("x\n")
+    replies: list[FakeReply | str] = [
+        "Hello there!",
+        FakeReply(tool_calls=[FakeToolCall("list_dir", {"path": "."})]),
+        "Done listing.",
+    ]
+    with FakeLLMServer(replies) as server:
+        configure(home, server, extra='approval = "auto"')
+        done = chat(home, work, "hi\n:cost\n/helo\nlist files\n:verbose\n:quit\nnot sent\n")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "Hello there!"
+    assert lines[1].startswith("tokens: ") and "cost: unknown" in lines[1]
+    assert lines[2] == "unknown command :helo; did you mean :help? (:help lists them)"
+    assert "Done listing." in lines and "tool items hidden" in lines
+    assert "→ list_dir" in done.stderr and "✓ list_dir: completed" in done.stderr
+    assert len(server.requests) == 3  # "not sent" after :quit never reached the model
+    assert server.requests[1].body["messages"][-1]["content"] == "list files"
+
+
+def test_first_prompt_then_end_of_input_ends_the_chat(home: Path, work: Path) -> None:
+    with FakeLLMServer(["first answer"]) as server:
+        configure(home, server)
+        done = chat(home, work, "", "say", "hello")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "first answer"
+    assert server.requests[0].body["messages"][-1]["content"] == "say hello"
+
+
+def test_sessions_list_restore_and_export(home: Path, work: Path) -> None:
+    with FakeLLMServer(["one", "two"]) as server:
+        configure(home, server)
+        first = chat(home, work, "remember pineapple\n:sessions\n")
+        session_id = first.stdout.splitlines()[1].split()[0]
+        second = chat(home, work, f":sessions {session_id}\nand now?\n:export out.md\n")
+    assert second.returncode == 0, second.stderr
+    assert "restored session" in second.stdout
+    sent = server.requests[1].body["messages"]
+    assert [m["content"] for m in sent if m["role"] == "user"] == ["remember pineapple", "and now?"]
+    exported = (work / "out.md").read_text()
+    assert "remember pineapple" in exported and "and now?" in exported
+
+
+def test_models_switch_and_unknown_skill(home: Path, work: Path) -> None:
+    with FakeLLMServer(["ok"]) as server:
+        configure(home, server)
+        done = chat(home, work, ":models\n:models fake/fake-large\n:skill nope\nhi\n")
+    assert "* fake/fake-model" in done.stdout and "  fake/fake-large" in done.stdout
+    assert "model: fake/fake-large" in done.stdout
+    assert "openheim: error: there is no skill named 'nope'" in done.stderr
+    assert server.requests[0].body["model"] == "fake-large"
+
+
+def test_an_attachment_mention_is_sent_and_a_secret_refused(home: Path, work: Path) -> None:
+    (work / "notes.txt").write_text("the word is pineapple\n")
+    (work / ".env").write_text("KEY=1\n")
+    with FakeLLMServer(["seen"]) as server:
+        configure(home, server)
+        done = chat(home, work, "read @.env\nread @notes.txt\n")
+    assert "refused to attach @.env" in done.stderr
+    [request] = server.requests
+    assert 'path="notes.txt"' in request.body["messages"][-1]["content"]
+    assert "pineapple" in request.body["messages"][-1]["content"]
+
+
+def test_bare_openheim_without_a_terminal_prints_usage(home: Path, work: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "openheim"],
+        stdin=subprocess.DEVNULL,
+        cwd=work,
+        env=child_env(home),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "usage: openheim" in done.stdout
+
+
+def test_sigint_cancels_the_turn_and_sigterm_ends_the_chat(home: Path, work: Path) -> None:
+    replies: list[FakeReply | str] = [FakeReply(text="slow " * 5, hang_at=3), "after"]
+    with FakeLLMServer(replies) as server:
+        configure(home, server)
+        repl = subprocess.Popen(
+            [sys.executable, "-m", "openheim", "chat", "--no-tui"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=work,
+            env=child_env(home),
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            assert repl.stdin is not None and repl.stdout is not None
+            repl.stdin.write("go\n")
+            repl.stdin.flush()
+            server.wait_for_requests(1)
+            repl.send_signal(signal.SIGINT)
+            repl.stdin.write("again\n")
+            repl.stdin.flush()
+            server.wait_for_requests(2)
+            assert wait_line(repl.stdout, "after")
+            repl.send_signal(signal.SIGTERM)
+            code = repl.wait(30)
+            err = repl.stderr.read() if repl.stderr else ""
+        finally:
+            if repl.poll() is None:
+                repl.kill()
+                repl.wait(10)
+    assert code == 143
+    assert "stopped: cancelled" in err and "press Ctrl-C again within 2 s to quit" in err
+    roles = [m["role"] for m in server.requests[1].body["messages"]]
+    assert roles[-3:] == ["user", "assistant", "user"]  # the cancelled turn left valid history
+
+
+def wait_line(stream: IO[str], wanted: str) -> bool:
+    """Read lines (at most 50) until one holds ``wanted``."""
+    for _ in range(50):
+        line = stream.readline()
+        if not line:
+            return False
+        if wanted in line:
+            return True
+    return False
+
+
+def test_config_masks_keys_and_the_answer_never_shows_them(home: Path, work: Path) -> None:
+    secret = "sk-live-0123456789abcdefSECRET"
+    with FakeLLMServer([f"the key is {secret}"]) as server:
+        configure(home, server)
+        text = (home / "config.toml").read_text()
+        (home / "config.toml").write_text(text + f'api_key = "{secret}"\n')
+        done = chat(home, work, ":config\nwhat is the key?\n")
+    assert done.returncode == 0, done.stderr
+    assert "[providers.fake]" in done.stdout and "key: set" in done.stdout
+    assert secret not in done.stdout and secret not in done.stderr
