@@ -86,3 +86,14 @@ def test_the_shipped_model_decodes_greedily_and_briefly(home: Path, work: Path) 
         home, work, 'default_provider = "local"\n[providers.local]\nmodel_path = "/x.gguf"\n'
     )
     assert (other.temperature, other.max_tokens, other.tool_rounds) == (None, None, None)
+
+
+def test_a_tool_named_by_tool_choice_is_offered_to_a_small_model(home: Path, work: Path) -> None:
+    call = FakeToolCall("web_fetch", {"url": "http://127.0.0.1:9/"})
+    with FakeLLMServer([FakeReply(tool_calls=[call]), FakeReply(text="done")]) as server:
+        configure(home, server, extra="small = true\ntool_rounds = 1\n")
+        args = ("run", "--no-session", "--tool-choice", "web_fetch", "fetch it")
+        done = openheim(*args, home=home, cwd=work)
+        assert done.returncode == 0, done.stderr
+        _, tools, _ = system_and_tools(server.requests[0])
+    assert "web_fetch" in tools and tools[-1] == "more_tools"

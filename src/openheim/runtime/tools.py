@@ -103,7 +103,8 @@ async def session_tools(
     by ``--tools`` and by a main profile's allow-list; MCP servers that failed add notices.
 
     For a ``small`` model, unless ``--tools`` or the profile chose the tools, the set offers
-    the file tools and the caller's own first, the rest through ``more_tools``."""
+    the file tools, the caller's own and a tool ``--tool-choice`` names first, the rest through
+    ``more_tools``."""
     memory = stack.enter_context(contextlib.closing(open_memory(settings)))
     extra = [load_skill_tool(skills), *memory_tools(memory, top_k=settings.memory.top_k)]
     extra += _optional_tools(settings, area)
@@ -114,9 +115,11 @@ async def session_tools(
     tools = select_tools(settings, request.patterns, [*extra, *request.extra])
     if profile is not None and profile.tools is not None:
         tools = tools.select(profile.tools)
-    if small and request.patterns is None and (profile is None or profile.tools is None):
-        tools = CompactToolSet(tools, first=(*FIRST_TOOLS, *(t.name for t in request.extra)))
     choice = request.tool_choice
+    if small and request.patterns is None and (profile is None or profile.tools is None):
+        named = [choice.name] if isinstance(choice, NamedTool) else []
+        first = (*FIRST_TOOLS, *(t.name for t in request.extra), *named)
+        tools = CompactToolSet(tools, first=first)
     if isinstance(choice, NamedTool) and choice.name not in tools:
         raise ConfigError(
             f"--tool-choice {choice.name!r} is not an offered tool",
