@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import signal
 import sys
-import threading
-import traceback
 from collections.abc import Iterator, Sequence
 from types import FrameType
 
@@ -197,6 +194,9 @@ def _exit_terminated(signum: int, frame: FrameType | None) -> None:
 def _sigterm_exits() -> Iterator[None]:
     """While a command runs, SIGTERM unwinds it as Ctrl-C does (its clean-up runs) and exits
     143; ``run`` and ``acp`` put their own handlers on their event loop meanwhile."""
+    import signal
+    import threading
+
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -258,6 +258,8 @@ def _report(err: OpenheimError, code: int, args: argparse.Namespace) -> int:
     from openheim.secrets import redact
 
     if args.debug:
+        import traceback
+
         sys.stderr.write(redact(traceback.format_exc()))
     if getattr(args, "json", False):
         hint = None if err.hint is None else redact(err.hint)
