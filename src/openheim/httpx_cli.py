@@ -3,8 +3,9 @@
 Importing the ``httpx`` package imports ``httpx._main``, its ``httpx`` command, whenever click,
 rich and pygments are installed (the ``tui`` extra brings rich): about 40 ms more for every
 ``openheim run``, though openheim never runs that command. ``defer()`` puts a stand-in module in
-its place before httpx is first imported. The stand-in's ``main`` and every other name it is
-asked for load the real module then, so ``httpx.main()`` still works as before.
+its place when httpx first imports it (a ``sys.meta_path`` finder that answers once). The
+stand-in's ``main`` and every other name it is asked for load the real module then, so
+``httpx.main()`` still works as before.
 """
 
 from __future__ import annotations
@@ -22,19 +23,42 @@ NAME = "httpx._main"
 
 
 def defer() -> None:
-    """Put the stand-in in place, unless httpx or its command is already imported."""
-    if "httpx" in sys.modules or NAME in sys.modules:
+    """Let the next import of ``httpx._main`` load the stand-in, unless httpx or its command
+    is already imported."""
+    if "httpx" in sys.modules or NAME in sys.modules or _Finder in sys.meta_path:
         return
-    stand_in = types.ModuleType(NAME, "httpx's command line, loaded on first use.")
-    stand_in.__spec__ = importlib.machinery.ModuleSpec(NAME, None)
-    stand_in.__dict__.update(main=_main, __getattr__=_attribute)
-    sys.modules[NAME] = stand_in
+    sys.meta_path.insert(0, _Finder)
+
+
+class _Finder:
+    """A ``sys.meta_path`` finder for the stand-in: it answers once, then steps aside."""
+
+    @staticmethod
+    def find_spec(name: str, path: object = None, target: object = None) -> Any:
+        if name != NAME:
+            return None
+        sys.meta_path.remove(_Finder)
+        loader: Any = _Loader  # a loader by its methods, not importlib.abc's (typing is slow)
+        return importlib.machinery.ModuleSpec(NAME, loader)
+
+
+class _Loader:
+    """Makes the stand-in: a module whose names load the real one."""
+
+    @staticmethod
+    def create_module(spec: object) -> None:
+        """The import system's default module."""
+
+    @staticmethod
+    def exec_module(module: types.ModuleType) -> None:
+        module.__doc__ = "httpx's command line, loaded on first use (openheim.httpx_cli)."
+        module.__dict__.update(main=_main, __getattr__=_attribute)
 
 
 def _real() -> types.ModuleType:
     """The real ``httpx._main``, imported now in place of the stand-in."""
     current = sys.modules.get(NAME)
-    if current is not None and current.__dict__.get("main") is _main:
+    if current is not None and getattr(current.__spec__, "loader", None) is _Loader:
         del sys.modules[NAME]
     return importlib.import_module(NAME)
 

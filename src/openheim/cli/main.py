@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 
 from openheim._version import __version__
@@ -43,36 +43,48 @@ def _usage_error(err: _UsageError, argv: Sequence[str]) -> int:
     return exit_codes.USAGE
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The command line's parser. Given ``argv``, only the commands it names get their options
+    and actions; the others are listed with their help alone, which is all ``--help`` and
+    ``--version`` show (building every command's parser would cost each start some 3 ms)."""
     parser = _Parser(prog="openheim", description="A fast, multi-provider LLM agent runtime.")
     parser.add_argument("--version", action="version", version=f"openheim {__version__}")
     parser.add_argument("--log-level", help="debug, info, warning (default) or error")
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    _add_run(commands.add_parser("run", help="run one prompt headless and print the answer"))
-    _add_acp(commands.add_parser("acp", help="serve the Agent Client Protocol on stdio (editors)"))
-    init = commands.add_parser("init", help="write a commented config.toml and system.md")
+    for name, (help_text, fill) in _COMMANDS.items():
+        command = commands.add_parser(name, help=help_text)
+        if argv is None or name in argv:
+            fill(command)
+    return parser
+
+
+def _add_init(init: argparse.ArgumentParser) -> None:
     init.add_argument("--dir", help="where to write them (default: $OPENHEIM_HOME or ~/.openheim)")
-    trust = commands.add_parser("trust", help="let a project's .openheim/config.toml widen safety")
+
+
+def _add_trust(trust: argparse.ArgumentParser) -> None:
     trust.add_argument("path", nargs="?", default=".", help="the project folder (default: .)")
     trust.add_argument("--remove", action="store_true", help="stop trusting the folder")
     trust.add_argument("--list", action="store_true", help="list trusted folders")
-    untrust = commands.add_parser("untrust", help="stop trusting a project folder")
+
+
+def _add_untrust(untrust: argparse.ArgumentParser) -> None:
     untrust.add_argument("path", nargs="?", default=".", help="the project folder (default: .)")
-    _add_models(commands.add_parser("models", help="list models, or add a local GGUF model"))
-    _add_sessions(commands.add_parser("sessions", help="list, show, export and search sessions"))
-    _add_permissions(commands.add_parser("permissions", help="approval rules: list, add, check"))
-    agents = commands.add_parser("agents", help="agent profiles for --agent and delegate_task")
+
+
+def _add_agents(agents: argparse.ArgumentParser) -> None:
     agent_actions = agents.add_subparsers(
         dest="agents_command", metavar="ACTION", parser_class=_Parser
     )
     agent_actions.add_parser("list", help="every profile with its model and tools")
     agent_actions.add_parser("show", help="one profile in full").add_argument("name")
-    mcp = commands.add_parser("mcp", help="MCP servers from config.toml")
+
+
+def _add_mcp(mcp: argparse.ArgumentParser) -> None:
     mcp.add_subparsers(dest="mcp_command", metavar="ACTION", parser_class=_Parser).add_parser(
         "list", help="each server: transport, connected, tool count or error"
     )
-    return parser
 
 
 def _add_acp(acp: argparse.ArgumentParser) -> None:
@@ -167,10 +179,25 @@ def _add_run(run: argparse.ArgumentParser) -> None:
     which.add_argument("--no-session", action="store_true", help="do not store this session")
 
 
+_COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
+    "run": ("run one prompt headless and print the answer", _add_run),
+    "acp": ("serve the Agent Client Protocol on stdio (editors)", _add_acp),
+    "init": ("write a commented config.toml and system.md", _add_init),
+    "trust": ("let a project's .openheim/config.toml widen safety", _add_trust),
+    "untrust": ("stop trusting a project folder", _add_untrust),
+    "models": ("list models, or add a local GGUF model", _add_models),
+    "sessions": ("list, show, export and search sessions", _add_sessions),
+    "permissions": ("approval rules: list, add, check", _add_permissions),
+    "agents": ("agent profiles for --agent and delegate_task", _add_agents),
+    "mcp": ("MCP servers from config.toml", _add_mcp),
+}
+"""Each command: its help line, and what adds its options and actions to its parser."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(argv).parse_args(argv)
     except _UsageError as err:
         return _usage_error(err, argv)
     if args.command is None:
