@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
@@ -195,7 +196,17 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+    """Run the command ``argv`` (default: this process's arguments) and return its exit code.
+
+    Run as the program (no ``argv`` given), it also tunes garbage collection for a process that
+    ends with the command (``_program_collector``)."""
+    if argv is not None:
+        return _main(list(argv), program=False)
+    with _program_collector():
+        return _main(sys.argv[1:], program=True)
+
+
+def _main(argv: list[str], *, program: bool) -> int:
     try:
         args = build_parser(argv).parse_args(argv)
     except _UsageError as err:
@@ -205,12 +216,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exit_codes.USAGE
     try:
         with _sigterm_exits():
-            return _dispatch(args)
+            return _dispatch(args, program=program)
     except OpenheimError as err:
         code = exit_codes.USAGE if err.usage_error else exit_codes.ERROR
         return _report(err, code, args)
     except KeyboardInterrupt:
         return exit_codes.CANCELLED
+
+
+@contextlib.contextmanager
+def _program_collector() -> Iterator[None]:
+    """Garbage collection for a process that is one command: off while start-up imports modules
+    and builds long-lived objects (collecting them would find nothing to free); ``_dispatch``
+    freezes what start-up made out of the collector's sight and turns it back on before the
+    command runs. At exit what is alive is frozen too: the OS frees it faster than the
+    interpreter's final collections would (together some 30 ms of every ``openheim run``)."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
 
 
 def _exit_terminated(signum: int, frame: FrameType | None) -> None:
@@ -234,50 +259,59 @@ def _sigterm_exits() -> Iterator[None]:
         signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
-def _dispatch(args: argparse.Namespace) -> int:
+def _dispatch(args: argparse.Namespace, *, program: bool) -> int:
     from openheim.logs import setup_logging
 
     try:
         setup_logging("debug" if args.debug else args.log_level)
     except ValueError as err:
         raise ConfigError(str(err)) from None
-    if args.command == "run":
-        from openheim.cli.run import run_command
-
-        return run_command(args)
-    if args.command == "acp":
-        from openheim.cli.acp import acp_command
-
-        return acp_command(args)
-    if args.command == "init":
-        from openheim.cli.init import init_command
-
-        return init_command(args)
-    if args.command == "sessions":
-        from openheim.cli.sessions import sessions_command
-
-        return sessions_command(args)
-    if args.command == "agents":
-        from openheim.cli.agents import agents_command
-
-        return agents_command(args)
-    if args.command == "mcp":
-        from openheim.cli.mcp import mcp_command
-
-        return mcp_command(args)
-    if args.command == "permissions":
-        from openheim.cli.permissions import permissions_command
-
-        return permissions_command(args)
-    if args.command == "models":
-        from openheim.cli.models import models_command
-
-        return models_command(args)
-    from openheim.cli.trust import trust_command
-
+    handler = _handler(args.command)
+    if program:  # start-up is over: see _program_collector
+        gc.freeze()
+        gc.enable()
     if args.command == "untrust":
         args.remove, args.list = True, False
-    return trust_command(args)
+    return handler(args)
+
+
+def _handler(command: str) -> Callable[[argparse.Namespace], int]:
+    """The function that runs ``command``, its module imported now."""
+    if command == "run":
+        from openheim.cli.run import run_command
+
+        return run_command
+    if command == "acp":
+        from openheim.cli.acp import acp_command
+
+        return acp_command
+    if command == "init":
+        from openheim.cli.init import init_command
+
+        return init_command
+    if command == "sessions":
+        from openheim.cli.sessions import sessions_command
+
+        return sessions_command
+    if command == "agents":
+        from openheim.cli.agents import agents_command
+
+        return agents_command
+    if command == "mcp":
+        from openheim.cli.mcp import mcp_command
+
+        return mcp_command
+    if command == "permissions":
+        from openheim.cli.permissions import permissions_command
+
+        return permissions_command
+    if command == "models":
+        from openheim.cli.models import models_command
+
+        return models_command
+    from openheim.cli.trust import trust_command
+
+    return trust_command
 
 
 def _report(err: OpenheimError, code: int, args: argparse.Namespace) -> int:
