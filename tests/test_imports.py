@@ -195,3 +195,36 @@ def test_the_envelope_shortcut_agrees_with_protocol_for(protocol: str | None) ->
         except ConfigError:
             got = ConfigError
         assert got == expected, kind
+
+
+def gc_state_after(code: str) -> dict[str, int]:
+    """The collector's state at exit (enabled, frozen objects) of ``python -c code``."""
+    script = (
+        "import atexit, gc, json\n"
+        "atexit.register(lambda: print(json.dumps("
+        "{'enabled': gc.isenabled(), 'frozen': gc.get_freeze_count()})))\n"
+        f"{code}"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    state: dict[str, int] = json.loads(out.stdout.strip().splitlines()[-1])
+    return state
+
+
+def test_the_program_freezes_what_it_made() -> None:
+    """Run as the program, ``main`` leaves what is alive frozen at exit: the final collections
+    have nothing to walk."""
+    state = gc_state_after(
+        "import sys\nfrom openheim.cli.main import main\n"
+        "sys.argv = ['openheim', '--version']\nmain()"
+    )
+    assert state["frozen"] > 1000
+
+
+def test_main_called_with_arguments_leaves_the_collector_alone() -> None:
+    state = gc_state_after(
+        "import contextlib\nfrom openheim.cli.main import main\n"
+        "with contextlib.suppress(SystemExit):\n    main(['--version'])"
+    )
+    assert state == {"enabled": True, "frozen": 0}
