@@ -80,11 +80,15 @@ UNUSED_BY_RUN = (
     "openheim.envelope",
     "openheim.store.importer",
     "openheim.safety.staging",
+    "openheim.safety.risk",
+    "openheim.safety.html_text",
+    "difflib",
     "rich",
     "click",
     "pygments",
 )
-"""What ``openheim run`` with a hosted provider and nothing else configured never uses."""
+"""What ``openheim run`` with a hosted provider and nothing else configured never uses (its
+model answers without calling a tool)."""
 
 RECORDER = """\
 import atexit, json, os, sys

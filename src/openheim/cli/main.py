@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import gc
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
@@ -196,14 +195,23 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command ``argv`` (default: this process's arguments) and return its exit code.
+    """Run the command ``argv`` and return its exit code.
 
-    Run as the program (no ``argv`` given), it also tunes garbage collection for a process that
-    ends with the command (``_program_collector``)."""
+    Without ``argv`` it runs as the program, on this process's arguments, and ends the process
+    itself (``cli.process``: garbage collection waits until start-up is over, and the exit
+    skips the interpreter's teardown)."""
     if argv is not None:
         return _main(list(argv), program=False)
-    with _program_collector():
-        return _main(sys.argv[1:], program=True)
+    from openheim.cli import process
+
+    try:
+        with process.collecting_later():
+            code = _main(sys.argv[1:], program=True)
+    except SystemExit as stop:  # --help, --version, SIGTERM
+        if not isinstance(stop.code, int | None):
+            raise
+        code = stop.code or 0
+    return process.exit_now(code)
 
 
 def _main(argv: list[str], *, program: bool) -> int:
@@ -222,20 +230,6 @@ def _main(argv: list[str], *, program: bool) -> int:
         return _report(err, code, args)
     except KeyboardInterrupt:
         return exit_codes.CANCELLED
-
-
-@contextlib.contextmanager
-def _program_collector() -> Iterator[None]:
-    """Garbage collection for a process that is one command: off while start-up imports modules
-    and builds long-lived objects (collecting them would find nothing to free); ``_dispatch``
-    freezes what start-up made out of the collector's sight and turns it back on before the
-    command runs. At exit what is alive is frozen too: the OS frees it faster than the
-    interpreter's final collections would (together some 30 ms of every ``openheim run``)."""
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
 
 
 def _exit_terminated(signum: int, frame: FrameType | None) -> None:
@@ -267,9 +261,10 @@ def _dispatch(args: argparse.Namespace, *, program: bool) -> int:
     except ValueError as err:
         raise ConfigError(str(err)) from None
     handler = _handler(args.command)
-    if program:  # start-up is over: see _program_collector
-        gc.freeze()
-        gc.enable()
+    if program:
+        from openheim.cli import process
+
+        process.started()
     if args.command == "untrust":
         args.remove, args.list = True, False
     return handler(args)
