@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
@@ -191,7 +192,8 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "agents": ("agent profiles for --agent and delegate_task", _add_agents),
     "mcp": ("MCP servers from config.toml", _add_mcp),
 }
-"""Each command: its help line, and what adds its options and actions to its parser."""
+"""Each command: its help line, and what adds its options and actions to its parser (its
+module is imported only when it runs: ``_handler``)."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -271,42 +273,12 @@ def _dispatch(args: argparse.Namespace, *, program: bool) -> int:
 
 
 def _handler(command: str) -> Callable[[argparse.Namespace], int]:
-    """The function that runs ``command``, its module imported now."""
-    if command == "run":
-        from openheim.cli.run import run_command
-
-        return run_command
-    if command == "acp":
-        from openheim.cli.acp import acp_command
-
-        return acp_command
-    if command == "init":
-        from openheim.cli.init import init_command
-
-        return init_command
-    if command == "sessions":
-        from openheim.cli.sessions import sessions_command
-
-        return sessions_command
-    if command == "agents":
-        from openheim.cli.agents import agents_command
-
-        return agents_command
-    if command == "mcp":
-        from openheim.cli.mcp import mcp_command
-
-        return mcp_command
-    if command == "permissions":
-        from openheim.cli.permissions import permissions_command
-
-        return permissions_command
-    if command == "models":
-        from openheim.cli.models import models_command
-
-        return models_command
-    from openheim.cli.trust import trust_command
-
-    return trust_command
+    """The function that runs ``command``: ``NAME_command`` of ``openheim.cli.NAME`` (``untrust``
+    is ``trust``'s), its module imported now."""
+    name = "trust" if command == "untrust" else command
+    handler: Callable[[argparse.Namespace], int]
+    handler = getattr(importlib.import_module(f"openheim.cli.{name}"), f"{name}_command")
+    return handler
 
 
 def _report(err: OpenheimError, code: int, args: argparse.Namespace) -> int:
