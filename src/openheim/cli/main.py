@@ -47,7 +47,7 @@ def _usage_error(err: _UsageError, argv: Sequence[str]) -> int:
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The command line's parser. Given ``argv``, only the commands it names get their options
     and actions; the others are listed with their help alone, which is all ``--help`` and
-    ``--version`` show (building every command's parser would cost each start some 3 ms)."""
+    ``--version`` show (building every command's parser costs each start several ms)."""
     parser = _Parser(prog="openheim", description="A fast, multi-provider LLM agent runtime.")
     parser.add_argument("--version", action="version", version=f"openheim {__version__}")
     parser.add_argument("--log-level", help="debug, info, warning (default) or error")
