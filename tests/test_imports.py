@@ -81,6 +81,7 @@ UNUSED_BY_RUN = (
     "openheim.store.importer",
     "openheim.safety.staging",
     "openheim.safety.risk",
+    "openheim.tools.builtin.shell",
     "openheim.safety.html_text",
     "difflib",
     "rich",
