@@ -82,6 +82,7 @@ UNUSED_BY_RUN = (
     "openheim.safety.staging",
     "openheim.safety.risk",
     "openheim.tools.builtin.shell",
+    "openheim.skills.frontmatter",
     "openheim.safety.html_text",
     "difflib",
     "rich",
