@@ -54,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     _add_run(commands.add_parser("run", help="run one prompt headless and print the answer"))
     _add_acp(commands.add_parser("acp", help="serve the Agent Client Protocol on stdio (editors)"))
+    from openheim.cli.serve import add_serve
+
+    add_serve(commands.add_parser("serve", help="serve REST, WebSocket, ACP and the web page"))
     init = commands.add_parser("init", help="write a commented config.toml and system.md")
     init.add_argument("--dir", help="where to write them (default: $OPENHEIM_HOME or ~/.openheim)")
     trust = commands.add_parser("trust", help="let a project's .openheim/config.toml widen safety")
@@ -222,6 +225,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from openheim.cli.acp import acp_command
 
         return acp_command(args)
+    if args.command == "serve":
+        from openheim.cli.serve import serve_command
+
+        return serve_command(args)
     if args.command == "init":
         from openheim.cli.init import init_command
 

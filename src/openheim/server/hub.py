@@ -1,0 +1,178 @@
+"""The hub: the sessions the server keeps open, and each one's numbered frames.
+
+A ``Live`` session outlives the WebSocket that opened it: its prompt runs in a task of the
+server, every frame it produces (an event, an approval request, its answer) gets the next
+sequence number and is kept (the last ``MAX_LOG`` of them), and any connection may attach to
+it and first receive what came after the last number it saw. So a client whose socket drops
+re-attaches and misses nothing, and a prompt goes on while no one watches.
+
+Approval requests wait for an answer from any attached connection, with the terminal's
+choices: ``once``, ``always`` (the policy keeps it for the session) or ``reject``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections import deque
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from openheim.approval import Allow, ApprovalRequest, Ask, Deny
+from openheim.errors import OpenheimError, SessionBusy
+from openheim.events import Failed, event_to_dict
+from openheim.messages import Message
+from openheim.runtime import Runtime, Session, SessionOptions
+from openheim.runtime.host import host_session
+
+MAX_LOG = 10_000
+"""Frames kept per session for re-attaching."""
+
+CHOICES: dict[str, Allow | Deny] = {
+    "once": Allow(),
+    "always": Allow(always=True),
+    "reject": Deny("the user rejected this tool call"),
+}
+
+
+class Subscriber(Protocol):
+    """A connection attached to a session: it gets each new frame."""
+
+    def push(self, frame: dict[str, Any]) -> None: ...
+
+
+class Live:
+    """One open session with its numbered frames, subscribers and pending approvals."""
+
+    def __init__(self, max_log: int = MAX_LOG) -> None:
+        self.key = ""
+        self.session: Session | None = None
+        self.seq = 0
+        self.log: deque[dict[str, Any]] = deque(maxlen=max_log)
+        self.subscribers: set[Subscriber] = set()
+        self.pending: dict[str, tuple[dict[str, Any], asyncio.Future[Allow | Deny]]] = {}
+        self.task: asyncio.Task[None] | None = None
+
+    @property
+    def busy(self) -> bool:
+        return self.task is not None and not self.task.done()
+
+    def publish(self, kind: str, body: dict[str, Any]) -> dict[str, Any]:
+        """Number a frame, keep it and send it to every subscriber."""
+        self.seq += 1
+        frame = {"type": kind, "session_id": self.key, "seq": self.seq, **body}
+        self.log.append(frame)
+        for subscriber in list(self.subscribers):
+            subscriber.push(frame)
+        return frame
+
+    def since(self, after: int) -> list[dict[str, Any]]:
+        """The kept frames numbered above ``after``."""
+        return [frame for frame in self.log if frame["seq"] > after]
+
+    async def resolve(self, request: ApprovalRequest, ask: Ask) -> Allow | Deny:
+        """The session's ``Resolver``: ask every attached client, wait for the first answer."""
+        approval_id = uuid.uuid4().hex
+        future: asyncio.Future[Allow | Deny] = asyncio.get_running_loop().create_future()
+        body = {
+            "approval_id": approval_id,
+            "tool_call_id": request.tool_call_id,
+            "tool": request.tool,
+            "arguments": dict(request.arguments),
+            "reasons": list(ask.reasons or request.reasons),
+            "detail": ask.detail,
+            "choices": list(CHOICES),
+        }
+        frame = self.publish("approval_request", body)
+        self.pending[approval_id] = (frame, future)
+        try:
+            answer = await future
+        finally:
+            self.pending.pop(approval_id, None)
+        return answer
+
+    def answer(self, approval_id: str, choice: str) -> bool:
+        """Settle a pending approval; False when there is none with that id."""
+        found = self.pending.get(approval_id)
+        if found is None or found[1].done():
+            return False
+        found[1].set_result(CHOICES[choice])
+        self.publish("approval_resolved", {"approval_id": approval_id, "choice": choice})
+        return True
+
+    def start(self, message: Message) -> None:
+        """Run a prompt in a task of its own; SessionBusy while one runs."""
+        if self.busy:
+            raise SessionBusy(self.key, pid=0, host="this server")
+        self.task = asyncio.create_task(self._run(message))
+
+    async def _run(self, message: Message) -> None:
+        assert self.session is not None
+        try:
+            async for event in self.session.prompt(message):
+                self.publish("event", {"event": event_to_dict(event)})
+        except OpenheimError as err:
+            failed = Failed(err.message, err.hint, type(err).__name__)
+            self.publish("event", {"event": event_to_dict(failed)})
+        except Exception as err:  # a bug must not kill the server, and the client must know
+            failed = Failed(f"the prompt failed: {type(err).__name__}", None, "InternalError")
+            self.publish("event", {"event": event_to_dict(failed)})
+
+    def cancel(self) -> None:
+        """Cancel the running prompt; a pending approval counts as rejected."""
+        if self.session is not None:
+            self.session.cancel()
+        for _, future in list(self.pending.values()):
+            if not future.done():
+                future.set_result(Deny("the prompt was cancelled"))
+
+    async def close(self) -> None:
+        self.cancel()
+        if self.session is not None:
+            await self.session.close()
+        if self.task is not None:
+            with contextlib.suppress(Exception):
+                await self.task
+
+
+class Hub:
+    """The live sessions of one server, by session id."""
+
+    def __init__(self, runtime: Runtime, max_log: int = MAX_LOG) -> None:
+        self.runtime = runtime
+        self.max_log = max_log
+        self.sessions: dict[str, Live] = {}
+
+    async def open(self, options: SessionOptions) -> Live:
+        """Open (or resume) a session that lives until ``close`` or the server stops."""
+        live = Live(self.max_log)
+        runtime = self.runtime
+
+        def opener() -> contextlib.AbstractAsyncContextManager[Session]:
+            return runtime.open_session(options, resolver=live.resolve)
+
+        live.session = await host_session(opener)
+        live.key = live.session.id or uuid.uuid4().hex
+        self.sessions[live.key] = live
+        live.session.on_close(self._dropper(live.key))
+        return live
+
+    def _dropper(self, key: str) -> Callable[[Session], None]:
+        def drop(_: Session) -> None:
+            self.sessions.pop(key, None)
+
+        return drop
+
+    def get(self, key: str) -> Live | None:
+        return self.sessions.get(key)
+
+    async def forget(self, key: str) -> None:
+        """Close the session ``key`` if it is open here (before it is deleted)."""
+        live = self.sessions.pop(key, None)
+        if live is not None:
+            await live.close()
+
+    async def close_all(self) -> None:
+        for key in list(self.sessions):
+            await self.forget(key)

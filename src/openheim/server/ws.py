@@ -1,0 +1,131 @@
+"""``/ws``: one WebSocket carrying the ``agent``, ``fs`` and ``system`` channels.
+
+The server first sends ``{"channel": "system", "data": {"type": "connected", ...}}``. Each
+client frame is answered on its channel with its ``id`` echoed. A frame over the size limit,
+not JSON or not a ``{channel, data}`` object gets an ``error`` on the ``system`` channel and
+the connection stays open. Frames to the client go through one queue and one writer task, so
+a session's events keep their order whichever task produced them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from typing import Any
+
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from openheim._version import __version__
+from openheim.errors import OpenheimError
+from openheim.server.agent import AgentChannel
+from openheim.server.auth import SUBPROTOCOL
+from openheim.server.context import ServerContext
+from openheim.server.frames import BadRequest, parse_frame, reply_id
+from openheim.server.fs import FsChannel
+
+log = logging.getLogger(__name__)
+
+
+class Connection:
+    """One ``/ws`` client: its outgoing queue and its channels."""
+
+    def __init__(self, websocket: WebSocket, context: ServerContext) -> None:
+        self.websocket = websocket
+        self.context = context
+        self.queue: asyncio.Queue[str | None] = asyncio.Queue()
+        self.agent = AgentChannel(context, self)
+        self.fs = FsChannel(context, self.send)
+
+    def push(self, frame: dict[str, Any]) -> None:
+        """An agent-channel frame of an attached session."""
+        self.send("agent", frame)
+
+    def send(self, channel: str, data: dict[str, Any]) -> None:
+        text = json.dumps({"channel": channel, "data": data}, ensure_ascii=False)
+        self.queue.put_nowait(text)
+
+    async def writer(self) -> None:
+        while (text := await self.queue.get()) is not None:
+            await self.websocket.send_text(text)
+
+    async def serve(self) -> None:
+        self.send("system", {"type": "connected", "version": __version__, "protocol": 1})
+        writer = asyncio.create_task(self.writer())
+        try:
+            while True:
+                message = await self.websocket.receive()
+                if message["type"] == "websocket.disconnect":
+                    return
+                await self.take(message.get("text"), message.get("bytes"))
+        except WebSocketDisconnect:
+            return
+        finally:
+            self.agent.detach_all()
+            self.fs.close()
+            self.queue.put_nowait(None)
+            with contextlib.suppress(Exception):
+                await writer
+
+    async def take(self, text: str | None, data: bytes | None) -> None:
+        """Answer one frame."""
+        limit = self.context.max_frame_bytes
+        size = len(data) if data is not None else len((text or "").encode())
+        if size > limit:
+            self._error("system", None, f"the frame is {size} bytes, over {limit}", _smaller())
+            return
+        if text is None:
+            self._error("system", None, "binary frames are not accepted", "send JSON as text")
+            return
+        try:
+            channel, request = parse_frame(text)
+        except BadRequest as err:
+            self._error("system", None, err.message, err.hint)
+            return
+        await self.dispatch(channel, request)
+
+    async def dispatch(self, channel: str, request: dict[str, Any]) -> None:
+        rid = reply_id(request)
+        try:
+            if channel == "agent":
+                reply = await self.agent.handle(request)
+            elif channel == "fs":
+                reply = await self.fs.handle(request)
+            else:
+                reply = _system(request)
+        except BadRequest as err:
+            self._error(channel, rid, err.message, err.hint)
+            return
+        except OpenheimError as err:
+            self._error(channel, rid, err.message, err.hint or "")
+            return
+        except Exception:  # the connection outlives a bug in one request
+            log.exception("a %s request failed", channel)
+            self._error(channel, rid, "the request failed inside the server", "see its log")
+            return
+        self.send(channel, {**reply, "id": rid} if rid is not None else reply)
+
+    def _error(self, channel: str, rid: str | int | None, message: str, hint: str) -> None:
+        data: dict[str, Any] = {"type": "error", "message": message, "hint": hint}
+        if rid is not None:
+            data["id"] = rid
+        self.send(channel, data)
+
+
+def _smaller() -> str:
+    return "send smaller frames ([server] max_frame_bytes)"
+
+
+def _system(request: dict[str, Any]) -> dict[str, Any]:
+    kind = request.get("type")
+    if kind == "ping":
+        return {"type": "pong"}
+    raise BadRequest(f"unknown system request {kind!r}", "the system channel answers ping")
+
+
+async def ws_endpoint(websocket: WebSocket) -> None:
+    context: ServerContext = websocket.app.state.openheim
+    offered = websocket.scope.get("subprotocols") or []
+    await websocket.accept(subprotocol=SUBPROTOCOL if SUBPROTOCOL in offered else None)
+    await Connection(websocket, context).serve()
