@@ -19,11 +19,12 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from openheim.acp.server import serve_acp
 from openheim.acp.transport import MAX_LINE_BYTES
 from openheim.server.context import ServerContext
+from openheim.server.ws import accept
 
 
 async def acp_endpoint(websocket: WebSocket) -> None:
     context: ServerContext = websocket.app.state.openheim
-    await websocket.accept()
+    await accept(websocket)
     ours, theirs = socket.socketpair()
     reader, writer = await asyncio.open_connection(sock=theirs, limit=MAX_LINE_BYTES)
     bridge_in, bridge_out = await asyncio.open_connection(sock=ours, limit=MAX_LINE_BYTES)

@@ -132,8 +132,12 @@ async def get_session(request: Request) -> Response:
     found = _find(request)
     if isinstance(found, Response):
         return found
-    messages = ctx(request).store.messages(found.id)
-    return JSONResponse({"session": _record(found), "messages": [_message(m) for m in messages]})
+    context = ctx(request)
+    messages = context.store.messages(found.id)
+    live = context.hub.get(found.id)
+    state = None if live is None else {"seq": live.seq, "busy": live.busy}
+    body = {"session": _record(found), "messages": [_message(m) for m in messages], "live": state}
+    return JSONResponse(body)
 
 
 async def delete_session(request: Request) -> Response:

@@ -124,8 +124,14 @@ def _system(request: dict[str, Any]) -> dict[str, Any]:
     raise BadRequest(f"unknown system request {kind!r}", "the system channel answers ping")
 
 
-async def ws_endpoint(websocket: WebSocket) -> None:
-    context: ServerContext = websocket.app.state.openheim
+async def accept(websocket: WebSocket) -> None:
+    """Accept the upgrade, with the ``openheim.v1`` subprotocol when the client offers it (a
+    browser that offered subprotocols fails the connection unless one is chosen)."""
     offered = websocket.scope.get("subprotocols") or []
     await websocket.accept(subprotocol=SUBPROTOCOL if SUBPROTOCOL in offered else None)
+
+
+async def ws_endpoint(websocket: WebSocket) -> None:
+    context: ServerContext = websocket.app.state.openheim
+    await accept(websocket)
     await Connection(websocket, context).serve()
