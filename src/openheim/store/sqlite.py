@@ -349,8 +349,10 @@ def fts_query(text: str) -> str:
     """User text as an FTS5 query that matches every word literally.
 
     Each whitespace-separated word becomes a quoted phrase (quotes doubled), so FTS syntax in
-    the input (``"``, ``*``, ``-``, ``NEAR``, ``AND``, ``:``) is just text.
+    the input (``"``, ``*``, ``-``, ``NEAR``, ``AND``, ``:``) is just text. A NUL separates
+    words (SQLite would end the query there) and a lone surrogate becomes ``?``.
     """
+    text = text.replace("\x00", " ").encode("utf-8", "replace").decode("utf-8")
     return " ".join('"' + word.replace('"', '""') + '"' for word in text.split())
 
 
