@@ -129,3 +129,12 @@ async def test_bad_requests_get_a_4xx_with_a_hint(
         assert answer.json()["hint"]
     if delete is not None:
         assert delete.status_code == status
+
+
+async def test_unknown_query_parameters_are_refused(home: Path, work: Path) -> None:
+    with FakeLLMServer() as llm:
+        async with served(home, work, llm) as server, server.client() as http:
+            typo = await http.get("/api/sessions", params={"limt": 5})
+            health = await http.get("/health", params={"x": 1})
+    assert typo.status_code == 400 and "limit" in typo.json()["hint"]
+    assert health.status_code == 400 and "'x'" in health.json()["error"]

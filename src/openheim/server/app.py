@@ -18,6 +18,7 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Redire
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 
+from openheim.errors import OpenheimError
 from openheim.server.acp_ws import acp_endpoint
 from openheim.server.auth import COOKIE
 from openheim.server.context import ServerContext
@@ -72,6 +73,13 @@ async def login(request: Request) -> Response:
             return _logged_in(request)
         return _login_page("This login link was used already: paste the token instead.", 401)
     return _login_page("", 200)
+
+
+async def openheim_error(request: Request, exc: Exception) -> Response:
+    """An openheim error in a route: one line and a hint, 400 for bad input, else 503."""
+    assert isinstance(exc, OpenheimError)
+    status = 400 if exc.usage_error else 503
+    return JSONResponse({"error": exc.message, "hint": exc.hint or ""}, status_code=status)
 
 
 def create_app(context: ServerContext, policy: Policy) -> Starlette:

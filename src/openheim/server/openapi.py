@@ -61,7 +61,7 @@ ID_PARAM = {
     "name": "session_id",
     "in": "path",
     "required": True,
-    "schema": STR,
+    "schema": {**STR, "pattern": "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"},
     "description": "a session id: 36 characters, lower case",
 }
 
@@ -71,7 +71,11 @@ def _answer(schema: dict[str, Any], description: str = "OK") -> dict[str, Any]:
 
 
 def _get(summary: str, schema: dict[str, Any], **errors: str) -> dict[str, Any]:
-    responses = {"200": _answer(schema), "401": _answer(ERROR, "missing or wrong token")}
+    responses = {
+        "200": _answer(schema),
+        "400": _answer(ERROR, "an unknown query parameter"),
+        "401": _answer(ERROR, "missing or wrong token"),
+    }
     responses |= {code.strip("_"): _answer(ERROR, why) for code, why in errors.items()}
     return {"summary": summary, "responses": responses}
 

@@ -7,8 +7,10 @@ and the session store; ``openapi.py`` describes them.
 
 from __future__ import annotations
 
+import math
 import re
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -168,6 +170,13 @@ async def export_session(request: Request) -> Response:
     return error(400, f"unknown export format {fmt!r}", "use format=md or format=json")
 
 
+async def one_session(request: Request) -> Response:
+    """One route for both methods, so that 405 answers list both in ``Allow``."""
+    if request.method == "DELETE":
+        return await delete_session(request)
+    return await get_session(request)
+
+
 def _find(request: Request) -> SessionRecord | Response:
     raw = request.path_params["session_id"]
     if not SESSION_ID.match(raw):
@@ -218,18 +227,34 @@ def _float(raw: str | None) -> float | None:
         value = float(raw)
     except ValueError:
         return None
-    return value if value == value and abs(value) < 1e18 else None
+    return value if math.isfinite(value) else None
+
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def _only(endpoint: Endpoint, *names: str) -> Endpoint:
+    """``endpoint`` refusing query parameters other than ``names`` (400), so a misspelt one
+    is an error rather than silently ignored."""
+
+    async def checked(request: Request) -> Response:
+        unknown = sorted(set(request.query_params) - set(names))
+        if unknown:
+            allowed = ", ".join(names) or "none"
+            return error(400, f"unknown query parameter {unknown[0]!r}", f"allowed: {allowed}")
+        return await endpoint(request)
+
+    return checked
 
 
 ROUTES = [
-    Route("/health", health),
-    Route("/api/config", config),
-    Route("/api/models", models),
-    Route("/api/skills", skills),
-    Route("/api/tools", tools),
-    Route("/api/mcp-servers", mcp_servers),
-    Route("/api/sessions", list_sessions),
-    Route("/api/sessions/{session_id}", get_session),
-    Route("/api/sessions/{session_id}", delete_session, methods=["DELETE"]),
-    Route("/api/sessions/{session_id}/export", export_session),
+    Route("/health", _only(health)),
+    Route("/api/config", _only(config)),
+    Route("/api/models", _only(models)),
+    Route("/api/skills", _only(skills)),
+    Route("/api/tools", _only(tools)),
+    Route("/api/mcp-servers", _only(mcp_servers)),
+    Route("/api/sessions", _only(list_sessions, "limit", "before", "q")),
+    Route("/api/sessions/{session_id}", _only(one_session), methods=["GET", "DELETE"]),
+    Route("/api/sessions/{session_id}/export", _only(export_session, "format")),
 ]
