@@ -36,6 +36,7 @@ from openheim.store.base import (
     repair_history,
     title_from,
 )
+from openheim.store.frames import FrameLog
 from openheim.store.schema import migrate
 
 DB_NAME = "openheim.db"
@@ -76,6 +77,7 @@ class SQLiteStore:
         self._closed = False
         with _failures(self.path):
             self._conn = _connect(self.path, busy_timeout)
+        self.frames = FrameLog(self._tx, self._read)
 
     def create(
         self,
