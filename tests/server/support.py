@@ -83,12 +83,15 @@ async def served(
 
     runtime = Runtime(settings=settings)
     auth = Auth(TOKEN, generated=False)
-    context = ServerContext(runtime, open_store(settings.data_dir), auth, Hub(runtime), max_frame)
+    store = open_store(settings.data_dir)
+    context = ServerContext(runtime, store, auth, Hub(runtime, store), max_frame)
     app = create_app(context, Policy(auth, frozenset(origins), max_body))
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", ws_max_size=max_frame * 4)
+    config = uvicorn.Config(
+        app, log_level="warning", ws_max_size=max_frame * 4, ws_per_message_deflate=False
+    )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:

@@ -47,7 +47,7 @@ def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         store.append(record.id, Message.user(text))
     runtime = Runtime(settings=found)
     auth = Auth(TOKEN, generated=False)
-    context = ServerContext(runtime, store, auth, Hub(runtime))
+    context = ServerContext(runtime, store, auth, Hub(runtime, store))
     app = create_app(context, Policy(auth, frozenset(), 1024 * 1024))
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))

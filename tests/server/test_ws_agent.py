@@ -170,3 +170,24 @@ async def test_bad_agent_requests_get_errors_with_the_id(home: Path, work: Path)
             )
     for reply in (unknown, missing, closed, empty, image, choice):
         assert reply["type"] == "error" and reply["message"] and reply["hint"]
+
+
+async def test_another_server_on_the_same_store_replays_what_was_missed(
+    home: Path, work: Path
+) -> None:
+    with FakeLLMServer([FakeReply(chunks=[f"p{i} " for i in range(12)])]) as llm:
+        async with served(home, work, llm) as first, first.socket() as ws:
+            sid = (await ws.call("agent", type="open"))["session_id"]
+            await ws.call("agent", type="prompt", session_id=sid, text="go")
+            events = await ws.events_until_finished(sid)
+        seen = events[3]["seq"]
+        async with served(home, work, llm) as second, second.socket() as other:
+            resumed = await other.call("agent", type="resume", session_id=sid, after=seen)
+            stored = second.context.store.frames.last(sid)
+            async with second.client() as http:
+                described = (await http.get(f"/api/sessions/{sid}")).json()
+    replayed = [f["data"] for f in other.seen if f["data"].get("type") == "event"]
+    assert [f["seq"] for f in replayed] == [e["seq"] for e in events[4:]]
+    assert replayed[-1]["event"]["type"] == "finished"
+    assert resumed["replayed"] == len(replayed) and stored == events[-1]["seq"]
+    assert described["seq"] == stored

@@ -66,11 +66,11 @@ class AgentChannel:
     def _attach(self, live: Live, after: int | None) -> dict[str, Any]:
         """Subscribe, and send the frames after ``after`` first (none when None)."""
         missed = live.since(after) if after is not None else []
-        for frame in missed:
-            self.subscriber.push(frame)
-        for frame, _ in live.pending.values():
-            if after is None or frame["seq"] <= after:
-                self.subscriber.push(frame)
+        for text in missed:
+            self.subscriber.push(text)
+        for seq, text, _ in live.pending.values():
+            if after is None or seq <= after:
+                self.subscriber.push(text)
         live.subscribers.add(self.subscriber)
         self.attached[live.key] = live
         assert live.session is not None
@@ -112,7 +112,6 @@ class AgentChannel:
                 raise BadRequest(
                     f"no session {key}", "list sessions with GET /api/sessions"
                 ) from None
-            after = 0
         return self._attach(live, after)
 
     async def _prompt(self, data: dict[str, Any]) -> dict[str, Any]:

@@ -10,6 +10,7 @@ connection ends. The operations themselves are in ``fs_ops``.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,15 +31,21 @@ class FsChannel:
     """The fs channel of one connection, with its watches."""
 
     def __init__(self, context: ServerContext, send: Callable[[str, dict[str, Any]], None]) -> None:
-        settings = context.settings
-        self.tool_ctx = ToolContext(
+        self.context = context
+        self.send = send
+        self.watches: dict[str, tuple[asyncio.Task[None], asyncio.Event]] = {}
+
+    @functools.cached_property
+    def tool_ctx(self) -> ToolContext:
+        """The tools' context of the work dir, made on the first request (an idle socket
+        holds none)."""
+        settings = self.context.settings
+        return ToolContext(
             PathSandbox(settings.work_dir),
             settings.work_dir,
             child_env(),
             secret_policy=SecretPolicy.from_config(settings.deny_read, home=settings.home),
         )
-        self.send = send
-        self.watches: dict[str, tuple[asyncio.Task[None], asyncio.Event]] = {}
 
     async def handle(self, data: dict[str, Any]) -> dict[str, Any]:
         op = req_str(data, "type")

@@ -2,9 +2,10 @@
 
 A ``Live`` session outlives the WebSocket that opened it: its prompt runs in a task of the
 server, every frame it produces (an event, an approval request, its answer) gets the next
-sequence number and is kept (the last ``MAX_LOG`` of them), and any connection may attach to
-it and first receive what came after the last number it saw. So a client whose socket drops
-re-attaches and misses nothing, and a prompt goes on while no one watches.
+sequence number and is kept in the session store (the last ``MAX_LOG`` of them), and any
+connection may attach to it and first receive what came after the last number it saw. So a
+client whose socket drops re-attaches and misses nothing, and a prompt goes on while no one
+watches.
 
 Approval requests wait for an answer from any attached connection, with the terminal's
 choices: ``once``, ``always`` (the policy keeps it for the session) or ``reject``.
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import logging
 import uuid
 from collections import deque
 from collections.abc import Callable
@@ -21,10 +24,13 @@ from typing import Any, Protocol
 
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny
 from openheim.errors import OpenheimError, SessionBusy
-from openheim.events import Failed, event_to_dict
+from openheim.events import Failed, Finished, event_to_dict
 from openheim.messages import Message
 from openheim.runtime import Runtime, Session, SessionOptions
 from openheim.runtime.host import host_session
+from openheim.store import SessionStore
+
+log = logging.getLogger(__name__)
 
 MAX_LOG = 10_000
 """Frames kept per session for re-attaching."""
@@ -36,40 +42,71 @@ CHOICES: dict[str, Allow | Deny] = {
 }
 
 
-class Subscriber(Protocol):
-    """A connection attached to a session: it gets each new frame."""
+FLUSH_DELAY = 0.05
+"""Seconds a frame may wait before it is written to the store (with those that follow it)."""
 
-    def push(self, frame: dict[str, Any]) -> None: ...
+
+class Subscriber(Protocol):
+    """A connection attached to a session: it gets each new frame as JSON text."""
+
+    def push(self, frame: str) -> None: ...
 
 
 class Live:
-    """One open session with its numbered frames, subscribers and pending approvals."""
+    """One open session with its numbered frames, subscribers and pending approvals.
+
+    A stored session's frames go to the store's ``FrameLog`` (a batch every ``FLUSH_DELAY``,
+    and at once when a prompt ends), so a client can re-attach through any process that
+    shares the store; an unsaved session's last ``max_log`` frames stay in memory."""
 
     def __init__(self, max_log: int = MAX_LOG) -> None:
         self.key = ""
         self.session: Session | None = None
+        self.store: SessionStore | None = None
         self.seq = 0
-        self.log: deque[dict[str, Any]] = deque(maxlen=max_log)
+        self.log: deque[tuple[int, str]] = deque(maxlen=max_log)
+        self.unwritten: list[tuple[int, str]] = []
+        self._flush: asyncio.TimerHandle | None = None
         self.subscribers: set[Subscriber] = set()
-        self.pending: dict[str, tuple[dict[str, Any], asyncio.Future[Allow | Deny]]] = {}
+        self.pending: dict[str, tuple[int, str, asyncio.Future[Allow | Deny]]] = {}
         self.task: asyncio.Task[None] | None = None
 
     @property
     def busy(self) -> bool:
         return self.task is not None and not self.task.done()
 
-    def publish(self, kind: str, body: dict[str, Any]) -> dict[str, Any]:
-        """Number a frame, keep it and send it to every subscriber."""
+    def publish(self, kind: str, body: dict[str, Any]) -> tuple[int, str]:
+        """Number a frame, keep it and send it to every subscriber; its number and text."""
         self.seq += 1
-        frame = {"type": kind, "session_id": self.key, "seq": self.seq, **body}
-        self.log.append(frame)
+        text = json.dumps({"type": kind, "session_id": self.key, "seq": self.seq, **body})
+        if self.store is None:
+            self.log.append((self.seq, text))
+        else:
+            self.unwritten.append((self.seq, text))
+            if self._flush is None:
+                self._flush = asyncio.get_running_loop().call_later(FLUSH_DELAY, self.flush)
         for subscriber in list(self.subscribers):
-            subscriber.push(frame)
-        return frame
+            subscriber.push(text)
+        return self.seq, text
 
-    def since(self, after: int) -> list[dict[str, Any]]:
+    def flush(self) -> None:
+        """Write the frames not yet in the store."""
+        if self._flush is not None:
+            self._flush.cancel()
+            self._flush = None
+        batch, self.unwritten = self.unwritten, []
+        if self.store is not None and batch:
+            try:
+                self.store.frames.append(self.key, batch)
+            except OpenheimError:
+                log.warning("frames of session %s were not stored", self.key, exc_info=True)
+
+    def since(self, after: int) -> list[str]:
         """The kept frames numbered above ``after``."""
-        return [frame for frame in self.log if frame["seq"] > after]
+        if self.store is None:
+            return [text for seq, text in self.log if seq > after]
+        self.flush()
+        return [text for _, text in self.store.frames.after(self.key, after)]
 
     async def resolve(self, request: ApprovalRequest, ask: Ask) -> Allow | Deny:
         """The session's ``Resolver``: ask every attached client, wait for the first answer."""
@@ -84,8 +121,8 @@ class Live:
             "detail": ask.detail,
             "choices": list(CHOICES),
         }
-        frame = self.publish("approval_request", body)
-        self.pending[approval_id] = (frame, future)
+        seq, text = self.publish("approval_request", body)
+        self.pending[approval_id] = (seq, text, future)
         try:
             answer = await future
         finally:
@@ -95,9 +132,9 @@ class Live:
     def answer(self, approval_id: str, choice: str) -> bool:
         """Settle a pending approval; False when there is none with that id."""
         found = self.pending.get(approval_id)
-        if found is None or found[1].done():
+        if found is None or found[2].done():
             return False
-        found[1].set_result(CHOICES[choice])
+        found[2].set_result(CHOICES[choice])
         self.publish("approval_resolved", {"approval_id": approval_id, "choice": choice})
         return True
 
@@ -112,18 +149,21 @@ class Live:
         try:
             async for event in self.session.prompt(message):
                 self.publish("event", {"event": event_to_dict(event)})
+                if isinstance(event, Finished):
+                    self.flush()
         except OpenheimError as err:
             failed = Failed(err.message, err.hint, type(err).__name__)
             self.publish("event", {"event": event_to_dict(failed)})
         except Exception as err:  # a bug must not kill the server, and the client must know
             failed = Failed(f"the prompt failed: {type(err).__name__}", None, "InternalError")
             self.publish("event", {"event": event_to_dict(failed)})
+        self.flush()
 
     def cancel(self) -> None:
         """Cancel the running prompt; a pending approval counts as rejected."""
         if self.session is not None:
             self.session.cancel()
-        for _, future in list(self.pending.values()):
+        for _, _, future in list(self.pending.values()):
             if not future.done():
                 future.set_result(Deny("the prompt was cancelled"))
 
@@ -134,13 +174,15 @@ class Live:
         if self.task is not None:
             with contextlib.suppress(Exception):
                 await self.task
+        self.flush()
 
 
 class Hub:
     """The live sessions of one server, by session id."""
 
-    def __init__(self, runtime: Runtime, max_log: int = MAX_LOG) -> None:
+    def __init__(self, runtime: Runtime, store: SessionStore, max_log: int = MAX_LOG) -> None:
         self.runtime = runtime
+        self.store = store
         self.max_log = max_log
         self.sessions: dict[str, Live] = {}
 
@@ -154,6 +196,9 @@ class Hub:
 
         live.session = await host_session(opener)
         live.key = live.session.id or uuid.uuid4().hex
+        if live.session.id is not None:
+            live.store = self.store
+            live.seq = self.store.frames.last(live.key)
         self.sessions[live.key] = live
         live.session.on_close(self._dropper(live.key))
         return live

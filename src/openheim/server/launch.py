@@ -49,7 +49,8 @@ def build(settings: Settings, *, public: bool) -> tuple[ServerContext, Policy]:
     runtime = Runtime(settings=settings)
     server = settings.server
     max_frame = server.max_frame_bytes or DEFAULT_MAX_FRAME
-    context = ServerContext(runtime, open_store(settings.data_dir), auth, Hub(runtime), max_frame)
+    store = open_store(settings.data_dir)
+    context = ServerContext(runtime, store, auth, Hub(runtime, store), max_frame)
     max_body = server.max_body_bytes or DEFAULT_MAX_BODY
     policy = Policy(auth, frozenset(server.allowed_origins), max_body)
     return context, policy
@@ -102,6 +103,7 @@ def serve(settings: Settings, address: Address, out: TextIO = sys.stdout) -> Non
         app,
         log_level="warning",
         ws_max_size=context.max_frame_bytes * WS_HARD_LIMIT_FACTOR,
+        ws_per_message_deflate=False,  # no compression oracle on secrets; less memory per socket
         proxy_headers=True,
         server_header=False,
     )

@@ -115,7 +115,8 @@ def _export() -> dict[str, Any]:
 
 def _paths() -> dict[str, Any]:
     live = {"oneOf": [{"type": "null"}, _obj({"seq": INT, "busy": BOOL})]}
-    one = _obj({"session": SESSION, "messages": _list({"type": "object"}), "live": live})
+    messages = _list({"type": "object"})
+    one = _obj({"session": SESSION, "messages": messages, "live": live, "seq": INT})
     delete = _session_op("delete a stored session", _obj({"deleted": STR}))
     delete["responses"]["409"] = _answer(ERROR, "a prompt elsewhere holds the session")
     health = _obj({"status": STR, "version": STR, "uptime": NUM})

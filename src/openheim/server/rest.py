@@ -138,7 +138,13 @@ async def get_session(request: Request) -> Response:
     messages = context.store.messages(found.id)
     live = context.hub.get(found.id)
     state = None if live is None else {"seq": live.seq, "busy": live.busy}
-    body = {"session": _record(found), "messages": [_message(m) for m in messages], "live": state}
+    seq = live.seq if live is not None else context.store.frames.last(found.id)
+    body = {
+        "session": _record(found),
+        "messages": [_message(m) for m in messages],
+        "live": state,
+        "seq": seq,
+    }
     return JSONResponse(body)
 
 

@@ -38,9 +38,9 @@ class Connection:
         self.agent = AgentChannel(context, self)
         self.fs = FsChannel(context, self.send)
 
-    def push(self, frame: dict[str, Any]) -> None:
-        """An agent-channel frame of an attached session."""
-        self.send("agent", frame)
+    def push(self, frame: str) -> None:
+        """An agent-channel frame of an attached session (JSON text, serialised once)."""
+        self.queue.put_nowait(f'{{"channel": "agent", "data": {frame}}}')
 
     def send(self, channel: str, data: dict[str, Any]) -> None:
         text = json.dumps({"channel": channel, "data": data}, ensure_ascii=False)

@@ -86,7 +86,7 @@ async function openSession(id) {
   conversation.clear();
   conversation.history(stored.messages);
   state.session = id;
-  state.seq = stored.live ? stored.live.seq : 0;
+  state.seq = stored.seq;
   $("title").textContent = stored.session.title || id;
   $("model").value = stored.session.model;
   showTotals(stored.session.usage, stored.session.cost);
