@@ -12,7 +12,7 @@ the clients (this one). Prints:
 - memory: the server's resident memory per idle connected socket, and per idle session
   opened on one (target <= 50 KB).
 
-    .venv/bin/python bench/server_ws.py [--sessions 1000] [--chunks 10] [--delay 0.2]
+    .venv/bin/python bench/server_ws.py [--sessions 1000] [--chunks 10] [--delay 0.2] [--ramp 0]
 """
 
 from __future__ import annotations
@@ -52,12 +52,13 @@ async def request(ws: ClientConnection, rid: int, **data: Any) -> dict[str, Any]
 
 
 async def session(url: str, index: int, prompt: str, ready: asyncio.Queue[None],
-                  go: asyncio.Event, run: Run) -> None:  # fmt: skip
+                  go: asyncio.Event, run: Run, wait: float) -> None:  # fmt: skip
     async with connect(f"{url}/ws", additional_headers=AUTH, max_size=None) as ws:
         await ws.recv()
         sid = (await request(ws, 1, type="open"))["session_id"]
         ready.put_nowait(None)
         await go.wait()
+        await asyncio.sleep(wait)  # the ramp: prompts start spread over --ramp seconds
         data = {"type": "prompt", "id": 2, "session_id": sid, "text": f"{prompt} s{index}"}
         await ws.send(json.dumps({"channel": "agent", "data": data}))
         async for text in ws:
@@ -74,12 +75,16 @@ async def session(url: str, index: int, prompt: str, ready: asyncio.Queue[None],
         await request(ws, 3, type="close", session_id=sid)
 
 
-async def all_sessions(url: str, count: int, prompt: str) -> tuple[Run, float]:
-    """``count`` sessions opened, then prompted at once; the elapsed time from the prompts."""
+async def all_sessions(url: str, count: int, prompt: str, ramp: float = 0.0) -> tuple[Run, float]:
+    """``count`` sessions opened, then prompted (all at once, or spread over ``ramp``
+    seconds); the elapsed time from the first prompt."""
     ready: asyncio.Queue[None] = asyncio.Queue()
     go = asyncio.Event()
     run = Run()
-    tasks = [asyncio.create_task(session(url, i, prompt, ready, go, run)) for i in range(count)]
+    tasks = [
+        asyncio.create_task(session(url, i, prompt, ready, go, run, ramp * i / count))
+        for i in range(count)
+    ]
     for _ in range(count):
         await asyncio.wait_for(ready.get(), 300)
     start = time.monotonic()
@@ -139,11 +144,12 @@ async def main(args: argparse.Namespace, base_url: str, conn: Any) -> None:
             print(f"memory: {per_socket:.1f} KiB per idle socket, "
                   f"{per_session:.1f} KiB per idle session (target <= 50 KB)")  # fmt: skip
             prompt = f"go d{args.delay} c{args.chunks}"
-            run, elapsed = await all_sessions(url, args.sessions, prompt)
+            run, elapsed = await all_sessions(url, args.sessions, prompt, args.ramp)
             conn.send("report")
             sent: dict[tuple[int, int], float] = conn.recv()
             latencies = [(t - sent[k]) * 1000 for k, t in run.received.items() if k in sent]
-            print(f"latency over {len(latencies)} deltas from {args.sessions} sessions in "
+            print(f"latency over {len(latencies)} deltas from {args.sessions} sessions "
+                  f"(prompts spread over {args.ramp:g} s) in "
                   f"{elapsed:.1f} s: p50 {percentile(latencies, 0.5):.2f} ms, "
                   f"p99 {percentile(latencies, 0.99):.2f} ms (target p99 <= 10 ms)")  # fmt: skip
             await throughput(args, url, echo_url)
@@ -174,6 +180,7 @@ def cli() -> None:
     parser.add_argument("--chunks", type=int, default=10)
     parser.add_argument("--delay", type=float, default=0.2)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--ramp", type=float, default=0.0, help="seconds to spread prompts over")
     parser.add_argument("--burst", type=int, default=200, help="deltas per reply, throughput")
     args = parser.parse_args()
     ours, theirs = multiprocessing.Pipe()

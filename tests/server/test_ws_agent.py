@@ -191,3 +191,23 @@ async def test_another_server_on_the_same_store_replays_what_was_missed(
     assert replayed[-1]["event"]["type"] == "finished"
     assert resumed["replayed"] == len(replayed) and stored == events[-1]["seq"]
     assert described["seq"] == stored
+
+
+async def test_detach_stops_the_frames_and_images_reach_the_model(home: Path, work: Path) -> None:
+    pixel = (
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJ"
+        "RU5ErkJggg=="
+    )
+    with FakeLLMServer(["a picture", "second"]) as llm:
+        async with served(home, work, llm) as server, server.socket() as ws:
+            sid = (await ws.call("agent", type="open"))["session_id"]
+            image = {"mime_type": "image/png", "data": pixel}
+            await ws.call("agent", type="prompt", session_id=sid, text="look", images=[image])
+            await ws.events_until_finished(sid)
+            assert (await ws.call("agent", type="detach", session_id=sid))["type"] == "ok"
+            live = server.context.hub.get(sid)
+            assert live is not None and not live.subscribers
+            await ws.call("system", type="ping")
+    content = llm.requests[0].body["messages"][-1]["content"]
+    assert any(part.get("type") == "image_url" for part in content)
+    assert pixel in str(content)
