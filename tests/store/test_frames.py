@@ -16,9 +16,8 @@ def new_session(store: SQLiteStore) -> str:
 
 def test_frames_are_read_back_after_a_number(store: SQLiteStore) -> None:
     sid, other = new_session(store), new_session(store)
-    store.frames.append(sid, [(1, "a"), (2, "b")])
-    store.frames.append(sid, [(3, "c")])
-    store.frames.append(other, [(1, "x")])
+    store.frames.append([(sid, 1, "a"), (sid, 2, "b")])
+    store.frames.append([(sid, 3, "c"), (other, 1, "x")])
     assert list(store.frames.after(sid, 0)) == [(1, "a"), (2, "b"), (3, "c")]
     assert list(store.frames.after(sid, 2)) == [(3, "c")]
     assert list(store.frames.after(sid, 3)) == []
@@ -29,13 +28,13 @@ def test_frames_are_read_back_after_a_number(store: SQLiteStore) -> None:
 def test_only_the_last_frames_are_kept(store: SQLiteStore) -> None:
     sid = new_session(store)
     store.frames.keep = 3
-    store.frames.append(sid, [(n, str(n)) for n in range(1, 6)])
+    store.frames.append([(sid, n, str(n)) for n in range(1, 6)])
     assert [seq for seq, _ in store.frames.after(sid, 0)] == [3, 4, 5]
 
 
 def test_frames_go_with_their_session(store: SQLiteStore) -> None:
     sid = new_session(store)
-    store.frames.append(sid, [(1, "a")])
+    store.frames.append([(sid, 1, "a")])
     store.delete(sid)
     assert list(store.frames.after(sid, 0)) == []
 
@@ -52,7 +51,7 @@ def test_a_version_1_database_gains_the_frame_table(tmp_path: Path) -> None:
     store = SQLiteStore(path)
     try:
         sid = new_session(store)
-        store.frames.append(sid, [(1, "a")])
+        store.frames.append([(sid, 1, "a")])
         assert store.frames.last(sid) == 1
     finally:
         store.close()

@@ -24,10 +24,11 @@ from typing import Any, Protocol
 
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny
 from openheim.errors import OpenheimError, SessionBusy
-from openheim.events import Failed, Finished, event_to_dict
+from openheim.events import Failed, event_to_dict
 from openheim.messages import Message
 from openheim.runtime import Runtime, Session, SessionOptions
 from openheim.runtime.host import host_session
+from openheim.server.writer import FrameWriter
 from openheim.store import SessionStore
 
 log = logging.getLogger(__name__)
@@ -42,10 +43,6 @@ CHOICES: dict[str, Allow | Deny] = {
 }
 
 
-FLUSH_DELAY = 0.05
-"""Seconds a frame may wait before it is written to the store (with those that follow it)."""
-
-
 class Subscriber(Protocol):
     """A connection attached to a session: it gets each new frame as JSON text."""
 
@@ -55,18 +52,16 @@ class Subscriber(Protocol):
 class Live:
     """One open session with its numbered frames, subscribers and pending approvals.
 
-    A stored session's frames go to the store's ``FrameLog`` (a batch every ``FLUSH_DELAY``,
-    and at once when a prompt ends), so a client can re-attach through any process that
-    shares the store; an unsaved session's last ``max_log`` frames stay in memory."""
+    A stored session's frames go to the store's frame log through the server's
+    ``FrameWriter``, so a client can re-attach through any process that shares the store; an
+    unsaved session's last ``max_log`` frames stay in memory."""
 
     def __init__(self, max_log: int = MAX_LOG) -> None:
         self.key = ""
         self.session: Session | None = None
-        self.store: SessionStore | None = None
+        self.writer: FrameWriter | None = None
         self.seq = 0
         self.log: deque[tuple[int, str]] = deque(maxlen=max_log)
-        self.unwritten: list[tuple[int, str]] = []
-        self._flush: asyncio.TimerHandle | None = None
         self.subscribers: set[Subscriber] = set()
         self.pending: dict[str, tuple[int, str, asyncio.Future[Allow | Deny]]] = {}
         self.task: asyncio.Task[None] | None = None
@@ -79,34 +74,20 @@ class Live:
         """Number a frame, keep it and send it to every subscriber; its number and text."""
         self.seq += 1
         text = json.dumps({"type": kind, "session_id": self.key, "seq": self.seq, **body})
-        if self.store is None:
+        if self.writer is None:
             self.log.append((self.seq, text))
         else:
-            self.unwritten.append((self.seq, text))
-            if self._flush is None:
-                self._flush = asyncio.get_running_loop().call_later(FLUSH_DELAY, self.flush)
+            self.writer.add(self.key, self.seq, text)
         for subscriber in list(self.subscribers):
             subscriber.push(text)
         return self.seq, text
 
-    def flush(self) -> None:
-        """Write the frames not yet in the store."""
-        if self._flush is not None:
-            self._flush.cancel()
-            self._flush = None
-        batch, self.unwritten = self.unwritten, []
-        if self.store is not None and batch:
-            try:
-                self.store.frames.append(self.key, batch)
-            except OpenheimError:
-                log.warning("frames of session %s were not stored", self.key, exc_info=True)
-
-    def since(self, after: int) -> list[str]:
+    async def since(self, after: int) -> list[str]:
         """The kept frames numbered above ``after``."""
-        if self.store is None:
+        if self.writer is None:
             return [text for seq, text in self.log if seq > after]
-        self.flush()
-        return [text for _, text in self.store.frames.after(self.key, after)]
+        await self.writer.settle()
+        return [text for _, text in self.writer.store.frames.after(self.key, after)]
 
     async def resolve(self, request: ApprovalRequest, ask: Ask) -> Allow | Deny:
         """The session's ``Resolver``: ask every attached client, wait for the first answer."""
@@ -149,15 +130,12 @@ class Live:
         try:
             async for event in self.session.prompt(message):
                 self.publish("event", {"event": event_to_dict(event)})
-                if isinstance(event, Finished):
-                    self.flush()
         except OpenheimError as err:
             failed = Failed(err.message, err.hint, type(err).__name__)
             self.publish("event", {"event": event_to_dict(failed)})
         except Exception as err:  # a bug must not kill the server, and the client must know
             failed = Failed(f"the prompt failed: {type(err).__name__}", None, "InternalError")
             self.publish("event", {"event": event_to_dict(failed)})
-        self.flush()
 
     def cancel(self) -> None:
         """Cancel the running prompt; a pending approval counts as rejected."""
@@ -174,7 +152,6 @@ class Live:
         if self.task is not None:
             with contextlib.suppress(Exception):
                 await self.task
-        self.flush()
 
 
 class Hub:
@@ -183,6 +160,7 @@ class Hub:
     def __init__(self, runtime: Runtime, store: SessionStore, max_log: int = MAX_LOG) -> None:
         self.runtime = runtime
         self.store = store
+        self.writer = FrameWriter(store)
         self.max_log = max_log
         self.sessions: dict[str, Live] = {}
 
@@ -197,7 +175,7 @@ class Hub:
         live.session = await host_session(opener)
         live.key = live.session.id or uuid.uuid4().hex
         if live.session.id is not None:
-            live.store = self.store
+            live.writer = self.writer
             live.seq = self.store.frames.last(live.key)
         self.sessions[live.key] = live
         live.session.on_close(self._dropper(live.key))
@@ -221,3 +199,4 @@ class Hub:
     async def close_all(self) -> None:
         for key in list(self.sessions):
             await self.forget(key)
+        await self.writer.settle()

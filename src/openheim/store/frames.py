@@ -31,20 +31,22 @@ class FrameLog:
         self._read = read
         self.keep = keep
 
-    def append(self, session_id: str, frames: Sequence[tuple[int, str]]) -> None:
-        """Store ``(seq, text)`` frames in one transaction and drop those past ``keep``."""
+    def append(self, frames: Sequence[tuple[str, int, str]]) -> None:
+        """Store ``(session_id, seq, text)`` frames (of any sessions) in one transaction, and
+        drop each session's frames past ``keep``."""
         if not frames:
             return
-        rows = [(session_id, seq, text) for seq, text in frames]
+        last: dict[str, int] = {}
+        for session_id, seq, _ in frames:
+            last[session_id] = max(seq, last.get(session_id, 0))
         with self._tx() as conn:
             conn.executemany(
                 "INSERT OR REPLACE INTO session_frames (session_id, seq, body) VALUES (?, ?, ?)",
-                rows,
+                frames,
             )
-            last = max(seq for seq, _ in frames)
-            conn.execute(
+            conn.executemany(
                 "DELETE FROM session_frames WHERE session_id = ? AND seq <= ?",
-                (session_id, last - self.keep),
+                [(sid, seq - self.keep) for sid, seq in last.items() if seq > self.keep],
             )
 
     def after(self, session_id: str, seq: int) -> Iterator[tuple[int, str]]:
