@@ -110,3 +110,14 @@ async def test_http_client_errors_never_leak_the_token(home: Path, work: Path) -
         async with served(home, work, llm) as server, server.client(None) as http:
             texts = [(await http.get(p)).text for p in ("/", "/login", "/api/config")]
     assert all(TOKEN not in text for text in texts)
+
+
+async def test_answers_carry_security_headers(home: Path, work: Path) -> None:
+    with FakeLLMServer() as llm:
+        async with served(home, work, llm) as server, server.client() as http:
+            page = await http.get("/")
+            api = await http.get("/api/config")
+    for answer in (page, api):
+        policy = answer.headers["content-security-policy"]
+        assert "default-src 'self'" in policy and "frame-ancestors 'none'" in policy
+        assert answer.headers["x-content-type-options"] == "nosniff"

@@ -110,3 +110,24 @@ def test_run_never_imports_the_server() -> None:
     )
     assert not {m.split(".")[0] for m in loaded} & SERVER_MODULES
     assert "openheim.server" not in loaded
+
+
+def test_a_public_address_is_announced_with_a_tls_warning(home: Path) -> None:
+    import io
+
+    from openheim.config.load import load_settings
+    from openheim.server.auth import Auth
+    from openheim.server.launch import Address, announce
+
+    settings = load_settings(env={"OPENHEIM_HOME": str(home)})
+    out = io.StringIO()
+    announce(
+        Auth("given-token-0123456789", generated=False), settings, Address("10.1.2.3", 9), 9, out
+    )
+    public = out.getvalue()
+    out = io.StringIO()
+    announce(Auth("given-token-0123456789", generated=False), settings, Address("::1", 9), 9, out)
+    loopback = out.getvalue()
+    assert "warning" in public and "TLS" in public and "http://10.1.2.3:9/" in public
+    assert "warning" not in loopback and "http://[::1]:9/" in loopback
+    assert "given-token" not in public + loopback

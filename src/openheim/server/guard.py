@@ -26,6 +26,17 @@ from openheim.server.auth import Auth
 OPEN_PATHS = frozenset({"/login", "/login/"})
 CORS_METHODS = "GET, POST, DELETE, OPTIONS"
 CORS_HEADERS = "Authorization, Content-Type"
+SECURITY_HEADERS = [
+    (
+        b"content-security-policy",
+        b"default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+        b"connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+    ),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+]
+"""On every answer: the page loads nothing from elsewhere and cannot be framed; the login
+link's code never leaves in a ``Referer``."""
 _LIMIT_HINT = "send a smaller body ([server] max_body_bytes)"
 _ORIGIN_HINT = "add the origin to [server] allowed_origins"
 
@@ -96,7 +107,7 @@ class Guard:
         if not size.isdigit() or int(size) > self.policy.max_body_bytes:
             await _json(send, 413, "the request body is too large", _LIMIT_HINT)
             return
-        extra = _cors(origin or "") if allowed else []
+        extra = [*SECURITY_HEADERS, *(_cors(origin or "") if allowed else [])]
         exchange = _Exchange(receive, send, extra, self.policy.max_body_bytes)
         await self.app(scope, exchange.receive, exchange.send)
 
