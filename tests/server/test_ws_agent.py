@@ -211,3 +211,43 @@ async def test_detach_stops_the_frames_and_images_reach_the_model(home: Path, wo
     content = llm.requests[0].body["messages"][-1]["content"]
     assert any(part.get("type") == "image_url" for part in content)
     assert pixel in str(content)
+
+
+async def test_an_idle_session_with_no_one_attached_is_closed(home: Path, work: Path) -> None:
+    with FakeLLMServer(["done"]) as llm:
+        async with served(home, work, llm) as server:
+            server.context.hub.idle_close = 0.05
+            async with server.socket() as ws:
+                sid = (await ws.call("agent", type="open"))["session_id"]
+                live = server.context.hub.get(sid)
+                assert live is not None and live.session is not None
+                closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+                live.session.on_close(lambda _: closed.set_result(None))
+                await ws.call("agent", type="prompt", session_id=sid, text="go")
+                await ws.events_until_finished(sid)
+                assert not closed.done()  # attached: it stays open
+            await asyncio.wait_for(closed, 10)
+            assert server.context.hub.get(sid) is None
+            async with server.socket() as again:
+                resumed = await again.call("agent", type="resume", session_id=sid)
+    assert resumed["type"] == "opened"
+
+
+async def test_a_client_that_falls_too_far_behind_is_disconnected(home: Path, work: Path) -> None:
+    from openheim.server import ws as ws_module
+
+    with FakeLLMServer([FakeReply(chunks=["a "] * 10)]) as llm:
+        async with served(home, work, llm) as server:
+            async with server.socket() as first:
+                sid = (await first.call("agent", type="open"))["session_id"]
+                await first.call("agent", type="prompt", session_id=sid, text="go")
+                await first.events_until_finished(sid)
+            saved, ws_module.MAX_PENDING = ws_module.MAX_PENDING, 3
+            try:
+                async with server.socket() as late:
+                    await late.send("agent", type="resume", session_id=sid, after=0)
+                    assert late.conn is not None
+                    await asyncio.wait_for(late.conn.wait_closed(), 10)
+            finally:
+                ws_module.MAX_PENDING = saved
+    assert late.conn.close_code == 1013

@@ -60,7 +60,7 @@ class AgentChannel:
     def detach_all(self) -> None:
         """The connection is gone: its sessions go on without it."""
         for live in self.attached.values():
-            live.subscribers.discard(self.subscriber)
+            live.unsubscribe(self.subscriber)
         self.attached.clear()
 
     async def _attach(self, live: Live, after: int | None) -> dict[str, Any]:
@@ -163,7 +163,7 @@ class AgentChannel:
 
     async def _detach(self, data: dict[str, Any]) -> dict[str, Any]:
         live = self._live(data)
-        live.subscribers.discard(self.subscriber)
+        live.unsubscribe(self.subscriber)
         self.attached.pop(live.key, None)
         return {"type": "ok"}
 

@@ -34,7 +34,9 @@ from openheim.store import SessionStore
 log = logging.getLogger(__name__)
 
 MAX_LOG = 10_000
-"""Frames kept per session for re-attaching."""
+"""Frames kept in memory per unsaved session for re-attaching."""
+IDLE_CLOSE = 600.0
+"""Seconds a session stays open with no one attached and no prompt running."""
 
 CHOICES: dict[str, Allow | Deny] = {
     "once": Allow(),
@@ -56,8 +58,11 @@ class Live:
     ``FrameWriter``, so a client can re-attach through any process that shares the store; an
     unsaved session's last ``max_log`` frames stay in memory."""
 
-    def __init__(self, max_log: int = MAX_LOG) -> None:
+    def __init__(self, max_log: int = MAX_LOG, idle_close: float = IDLE_CLOSE) -> None:
         self.key = ""
+        self.idle_close = idle_close
+        self.on_idle: Callable[[Live], None] | None = None
+        self._idle: asyncio.TimerHandle | None = None
         self.session: Session | None = None
         self.writer: FrameWriter | None = None
         self.seq = 0
@@ -81,6 +86,22 @@ class Live:
         for subscriber in list(self.subscribers):
             subscriber.push(text)
         return self.seq, text
+
+    def unsubscribe(self, subscriber: Subscriber) -> None:
+        self.subscribers.discard(subscriber)
+        self.watch_idle()
+
+    def watch_idle(self) -> None:
+        """Close the session (``on_idle``) once no one has been attached and no prompt has
+        run for ``idle_close`` seconds; it can be resumed from the store."""
+        if self.subscribers or self.busy or self._idle is not None or self.on_idle is None:
+            return
+        self._idle = asyncio.get_running_loop().call_later(self.idle_close, self._check_idle)
+
+    def _check_idle(self) -> None:
+        self._idle = None
+        if not self.subscribers and not self.busy and self.on_idle is not None:
+            self.on_idle(self)
 
     async def since(self, after: int) -> list[str]:
         """The kept frames numbered above ``after``."""
@@ -136,6 +157,8 @@ class Live:
         except Exception as err:  # a bug must not kill the server, and the client must know
             failed = Failed(f"the prompt failed: {type(err).__name__}", None, "InternalError")
             self.publish("event", {"event": event_to_dict(failed)})
+        finally:
+            asyncio.get_running_loop().call_soon(self.watch_idle)  # once this task is done
 
     def cancel(self) -> None:
         """Cancel the running prompt; a pending approval counts as rejected."""
@@ -157,16 +180,25 @@ class Live:
 class Hub:
     """The live sessions of one server, by session id."""
 
-    def __init__(self, runtime: Runtime, store: SessionStore, max_log: int = MAX_LOG) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        store: SessionStore,
+        max_log: int = MAX_LOG,
+        idle_close: float = IDLE_CLOSE,
+    ) -> None:
         self.runtime = runtime
         self.store = store
         self.writer = FrameWriter(store)
         self.max_log = max_log
+        self.idle_close = idle_close
+        self._closing: set[asyncio.Task[None]] = set()
         self.sessions: dict[str, Live] = {}
 
     async def open(self, options: SessionOptions) -> Live:
         """Open (or resume) a session that lives until ``close`` or the server stops."""
-        live = Live(self.max_log)
+        live = Live(self.max_log, self.idle_close)
+        live.on_idle = self._idle
         runtime = self.runtime
 
         def opener() -> contextlib.AbstractAsyncContextManager[Session]:
@@ -180,6 +212,11 @@ class Hub:
         self.sessions[live.key] = live
         live.session.on_close(self._dropper(live.key))
         return live
+
+    def _idle(self, live: Live) -> None:
+        task = asyncio.create_task(self.forget(live.key))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
 
     def _dropper(self, key: str) -> Callable[[Session], None]:
         def drop(_: Session) -> None:

@@ -27,6 +27,10 @@ from openheim.server.fs import FsChannel
 
 log = logging.getLogger(__name__)
 
+MAX_PENDING = 50_000
+"""Frames queued for one client before it counts as too slow and is disconnected (room for a
+whole replay of a session's kept frames)."""
+
 
 class Connection:
     """One ``/ws`` client: its outgoing queue and its channels."""
@@ -35,20 +39,37 @@ class Connection:
         self.websocket = websocket
         self.context = context
         self.queue: asyncio.Queue[str | None] = asyncio.Queue()
+        self.overflowed = False
+        self._closer: asyncio.Future[None] | None = None
         self.agent = AgentChannel(context, self)
         self.fs = FsChannel(context, self.send)
 
     def push(self, frame: str) -> None:
         """An agent-channel frame of an attached session (JSON text, serialised once)."""
-        self.queue.put_nowait(f'{{"channel": "agent", "data": {frame}}}')
+        self._put(f'{{"channel": "agent", "data": {frame}}}')
 
     def send(self, channel: str, data: dict[str, Any]) -> None:
-        text = json.dumps({"channel": channel, "data": data}, ensure_ascii=False)
+        self._put(json.dumps({"channel": channel, "data": data}, ensure_ascii=False))
+
+    def _put(self, text: str) -> None:
+        """Queue a frame; a client that lets ``MAX_PENDING`` frames pile up is disconnected
+        (1013, try again later): it re-attaches and reads what it missed from the store."""
+        if self.overflowed:
+            return
+        if self.queue.qsize() >= MAX_PENDING:
+            self.overflowed = True
+            while not self.queue.empty():
+                self.queue.get_nowait()
+            self.queue.put_nowait(None)
+            self._closer = asyncio.ensure_future(self.websocket.close(code=1013))
+            return
         self.queue.put_nowait(text)
 
     async def writer(self) -> None:
         while (text := await self.queue.get()) is not None:
             await self.websocket.send_text(text)
+            if self.overflowed:
+                return
 
     async def serve(self) -> None:
         self.send("system", {"type": "connected", "version": __version__, "protocol": 1})
