@@ -137,7 +137,8 @@ async def test_resume_a_stored_session_and_attach_a_file(home: Path, work: Path)
     with FakeLLMServer(["noted", "again"]) as llm:
         async with served(home, work, llm) as server, server.socket() as ws:
             sid = (await ws.call("agent", type="open"))["session_id"]
-            await ws.call("agent", type="prompt", session_id=sid, text="read @notes.txt")
+            text = "mail me@example.com after you read\n@notes.txt"
+            await ws.call("agent", type="prompt", session_id=sid, text=text)
             await ws.events_until_finished(sid)
             await ws.call("agent", type="close", session_id=sid)
             resumed = await ws.call("agent", type="resume", session_id=sid)
@@ -148,6 +149,7 @@ async def test_resume_a_stored_session_and_attach_a_file(home: Path, work: Path)
     assert resumed["session_id"] == sid and events[-1]["event"]["text"] == "again"
     first_prompt = llm.requests[0].body["messages"][-1]["content"]
     assert "remember the milk" in str(first_prompt) and 'path="notes.txt"' in str(first_prompt)
+    assert "me@example.com" in str(first_prompt)
     assert len(llm.requests[1].body["messages"]) > len(llm.requests[0].body["messages"])
     assert escape["type"] == "error" and "outside the work dir" in escape["message"]
     assert unknown["type"] == "error"

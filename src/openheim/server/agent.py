@@ -16,6 +16,7 @@ or ``error`` (with ``message`` and ``hint``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -27,6 +28,8 @@ from openheim.server.frames import BadRequest, opt_str, req_str, str_list
 from openheim.server.hub import CHOICES, Live, Subscriber
 
 MAX_IMAGES = 16
+MENTION = re.compile(r"(?:(?<=\s)|^)@(\S+)")
+"""``@path`` at the start of the text or after white space (``me@example.com`` is no mention)."""
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 
 
@@ -120,10 +123,10 @@ class AgentChannel:
         return {"type": "ok"}
 
     def _message(self, data: dict[str, Any]) -> Message:
-        words = req_str(data, "text").split(" ")
-        text = " ".join(w for w in words if not (w.startswith("@") and len(w) > 1))
-        parts = [text] if text.strip() else []
-        parts += [self._attachment(w[1:]) for w in words if w.startswith("@") and len(w) > 1]
+        raw = req_str(data, "text")
+        text = MENTION.sub("", raw).strip()
+        parts = [text] if text else []
+        parts += [self._attachment(path) for path in MENTION.findall(raw)]
         images = data.get("images", [])
         if not isinstance(images, list) or len(images) > MAX_IMAGES:
             raise BadRequest("images must be a list of at most 16", "send fewer images")
