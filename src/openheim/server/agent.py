@@ -66,9 +66,9 @@ class AgentChannel:
             live.unsubscribe(self.subscriber)
         self.attached.clear()
 
-    async def _attach(self, live: Live, after: int | None) -> dict[str, Any]:
+    def _attach(self, live: Live, after: int | None) -> dict[str, Any]:
         """Subscribe, and send the frames after ``after`` first (none when None)."""
-        missed = await live.since(after) if after is not None else []
+        missed = live.since(after) if after is not None else []
         for text in missed:
             self.subscriber.push(text)
         for seq, text, _ in live.pending.values():
@@ -100,7 +100,7 @@ class AgentChannel:
             skills=tuple(str_list(data, "skills")),
         )
         live = await self.context.hub.open(options)
-        return await self._attach(live, None)
+        return self._attach(live, None)
 
     async def _resume(self, data: dict[str, Any]) -> dict[str, Any]:
         key = req_str(data, "session_id")
@@ -115,7 +115,7 @@ class AgentChannel:
                 raise BadRequest(
                     f"no session {key}", "list sessions with GET /api/sessions"
                 ) from None
-        return await self._attach(live, after)
+        return self._attach(live, after)
 
     async def _prompt(self, data: dict[str, Any]) -> dict[str, Any]:
         live = self._live(data)

@@ -103,11 +103,11 @@ class Live:
         if not self.subscribers and not self.busy and self.on_idle is not None:
             self.on_idle(self)
 
-    async def since(self, after: int) -> list[str]:
+    def since(self, after: int) -> list[str]:
         """The kept frames numbered above ``after``."""
         if self.writer is None:
             return [text for seq, text in self.log if seq > after]
-        await self.writer.settle()
+        self.writer.flush()
         return [text for _, text in self.writer.store.frames.after(self.key, after)]
 
     async def resolve(self, request: ApprovalRequest, ask: Ask) -> Allow | Deny:
@@ -236,4 +236,4 @@ class Hub:
     async def close_all(self) -> None:
         for key in list(self.sessions):
             await self.forget(key)
-        await self.writer.settle()
+        self.writer.flush()

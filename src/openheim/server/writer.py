@@ -1,9 +1,11 @@
 """``FrameWriter``: the frames of every open session, written to the store's frame log.
 
 One writer serves the whole server: frames wait at most ``FLUSH_DELAY`` and go to the store in
-one transaction, in a worker thread, so that streaming many sessions costs one write now and
-then instead of one per frame, and the event loop never waits for the disk. A reader that needs
-every frame so far in the store (a client re-attaching) awaits ``settle()`` first.
+one transaction, so that streaming many sessions costs one write now and then instead of one
+per frame. The write runs on the event loop's thread, as every other write of this process
+does: SQLite lets one writer in at a time, and a write from another thread would make the
+loop's own writes wait for its lock. A reader that needs every frame so far in the store (a
+client re-attaching) calls ``flush()`` first.
 """
 
 from __future__ import annotations
@@ -27,37 +29,21 @@ class FrameWriter:
         self.store = store
         self.rows: list[tuple[str, int, str]] = []
         self._timer: asyncio.TimerHandle | None = None
-        self._writing: asyncio.Future[None] | None = None
 
     def add(self, session_id: str, seq: int, text: str) -> None:
         self.rows.append((session_id, seq, text))
-        if self._timer is None and self._writing is None:
-            self._timer = asyncio.get_running_loop().call_later(FLUSH_DELAY, self._start)
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(FLUSH_DELAY, self.flush)
 
-    def _start(self) -> None:
+    def flush(self) -> None:
+        """Write every frame added so far."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         batch, self.rows = self.rows, []
-        if batch:
-            self._writing = asyncio.ensure_future(asyncio.to_thread(self._write, batch))
-            self._writing.add_done_callback(self._done)
-
-    def _done(self, _: asyncio.Future[None]) -> None:
-        self._writing = None
-        if self.rows and self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(FLUSH_DELAY, self._start)
-
-    def _write(self, batch: list[tuple[str, int, str]]) -> None:
+        if not batch:
+            return
         try:
             self.store.frames.append(batch)
         except OpenheimError:
             log.warning("%d session frames were not stored", len(batch), exc_info=True)
-
-    async def settle(self) -> None:
-        """Return once every frame added before the call is in the store."""
-        while self._writing is not None or self.rows:
-            if self._writing is None:
-                self._start()
-            if self._writing is not None:
-                await asyncio.shield(self._writing)
