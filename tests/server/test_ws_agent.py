@@ -253,3 +253,16 @@ async def test_a_client_that_falls_too_far_behind_is_disconnected(home: Path, wo
             finally:
                 ws_module.MAX_PENDING = saved
     assert late.conn.close_code == 1013
+
+
+async def test_open_with_an_unknown_profile_or_skill_is_refused(home: Path, work: Path) -> None:
+    with FakeLLMServer() as llm:
+        async with served(home, work, llm) as server, server.socket() as ws:
+            profile = await ws.call("agent", type="open", agent="no-such-profile")
+            skill = await ws.call("agent", type="open", skills=["no-such-skill"])
+            bad = await ws.call("agent", type="open", skills="not-a-list")
+            still = await ws.call("agent", type="open")
+    for reply in (profile, skill, bad):
+        assert reply["type"] == "error" and reply["message"]
+    assert "no-such-profile" in profile["message"] and "no-such-skill" in skill["message"]
+    assert still["type"] == "opened"
