@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -266,3 +268,19 @@ async def test_open_with_an_unknown_profile_or_skill_is_refused(home: Path, work
         assert reply["type"] == "error" and reply["message"]
     assert "no-such-profile" in profile["message"] and "no-such-skill" in skill["message"]
     assert still["type"] == "opened"
+
+
+async def test_secrets_never_reach_the_client(home: Path, work: Path) -> None:
+    key = f"plainkey{uuid.uuid4().hex}"
+    (work / "keys.txt").write_text(f"the key is {key}\n")
+    reply = FakeReply(chunks=["The key: ", key[:10], key[10:], " done."], reasoning=f"r {key}")
+    with FakeLLMServer([reply]) as llm:
+        provider = f'api_key = "{key}"'
+        async with served(home, work, llm, provider=provider) as server, server.socket() as ws:
+            sid = (await ws.call("agent", type="open"))["session_id"]
+            await ws.call("agent", type="prompt", session_id=sid, text="tell me")
+            await ws.events_until_finished(sid)
+            read = await ws.call("fs", type="read", path="keys.txt")
+    everything = json.dumps(ws.seen)
+    assert key not in everything and key[10:] not in everything
+    assert "[REDACTED]" in everything and "[REDACTED]" in read["content"]

@@ -19,6 +19,7 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 
 from openheim.errors import OpenheimError
+from openheim.secrets import redact
 from openheim.server.acp_ws import acp_endpoint
 from openheim.server.auth import COOKIE
 from openheim.server.context import ServerContext
@@ -79,7 +80,8 @@ async def openheim_error(request: Request, exc: Exception) -> Response:
     """An openheim error in a route: one line and a hint, 400 for bad input, else 503."""
     assert isinstance(exc, OpenheimError)
     status = 400 if exc.usage_error else 503
-    return JSONResponse({"error": exc.message, "hint": exc.hint or ""}, status_code=status)
+    body = {"error": redact(exc.message), "hint": redact(exc.hint or "")}
+    return JSONResponse(body, status_code=status)
 
 
 def create_app(context: ServerContext, policy: Policy) -> Starlette:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from openheim.errors import SandboxError
+from openheim.secrets import redact
 from openheim.tools.base import ToolContext
 
 MAX_READ_BYTES = 4 * 1024 * 1024
@@ -58,7 +59,7 @@ def list_dir(ctx: ToolContext, raw: str, recursive: bool) -> list[dict[str, Any]
 
 
 def read_file(ctx: ToolContext, raw: str) -> dict[str, Any]:
-    """A file's text (UTF-8), or its bytes in base64 when it is not text."""
+    """A file's text (UTF-8, secrets redacted), or its bytes in base64 when it is not text."""
     path = ctx.path(raw)
     with ctx.sandbox.parent(path) as (fd, name):
         handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
@@ -69,7 +70,7 @@ def read_file(ctx: ToolContext, raw: str) -> dict[str, Any]:
     if len(data) > MAX_READ_BYTES:
         raise SandboxError(f"{raw} is over {MAX_READ_BYTES} bytes", hint="read a smaller file")
     try:
-        return {"path": ctx.display(path), "encoding": "utf-8", "content": data.decode()}
+        return {"path": ctx.display(path), "encoding": "utf-8", "content": redact(data.decode())}
     except UnicodeDecodeError:
         encoded = base64.b64encode(data).decode()
         return {"path": ctx.display(path), "encoding": "base64", "content": encoded}

@@ -28,6 +28,8 @@ from openheim.events import Failed, event_to_dict
 from openheim.messages import Message
 from openheim.runtime import Runtime, Session, SessionOptions
 from openheim.runtime.host import host_session
+from openheim.secrets import redact, redact_data
+from openheim.server.redacting import EventRedactor
 from openheim.server.writer import FrameWriter
 from openheim.store import SessionStore
 
@@ -118,9 +120,9 @@ class Live:
             "approval_id": approval_id,
             "tool_call_id": request.tool_call_id,
             "tool": request.tool,
-            "arguments": dict(request.arguments),
-            "reasons": list(ask.reasons or request.reasons),
-            "detail": ask.detail,
+            "arguments": redact_data(dict(request.arguments)),
+            "reasons": [redact(r) for r in ask.reasons or request.reasons],
+            "detail": redact(ask.detail),
             "choices": list(CHOICES),
         }
         seq, text = self.publish("approval_request", body)
@@ -149,14 +151,16 @@ class Live:
     async def _run(self, message: Message) -> None:
         assert self.session is not None
         try:
+            redacted = EventRedactor()
             async for event in self.session.prompt(message):
-                self.publish("event", {"event": event_to_dict(event)})
+                for shown in redacted(event):
+                    self.publish("event", {"event": shown})
         except OpenheimError as err:
             failed = Failed(err.message, err.hint, type(err).__name__)
-            self.publish("event", {"event": event_to_dict(failed)})
+            self.publish("event", {"event": redact_data(event_to_dict(failed))})
         except Exception as err:  # a bug must not kill the server, and the client must know
             failed = Failed(f"the prompt failed: {type(err).__name__}", None, "InternalError")
-            self.publish("event", {"event": event_to_dict(failed)})
+            self.publish("event", {"event": redact_data(event_to_dict(failed))})
         finally:
             asyncio.get_running_loop().call_soon(self.watch_idle)  # once this task is done
 

@@ -19,6 +19,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from openheim._version import __version__
 from openheim.errors import OpenheimError
+from openheim.secrets import redact
 from openheim.server.agent import AgentChannel
 from openheim.server.auth import SUBPROTOCOL
 from openheim.server.context import ServerContext
@@ -128,7 +129,7 @@ class Connection:
         self.send(channel, {**reply, "id": rid} if rid is not None else reply)
 
     def _error(self, channel: str, rid: str | int | None, message: str, hint: str) -> None:
-        data: dict[str, Any] = {"type": "error", "message": message, "hint": hint}
+        data: dict[str, Any] = {"type": "error", "message": redact(message), "hint": redact(hint)}
         if rid is not None:
             data["id"] = rid
         self.send(channel, data)
