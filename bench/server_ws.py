@@ -59,11 +59,18 @@ async def request(ws: ClientConnection, rid: int, **data: Any) -> dict[str, Any]
             return reply
 
 
+OPENING = 32
+"""Sessions opened at once (each costs the server a session's assembly)."""
+
+
 async def session(url: str, index: int, prompt: str, ready: asyncio.Queue[None],
-                  go: asyncio.Event, run: Run, wait: float) -> None:  # fmt: skip
-    async with connect(f"{url}/ws", additional_headers=AUTH, max_size=None) as ws:
-        await ws.recv()
-        sid = (await request(ws, 1, type="open"))["session_id"]
+                  go: asyncio.Event, run: Run, wait: float,
+                  opening: asyncio.Semaphore) -> None:  # fmt: skip
+    async with connect(f"{url}/ws", additional_headers=AUTH, max_size=None,
+                       open_timeout=300) as ws:  # fmt: skip
+        async with opening:
+            await ws.recv()
+            sid = (await request(ws, 1, type="open"))["session_id"]
         ready.put_nowait(None)
         await go.wait()
         await asyncio.sleep(wait)  # the ramp: prompts start spread over --ramp seconds
@@ -89,8 +96,9 @@ async def all_sessions(url: str, count: int, prompt: str, ramp: float = 0.0) -> 
     ready: asyncio.Queue[None] = asyncio.Queue()
     go = asyncio.Event()
     run = Run()
+    opening = asyncio.Semaphore(OPENING)
     tasks = [
-        asyncio.create_task(session(url, i, prompt, ready, go, run, ramp * i / count))
+        asyncio.create_task(session(url, i, prompt, ready, go, run, ramp * i / count, opening))
         for i in range(count)
     ]
     for _ in range(count):
@@ -103,7 +111,7 @@ async def all_sessions(url: str, count: int, prompt: str, ramp: float = 0.0) -> 
 
 async def echo_round(url: str, count: int, frames: int) -> tuple[int, float]:
     """``count`` clients each asking the echo server for ``frames`` frames at once."""
-    sockets = [await connect(url, max_size=None) for _ in range(count)]
+    sockets = [await connect(url, max_size=None, open_timeout=300) for _ in range(count)]
     start = time.monotonic()
 
     async def one(ws: ClientConnection, index: int) -> int:
@@ -123,7 +131,7 @@ async def memory(url: str, pid: int, count: int) -> tuple[float, float]:
     before = rss_kib(pid)
     sockets = []
     for _ in range(count):
-        ws = await connect(f"{url}/ws", additional_headers=AUTH)
+        ws = await connect(f"{url}/ws", additional_headers=AUTH, open_timeout=300)
         await ws.recv()
         sockets.append(ws)
     connected = rss_kib(pid)
