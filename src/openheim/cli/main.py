@@ -88,6 +88,12 @@ def _add_mcp(mcp: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_serve(serve: argparse.ArgumentParser) -> None:
+    from openheim.cli.serve import add_serve
+
+    add_serve(serve)
+
+
 def _add_chat(chat: argparse.ArgumentParser) -> None:
     from openheim.cli.chat_args import add_chat_arguments
 
@@ -185,6 +191,7 @@ def _add_run(run: argparse.ArgumentParser) -> None:
 _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "run": ("run one prompt headless and print the answer", _add_run),
     "chat": ("the interactive chat (the default in a terminal)", _add_chat),
+    "serve": ("serve REST, WebSocket, ACP and the web page", _add_serve),
     "acp": ("serve the Agent Client Protocol on stdio (editors)", _add_acp),
     "init": ("write a commented config.toml and system.md", _add_init),
     "trust": ("let a project's .openheim/config.toml widen safety", _add_trust),
