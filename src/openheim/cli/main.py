@@ -72,10 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     agent_actions.add_parser("list", help="every profile with its model and tools")
     agent_actions.add_parser("show", help="one profile in full").add_argument("name")
-    mcp = commands.add_parser("mcp", help="MCP servers from config.toml")
-    mcp.add_subparsers(dest="mcp_command", metavar="ACTION", parser_class=_Parser).add_parser(
-        "list", help="each server: transport, connected, tool count or error"
-    )
+    mcp = commands.add_parser("mcp", help="MCP servers from config.toml, or serve openheim as one")
+    mcp_actions = mcp.add_subparsers(dest="mcp_command", metavar="ACTION", parser_class=_Parser)
+    mcp_actions.add_parser("list", help="each server: transport, connected, tool count or error")
+    _add_mcp_serve(mcp_actions.add_parser("serve", help="serve openheim as an MCP server on stdio"))
     return parser
 
 
@@ -94,6 +94,18 @@ def _add_acp(acp: argparse.ArgumentParser) -> None:
         "--approve",
         choices=["ask", "auto", "deny"],
         help="approval mode; ask sends session/request_permission to the editor",
+    )
+
+
+def _add_mcp_serve(serve: argparse.ArgumentParser) -> None:
+    serve.add_argument("-m", "--model", help="model name (default: the provider's default_model)")
+    serve.add_argument("-p", "--provider", help="provider name from config.toml")
+    serve.add_argument("--allow-shell", action="store_true", default=None, help="offer shell tool")
+    serve.add_argument("--work-dir", help="a tool call's cwd must lie inside this (default: cwd)")
+    serve.add_argument(
+        "--approve",
+        choices=["ask", "auto", "deny"],
+        help="approval mode; calls it would ask about are refused (no one to ask)",
     )
 
 
