@@ -9,7 +9,7 @@ from pathlib import Path
 from mcp_types import CallToolResult, TextContent
 
 from openheim.store import open_store
-from openheim.testing import FakeLLMServer, FakeReply
+from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from tests.mcp_server.conftest import ServeClient
 
 
@@ -135,3 +135,35 @@ async def test_cancelling_the_call_cancels_the_run(
     assert again.structured_content["text"] == "again"
     contents = [m.get("content") for m in fake.requests[1].body["messages"]]
     assert contents[-1] == "more" and "slow" in contents
+
+
+async def test_a_call_the_policy_asks_about_is_refused_headless(
+    serve: ServeClient, fake: FakeLLMServer, work: Path
+) -> None:
+    write = FakeToolCall("write_file", {"path": "a.txt", "content": "hello\n"})
+    fake.add(FakeReply(tool_calls=[write]), FakeReply(text="could not write"))
+    seen: list[str | None] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(message)
+
+    async with serve() as client:
+        result = await client.call_tool(
+            "openheim", {"prompt": "write a.txt"}, progress_callback=on_progress
+        )
+    assert text_of(result).startswith("could not write")
+    assert not (work / "a.txt").exists()
+    told = [m for m in fake.requests[1].messages if m.get("role") == "tool"]
+    assert "no one to ask" in told[0]["content"] and "mcp serve" in told[0]["content"]
+    assert seen == ["model call 1", "tool write_file", "model call 2"]
+
+
+async def test_auto_approval_lets_the_call_run(
+    serve: ServeClient, fake: FakeLLMServer, work: Path
+) -> None:
+    write = FakeToolCall("write_file", {"path": "a.txt", "content": "hello\n"})
+    fake.add(FakeReply(tool_calls=[write]), FakeReply(text="written"))
+    async with serve("--approve", "auto") as client:
+        result = await client.call_tool("openheim", {"prompt": "write a.txt"})
+    assert text_of(result).startswith("written")
+    assert (work / "a.txt").read_text() == "hello\n"
