@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     mcp = commands.add_parser("mcp", help="MCP servers from config.toml, or serve openheim as one")
     mcp_actions = mcp.add_subparsers(dest="mcp_command", metavar="ACTION", parser_class=_Parser)
     mcp_actions.add_parser("list", help="each server: transport, connected, tool count or error")
-    _add_mcp_serve(mcp_actions.add_parser("serve", help="serve openheim as an MCP server on stdio"))
+    _add_mcp_serve(mcp_actions.add_parser("serve", help="serve openheim as an MCP server"))
     return parser
 
 
@@ -107,6 +107,15 @@ def _add_mcp_serve(serve: argparse.ArgumentParser) -> None:
         choices=["ask", "auto", "deny"],
         help="approval mode; calls it would ask about are refused (no one to ask)",
     )
+    serve.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
+    serve.add_argument("--host", default="127.0.0.1", help="with --http (default: 127.0.0.1)")
+    serve.add_argument("--port", type=_port, default=8765, help="with --http (default: 8765)")
+
+
+def _port(raw: str) -> int:
+    if not raw.isdigit() or int(raw) > 65535:
+        raise argparse.ArgumentTypeError(f"{raw!r} is not a port number (0 to 65535)")
+    return int(raw)
 
 
 def _add_permissions(permissions: argparse.ArgumentParser) -> None:

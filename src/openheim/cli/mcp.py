@@ -1,5 +1,6 @@
 """``openheim mcp list``: each configured MCP server, whether it connects, and its tools.
-``openheim mcp serve``: openheim itself as an MCP server on stdio (``openheim.mcp_server``)."""
+``openheim mcp serve``: openheim itself as an MCP server on stdio or streamable HTTP
+(``openheim.mcp_server``)."""
 
 from __future__ import annotations
 
@@ -38,13 +39,21 @@ async def _list(servers: Mapping[str, McpServerEntry]) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    """Serve until the client closes stdin; notices go to stderr (stdout is the protocol's)."""
+    """Serve on stdio until the client closes stdin, or on HTTP until interrupted; notices go to
+    stderr (stdout is the protocol's)."""
     from openheim.cli.settings import settings_from_flags
 
     settings = settings_from_flags(args)
     sys.stderr.writelines(f"{notice_line(notice)}\n" for notice in settings.notices)
-    from openheim.mcp_server.server import serve_stdio
     from openheim.runtime import Runtime
 
-    asyncio.run(serve_stdio(Runtime(settings=settings)))
+    runtime = Runtime(settings=settings)
+    if args.http:
+        from openheim.mcp_server.http import serve_http
+
+        asyncio.run(serve_http(runtime, args.host, args.port))
+        return exit_codes.OK
+    from openheim.mcp_server.server import serve_stdio
+
+    asyncio.run(serve_stdio(runtime))
     return exit_codes.OK

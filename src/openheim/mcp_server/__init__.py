@@ -5,7 +5,8 @@ modules:
 
 - ``prompt``: one prompt through the runtime, headless, as an MCP tool result;
 - ``schemas``: the JSON-schema tools ``validate_json``, ``json_example`` and ``submit``;
-- ``server``: the MCP server and its tools, served on stdio.
+- ``server``: the MCP server and its tools, served on stdio;
+- ``http``: the same server on streamable HTTP, behind a bearer token.
 
-Importing this package imports nothing of the MCP SDK; ``server`` does.
+Importing this package imports nothing of the MCP SDK; ``server`` and ``http`` do.
 """
