@@ -1,16 +1,20 @@
 """openheim: a fast, multi-provider LLM agent runtime.
 
-Importing this package is cheap: public names are loaded on first attribute access.
+Importing this package is cheap: public names are loaded on first attribute access. It also
+keeps httpx's command-line client from loading with httpx (``openheim.httpx_cli``).
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
+from openheim import httpx_cli
 from openheim._version import __version__
 
+TYPE_CHECKING = False  # not typing's: importing typing costs `openheim --version` 3 ms
 if TYPE_CHECKING:
+    from typing import Any
+
     from openheim.acp.server import serve_acp as serve_acp
     from openheim.api import AgentSession as AgentSession
     from openheim.api import OpenheimClient as OpenheimClient
@@ -56,6 +60,8 @@ _LAZY = {
 }
 
 __all__ = ["__version__", *_LAZY]
+
+httpx_cli.defer()
 
 
 def __getattr__(name: str) -> Any:

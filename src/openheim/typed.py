@@ -12,7 +12,6 @@ it costs nothing.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import enum
 import types
 import typing
@@ -187,6 +186,8 @@ def from_mapping(cls: type[T], data: object, path: str = "") -> T:
     known = {f.name: f for f in fields_of(cls)}
     for key in data:
         if key not in known:
+            import difflib  # only an unknown key pays for it
+
             near = difflib.get_close_matches(str(key), list(known), n=1)
             raise TypeCheckError(
                 _join(path, str(key)), "unknown key", suggestion=near[0] if near else None

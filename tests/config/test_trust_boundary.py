@@ -202,7 +202,9 @@ def test_every_config_key_has_a_trust_class() -> None:
     + [("McpServerEntry", k) for k in ("command", "args", "env", "url", "cwd", "headers")]
     + [("MemoryEntry", k) for k in ("db_path", "embedding_provider")]
     + [("ConfigFile", k) for k in ("data_dir", "mcp_servers", "memory", "prices")]
-    + [("ConfigFile", k) for k in ("web_fetch_allow", "shell_env_allow", "default_agent")],
+    + [("ConfigFile", k) for k in ("web_fetch_allow", "shell_env_allow", "default_agent")]
+    + [("ConfigFile", "server")]
+    + [("ServerEntry", k) for k in ("token_file", "allowed_origins", "max_body_bytes")],
 )
 def test_commands_hosts_paths_and_kinds_are_refused(table: str, key: str) -> None:
     assert CLASSES[getattr(schema, table)][key] is Trust.REFUSED

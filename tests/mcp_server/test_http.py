@@ -114,36 +114,40 @@ async def test_a_request_without_the_right_token_gets_401(
     assert fake.requests == []
 
 
-async def test_a_generated_token_is_stored_private_and_shown_once(start: Start, home: Path) -> None:
-    first = start(token=None)
-    first.url()
-    path = home / "server_token"
+async def test_a_generated_token_is_stored_private_and_shown(start: Start, home: Path) -> None:
+    server = start(token=None)
+    url = server.url()
+    path = home / "server-token"
     token = path.read_text().strip()
     assert (path.stat().st_mode & 0o777) == 0o600
-    assert f"shown once): {token}" in first.stderr
-    first.stop()
-    second = start(token=None)
-    url = second.url()
-    assert token not in second.stderr and path.read_text().strip() == token
+    assert f"mode 0600): {token}" in server.stderr
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
     async with Client(streamable_http_client(url, http_client=http)) as client:
         assert "openheim" in {tool.name for tool in (await client.list_tools()).tools}
 
 
-def test_a_token_file_others_can_read_is_refused(home: Path, work: Path) -> None:
-    path = home / "server_token"
-    path.write_text("readable-by-all\n")
-    path.chmod(0o644)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENHEIM_")}
-    result = subprocess.run(
-        [sys.executable, "-m", "openheim", "mcp", "serve", "--http", "--port", "0"],
+def serve_http(home: Path, work: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``openheim mcp serve --http ARGS`` that is expected to refuse to start."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OPENHEIM_")}
+    return subprocess.run(
+        [sys.executable, "-m", "openheim", "mcp", "serve", "--http", *args],
         cwd=work,
-        env={**env, "OPENHEIM_HOME": str(home)},
+        env={**clean, "OPENHEIM_HOME": str(home), **env},
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=60,
     )
+
+
+def test_a_public_address_needs_a_given_token(home: Path, work: Path) -> None:
+    result = serve_http(home, work, "--host", "0.0.0.0", "--port", "0")
     assert result.returncode == 2
-    assert "readable by you only" in result.stderr and "chmod 600" in result.stderr
-    assert "Traceback" not in result.stderr and "readable-by-all" not in result.stderr
+    assert "non-loopback address needs an explicit token" in result.stderr
+    assert "Traceback" not in result.stderr and not (home / "server-token").exists()
+
+
+def test_a_short_token_is_refused(home: Path, work: Path) -> None:
+    result = serve_http(home, work, "--port", "0", OPENHEIM_SERVER_TOKEN="short")
+    assert result.returncode == 2
+    assert "too short" in result.stderr and "Traceback" not in result.stderr

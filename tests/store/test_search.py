@@ -93,3 +93,9 @@ def test_the_operator_words_themselves_can_be_searched(store: SQLiteStore) -> No
 def test_fts_query_quotes_each_word() -> None:
     assert fts_query('a "b" c*') == '"a" """b""" "c*"'
     assert fts_query("  ") == ""
+
+
+@pytest.mark.parametrize("text", ["a\x00b", "\x00", "kiwi\ud800"])
+def test_nul_bytes_and_lone_surrogates_are_searched_as_text(store: SQLiteStore, text: str) -> None:
+    sid = session(store, "a kiwi b")
+    assert [h.session_id for h in store.search(text)] in ([], [sid])

@@ -17,7 +17,7 @@ SIZE = (100, 40)
 
 async def settle(pilot: Pilot[int], app: ChatApp) -> None:
     """Wait until the session is open and no turn or command runs (bounded)."""
-    for _ in range(400):
+    for _ in range(2000):  # 20 s at most: a loaded machine is slow, not wrong
         await pilot.pause(0.01)
         workers = [w for w in app.workers if w.is_running and w.group != "picker"]
         if app.ready and not workers:
@@ -37,7 +37,7 @@ def lines(app: ChatApp, kind: type[Static]) -> list[str]:
 
 async def wait_for(pilot: Pilot[int], check: Callable[[], bool], what: str) -> None:
     """Wait (bounded) until ``check()`` holds."""
-    for _ in range(500):
+    for _ in range(2000):  # 20 s at most
         if check():
             return
         await pilot.pause(0.01)

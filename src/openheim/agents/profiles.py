@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from openheim.skills.frontmatter import FrontmatterError, split_frontmatter, text_field
 from openheim.skills.names import name_problem
 
 KNOWN_FIELDS = frozenset({"description", "model", "provider", "tools", "max_iterations"})
@@ -113,6 +112,8 @@ def _scan(
     base = _usable_folder(folder, within, warnings)
     if base is None:
         return
+    from openheim.skills.frontmatter import FrontmatterError  # only where profiles may be
+
     for name, path in _candidates(folder):
         real = path.resolve()
         if not (real.is_relative_to(base) and real.is_file()):
@@ -164,6 +165,8 @@ def parse_profile(
     name: str, path: Path, source: ProfileSource, warnings: list[str]
 ) -> AgentProfile:
     """One profile file (raises OSError, FrontmatterError or ProfileError)."""
+    from openheim.skills.frontmatter import split_frontmatter
+
     doc = split_frontmatter(path.read_text(encoding="utf-8", errors="replace"))
     meta = doc.meta
     unknown = sorted(set(meta) - KNOWN_FIELDS)
@@ -193,6 +196,8 @@ def parse_profile(
 def _string(meta: Mapping[str, object], key: str) -> str | None:
     if key in meta and not isinstance(meta[key], str):
         raise ProfileError(f"{key} must be a string, got {meta[key]!r}")
+    from openheim.skills.frontmatter import text_field
+
     return text_field(meta, key)
 
 

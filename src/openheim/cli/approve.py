@@ -12,7 +12,6 @@ waiting, and nothing is left holding the terminal when openheim exits.
 from __future__ import annotations
 
 import asyncio
-import difflib
 import json
 import os
 from collections.abc import Mapping
@@ -138,6 +137,8 @@ def edit_diff(request: ApprovalRequest) -> str:
     after = _after(request.tool, before, args)
     if after is None:
         return ""
+    import difflib
+
     diff = difflib.unified_diff(
         before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{raw}", f"b/{raw}"
     )

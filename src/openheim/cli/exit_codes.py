@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from openheim.messages import StopReason
+TYPE_CHECKING = False  # not typing's: `openheim --version` imports this module
+if TYPE_CHECKING:
+    from openheim.messages import StopReason
 
 OK = 0
 """The run ended normally (``end_turn``)."""

@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import signal
+import importlib
 import sys
-import threading
-import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 
 from openheim._version import __version__
@@ -46,37 +44,54 @@ def _usage_error(err: _UsageError, argv: Sequence[str]) -> int:
     return exit_codes.USAGE
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The command line's parser. Given ``argv``, only the commands it names get their options
+    and actions; the others are listed with their help alone, which is all ``--help`` and
+    ``--version`` show (building every command's parser costs each start several ms)."""
     parser = _Parser(prog="openheim", description="A fast, multi-provider LLM agent runtime.")
     parser.add_argument("--version", action="version", version=f"openheim {__version__}")
     parser.add_argument("--log-level", help="debug, info, warning (default) or error")
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    _add_run(commands.add_parser("run", help="run one prompt headless and print the answer"))
-    _add_chat(commands.add_parser("chat", help="the interactive chat (the default in a terminal)"))
-    _add_acp(commands.add_parser("acp", help="serve the Agent Client Protocol on stdio (editors)"))
-    init = commands.add_parser("init", help="write a commented config.toml and system.md")
+    for name, (help_text, fill) in _COMMANDS.items():
+        command = commands.add_parser(name, help=help_text)
+        if argv is None or name in argv:
+            fill(command)
+    return parser
+
+
+def _add_init(init: argparse.ArgumentParser) -> None:
     init.add_argument("--dir", help="where to write them (default: $OPENHEIM_HOME or ~/.openheim)")
-    trust = commands.add_parser("trust", help="let a project's .openheim/config.toml widen safety")
+
+
+def _add_trust(trust: argparse.ArgumentParser) -> None:
     trust.add_argument("path", nargs="?", default=".", help="the project folder (default: .)")
     trust.add_argument("--remove", action="store_true", help="stop trusting the folder")
     trust.add_argument("--list", action="store_true", help="list trusted folders")
-    untrust = commands.add_parser("untrust", help="stop trusting a project folder")
+
+
+def _add_untrust(untrust: argparse.ArgumentParser) -> None:
     untrust.add_argument("path", nargs="?", default=".", help="the project folder (default: .)")
-    _add_models(commands.add_parser("models", help="list models, or add a local GGUF model"))
-    _add_sessions(commands.add_parser("sessions", help="list, show, export and search sessions"))
-    _add_permissions(commands.add_parser("permissions", help="approval rules: list, add, check"))
-    agents = commands.add_parser("agents", help="agent profiles for --agent and delegate_task")
+
+
+def _add_agents(agents: argparse.ArgumentParser) -> None:
     agent_actions = agents.add_subparsers(
         dest="agents_command", metavar="ACTION", parser_class=_Parser
     )
     agent_actions.add_parser("list", help="every profile with its model and tools")
     agent_actions.add_parser("show", help="one profile in full").add_argument("name")
-    mcp = commands.add_parser("mcp", help="MCP servers from config.toml, or serve openheim as one")
-    mcp_actions = mcp.add_subparsers(dest="mcp_command", metavar="ACTION", parser_class=_Parser)
-    mcp_actions.add_parser("list", help="each server: transport, connected, tool count or error")
-    _add_mcp_serve(mcp_actions.add_parser("serve", help="serve openheim as an MCP server"))
-    return parser
+
+
+def _add_mcp(mcp: argparse.ArgumentParser) -> None:
+    actions = mcp.add_subparsers(dest="mcp_command", metavar="ACTION", parser_class=_Parser)
+    actions.add_parser("list", help="each server: transport, connected, tool count or error")
+    _add_mcp_serve(actions.add_parser("serve", help="serve openheim as an MCP server"))
+
+
+def _add_serve(serve: argparse.ArgumentParser) -> None:
+    from openheim.cli.serve import add_serve
+
+    add_serve(serve)
 
 
 def _add_chat(chat: argparse.ArgumentParser) -> None:
@@ -194,10 +209,47 @@ def _add_run(run: argparse.ArgumentParser) -> None:
     which.add_argument("--no-session", action="store_true", help="do not store this session")
 
 
+_COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
+    "run": ("run one prompt headless and print the answer", _add_run),
+    "chat": ("the interactive chat (the default in a terminal)", _add_chat),
+    "serve": ("serve REST, WebSocket, ACP and the web page", _add_serve),
+    "acp": ("serve the Agent Client Protocol on stdio (editors)", _add_acp),
+    "init": ("write a commented config.toml and system.md", _add_init),
+    "trust": ("let a project's .openheim/config.toml widen safety", _add_trust),
+    "untrust": ("stop trusting a project folder", _add_untrust),
+    "models": ("list models, or add a local GGUF model", _add_models),
+    "sessions": ("list, show, export and search sessions", _add_sessions),
+    "permissions": ("approval rules: list, add, check", _add_permissions),
+    "agents": ("agent profiles for --agent and delegate_task", _add_agents),
+    "mcp": ("MCP servers from config.toml, or serve openheim as one", _add_mcp),
+}
+"""Each command: its help line, and what adds its options and actions to its parser (its
+module is imported only when it runs: ``_handler``)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+    """Run the command ``argv`` and return its exit code.
+
+    Without ``argv`` it runs as the program, on this process's arguments, and ends the process
+    itself (``cli.process``: garbage collection waits until start-up is over, and the exit
+    skips the interpreter's teardown)."""
+    if argv is not None:
+        return _main(list(argv), program=False)
+    from openheim.cli import process
+
     try:
-        args = build_parser().parse_args(argv)
+        with process.collecting_later():
+            code = _main(sys.argv[1:], program=True)
+    except SystemExit as stop:  # --help, --version, SIGTERM
+        if not isinstance(stop.code, int | None):
+            raise
+        code = stop.code or 0
+    return process.exit_now(code)
+
+
+def _main(argv: list[str], *, program: bool) -> int:
+    try:
+        args = build_parser(argv).parse_args(argv)
     except _UsageError as err:
         return _usage_error(err, argv)
     if args.command is None:
@@ -209,7 +261,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = chat_defaults(args)
     try:
         with _sigterm_exits():
-            return _dispatch(args)
+            return _dispatch(args, program=program)
     except OpenheimError as err:
         code = exit_codes.USAGE if err.usage_error else exit_codes.ERROR
         return _report(err, code, args)
@@ -225,6 +277,9 @@ def _exit_terminated(signum: int, frame: FrameType | None) -> None:
 def _sigterm_exits() -> Iterator[None]:
     """While a command runs, SIGTERM unwinds it as Ctrl-C does (its clean-up runs) and exits
     143; ``run`` and ``acp`` put their own handlers on their event loop meanwhile."""
+    import signal
+    import threading
+
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -235,54 +290,30 @@ def _sigterm_exits() -> Iterator[None]:
         signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
-def _dispatch(args: argparse.Namespace) -> int:
+def _dispatch(args: argparse.Namespace, *, program: bool) -> int:
     from openheim.logs import setup_logging
 
     try:
         setup_logging("debug" if args.debug else args.log_level)
     except ValueError as err:
         raise ConfigError(str(err)) from None
-    if args.command == "run":
-        from openheim.cli.run import run_command
+    handler = _handler(args.command)
+    if program:
+        from openheim.cli import process
 
-        return run_command(args)
-    if args.command == "chat":
-        from openheim.cli.chat import chat_command
-
-        return chat_command(args)
-    if args.command == "acp":
-        from openheim.cli.acp import acp_command
-
-        return acp_command(args)
-    if args.command == "init":
-        from openheim.cli.init import init_command
-
-        return init_command(args)
-    if args.command == "sessions":
-        from openheim.cli.sessions import sessions_command
-
-        return sessions_command(args)
-    if args.command == "agents":
-        from openheim.cli.agents import agents_command
-
-        return agents_command(args)
-    if args.command == "mcp":
-        from openheim.cli.mcp import mcp_command
-
-        return mcp_command(args)
-    if args.command == "permissions":
-        from openheim.cli.permissions import permissions_command
-
-        return permissions_command(args)
-    if args.command == "models":
-        from openheim.cli.models import models_command
-
-        return models_command(args)
-    from openheim.cli.trust import trust_command
-
+        process.started()
     if args.command == "untrust":
         args.remove, args.list = True, False
-    return trust_command(args)
+    return handler(args)
+
+
+def _handler(command: str) -> Callable[[argparse.Namespace], int]:
+    """The function that runs ``command``: ``NAME_command`` of ``openheim.cli.NAME`` (``untrust``
+    is ``trust``'s), its module imported now."""
+    name = "trust" if command == "untrust" else command
+    handler: Callable[[argparse.Namespace], int]
+    handler = getattr(importlib.import_module(f"openheim.cli.{name}"), f"{name}_command")
+    return handler
 
 
 def _report(err: OpenheimError, code: int, args: argparse.Namespace) -> int:
@@ -290,6 +321,8 @@ def _report(err: OpenheimError, code: int, args: argparse.Namespace) -> int:
     from openheim.secrets import redact
 
     if args.debug:
+        import traceback
+
         sys.stderr.write(redact(traceback.format_exc()))
     if getattr(args, "json", False):
         hint = None if err.hint is None else redact(err.hint)

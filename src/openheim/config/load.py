@@ -34,6 +34,7 @@ from openheim.config.schema import (
     MemoryEntry,
     PriceEntry,
     ProviderEntry,
+    ServerEntry,
 )
 from openheim.config.trust import is_trusted
 from openheim.config.untrusted import Context, untrusted_view
@@ -99,6 +100,8 @@ class Settings:
     notices: tuple[Notice, ...] = ()
     """What loading refused and why (an untrusted project's keys)."""
     project_root: Path | None = None
+    server: ServerEntry = field(default_factory=ServerEntry)
+    """``[server]`` for ``openheim serve`` (refused in an untrusted project's config)."""
 
 
 def openheim_home(env: Mapping[str, str] | None = None) -> Path:
@@ -244,6 +247,7 @@ def _finish(
         sources=sources,
         notices=tuple(Notice(line, "warning", "trust") for line in notices),
         project_root=paths.project_root,
+        server=config.server or ServerEntry(),
     )
 
 

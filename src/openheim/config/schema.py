@@ -91,6 +91,16 @@ class TuiEntry:
 
 
 @dataclass(frozen=True)
+class ServerEntry:
+    """``[server]``: ``openheim serve`` (taken from the user's own config only)."""
+
+    token_file: str | None = None
+    allowed_origins: list[str] = field(default_factory=list)
+    max_body_bytes: Annotated[int | None, Bounds(1024, 1 << 30)] = None
+    max_frame_bytes: Annotated[int | None, Bounds(1024, 1 << 30)] = None
+
+
+@dataclass(frozen=True)
 class PriceEntry:
     """``[prices."MODEL"]``: US dollars per million tokens."""
 
@@ -115,6 +125,7 @@ class ConfigFile:
     mcp_servers: dict[str, McpServerEntry] = field(default_factory=dict)
     memory: MemoryEntry | None = None
     tui: TuiEntry | None = None
+    server: ServerEntry | None = None
     prices: dict[str, PriceEntry] = field(default_factory=dict)
     max_cost: Dollars = None
     max_tokens_per_session: Count = None

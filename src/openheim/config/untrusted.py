@@ -33,6 +33,7 @@ from openheim.config.schema import (
     MemoryEntry,
     PriceEntry,
     ProviderEntry,
+    ServerEntry,
     TuiEntry,
 )
 from openheim.secrets import DEFAULT_DENY_READ
@@ -56,6 +57,7 @@ TOP_LEVEL: dict[str, Trust] = {
     "save_sessions": R, "session_log": R, "file_changes": N, "web_fetch_allow": R,
     "approval": N, "default_agent": R, "max_parallel_subagents": N, "inline_subagents": N,
     "deny_read": N, "shell_env_allow": R, "shell_sandbox": R, "shell_network": R,
+    "server": R,
 }  # fmt: skip
 PROVIDER_KEYS: dict[str, Trust] = {
     "kind": R, "api_base": R, "default_model": N, "models": R, "env_var": R, "api_key": R,
@@ -71,6 +73,9 @@ MCP_SERVER_KEYS = dict.fromkeys(
 )
 MEMORY_KEYS = dict.fromkeys(("embedding_provider", "embedding_model", "db_path", "top_k"), R)
 PRICE_KEYS = dict.fromkeys(("input", "output", "cache_read", "cache_write"), R)
+SERVER_KEYS = dict.fromkeys(
+    ("token_file", "allowed_origins", "max_body_bytes", "max_frame_bytes"), R
+)
 
 CLASSES: dict[type[Any], dict[str, Trust]] = {
     ConfigFile: TOP_LEVEL,
@@ -79,6 +84,7 @@ CLASSES: dict[type[Any], dict[str, Trust]] = {
     McpServerEntry: MCP_SERVER_KEYS,
     MemoryEntry: MEMORY_KEYS,
     PriceEntry: PRICE_KEYS,
+    ServerEntry: SERVER_KEYS,
 }
 """Every table of the schema and the class of each of its keys."""
 

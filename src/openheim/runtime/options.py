@@ -15,7 +15,7 @@ from openheim.config.providers import resolve_provider
 from openheim.config.schema import McpServerEntry
 from openheim.errors import ConfigError
 from openheim.providers.base import ProviderSettings, ToolChoice
-from openheim.store import SessionRecord, SessionStore, import_rust_history, open_store
+from openheim.store import SessionRecord, SessionStore
 
 
 @dataclass(frozen=True)
@@ -79,10 +79,14 @@ def open_session_store(
                 hint="drop --no-session, or set save_sessions = true in config.toml",
             )
         return None
+    from openheim.store.sqlite import open_store
+
     store = open_store(settings.data_dir)
     stack.callback(store.close)
     history = settings.data_dir / "history"
     if history.is_dir():
+        from openheim.store.importer import import_rust_history
+
         import_rust_history(store, history)
     return store
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 import functools
 
 from openheim.config.load import Settings
-from openheim.config.providers import resolve_provider
-from openheim.envelope import EnvelopeProvider, protocol_for
+from openheim.config.providers import LOCAL_KINDS, resolve_provider
 from openheim.providers import create_provider
 from openheim.providers.base import Provider, ProviderSettings
 from openheim.providers.context import ContextFitter
@@ -30,6 +29,19 @@ def _member(chosen: ProviderSettings) -> Provider:
     travel as text, and fitted to its own context window."""
     policy = RetryPolicy(max_retries=chosen.max_retries)
     provider: Provider = RetryingProvider(create_provider(chosen), policy)
-    if protocol_for(chosen.kind, chosen.tool_protocol) == "envelope":
+    if _speaks_envelope(chosen):
+        from openheim.envelope import EnvelopeProvider
+
         provider = EnvelopeProvider(provider, compact=chosen.small)
     return ContextFitter(provider, functools.partial(context_window, chosen))
+
+
+def _speaks_envelope(chosen: ProviderSettings) -> bool:
+    """Whether the provider takes tools as fenced JSON (``openheim.envelope.protocol_for``); a
+    provider of a hosted kind with no ``tool_protocol`` speaks native tools, and is told so
+    without importing the envelope package."""
+    if chosen.tool_protocol is None and chosen.kind not in LOCAL_KINDS:
+        return False
+    from openheim.envelope import protocol_for
+
+    return protocol_for(chosen.kind, chosen.tool_protocol) == "envelope"

@@ -28,12 +28,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny, Verdict
 from openheim.errors import ConfigError
 from openheim.safety.protected import protected_reason
-from openheim.safety.risk import Risk, RiskAssessor
 from openheim.safety.rules import (
     SHELL_TOOL,
     Effect,
@@ -47,6 +46,9 @@ from openheim.safety.rules import (
 from openheim.safety.shell_words import Command, ShellParseError, parse
 from openheim.safety.wrappers import WRAPPERS
 from openheim.tools.sandbox import PathSandbox
+
+if TYPE_CHECKING:
+    from openheim.safety.risk import Risk, RiskAssessor
 
 ApprovalMode: TypeAlias = Literal["ask", "auto", "deny"]
 SESSION = "this session"
@@ -85,9 +87,18 @@ class PolicyGate:
         self.mode = mode
         self.rules = rules
         self.sandbox = sandbox
-        self.risk = risk if risk is not None else RiskAssessor(sandbox)
+        self._risk = risk
         self.learned: list[Rule] = []
         """Rules added by "always" / "never" answers in this session, oldest first."""
+
+    @property
+    def risk(self) -> RiskAssessor:
+        """The risk assessor, built on first use (a session that calls no tool needs none)."""
+        if self._risk is None:
+            from openheim.safety.risk import RiskAssessor
+
+            self._risk = RiskAssessor(self.sandbox)
+        return self._risk
 
     async def check(self, request: ApprovalRequest) -> Verdict:
         return self.explain(request).verdict

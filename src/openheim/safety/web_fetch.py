@@ -31,7 +31,6 @@ import httpx
 
 from openheim._version import __version__
 from openheim.errors import ToolError
-from openheim.safety.html_text import html_to_text
 from openheim.tools.base import Tool, ToolKind, ToolOutput
 from openheim.tools.builtin.fs import looks_binary
 from openheim.tools.decorator import tool
@@ -221,6 +220,8 @@ async def _render(url: httpx.URL, response: httpx.Response) -> ToolOutput:
         raise _binary_error(url, mime)
     text = _decode(body, response.charset_encoding)
     if kind == "html":
+        from openheim.safety.html_text import html_to_text
+
         text = html_to_text(text, str(url))
     note = f" [cut: only the first {MAX_BODY_BYTES // 1024} KiB were read]" if cut else ""
     header = f"{url}: {status}, {mime or 'no content type'}{note}"

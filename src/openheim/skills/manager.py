@@ -29,7 +29,6 @@ from typing import Literal
 
 from openheim.errors import ConfigError
 from openheim.skills.cache import MtimeCache
-from openheim.skills.frontmatter import FrontmatterError, split_frontmatter, text_field
 from openheim.skills.names import NAME_HINT, name_problem, validate_name
 
 log = logging.getLogger(__name__)
@@ -108,6 +107,8 @@ class _Folder:
 
 
 def _parse(path: Path) -> _Parsed:
+    from openheim.skills.frontmatter import split_frontmatter, text_field
+
     doc = split_frontmatter(path.read_text(encoding="utf-8", errors="replace"))
     body = doc.body.strip()
     description = text_field(doc.meta, "description") or _first_line(body)
@@ -192,6 +193,8 @@ class SkillsManager:
         base = self._usable_folder(folder)
         if base is None:
             return
+        from openheim.skills.frontmatter import FrontmatterError  # only where skills may be
+
         for default_name, path in _candidates(folder.path, folder.layout):
             real = _contained(path, base)
             if real is None:

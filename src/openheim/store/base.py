@@ -15,13 +15,16 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import NamedTuple, Protocol, Self
+from typing import TYPE_CHECKING, NamedTuple, Protocol, Self
 
 from openheim.errors import SessionBusy as SessionBusy
 from openheim.errors import SessionExists as SessionExists
 from openheim.errors import SessionNotFound as SessionNotFound
 from openheim.errors import StoreError as StoreError
 from openheim.messages import Message, ToolResultBlock, Usage
+
+if TYPE_CHECKING:
+    from openheim.store.frames import FrameLog
 
 TITLE_MAX = 80
 """Longest title taken from the first prompt, in characters."""
@@ -96,7 +99,10 @@ class Lease(ABC):
 
 
 class SessionStore(Protocol):
-    """Sessions, their append-only messages, full-text search and per-session leases."""
+    """Sessions, their append-only messages, full-text search, per-session leases and the
+    numbered frames a server sent for each session (``frames``, a ``FrameLog``)."""
+
+    frames: FrameLog
 
     def create(
         self,

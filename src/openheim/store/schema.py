@@ -7,8 +7,9 @@ released migration: append a new one.
 Layout: ``sessions`` (one row each, usage as four columns), ``messages`` (one JSON row per
 message, numbered by ``seq`` from 0 within its session), ``messages_fts`` (FTS5 over the text of
 each message, ``rowid`` = ``messages.id``, written in the same transaction as the message),
-``leases`` (the prompt lease of a busy session) and ``legacy_imports`` (Rust history files
-already imported, with the mtime they had).
+``leases`` (the prompt lease of a busy session), ``legacy_imports`` (Rust history files
+already imported, with the mtime they had) and ``session_frames`` (the numbered frames a server
+sent for a session, for clients that re-attach; version 2).
 """
 
 from __future__ import annotations
@@ -66,7 +67,16 @@ _V1 = (
     )""",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+_V2 = (
+    """CREATE TABLE session_frames (
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    ) WITHOUT ROWID""",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
 
 
 def migrate(conn: sqlite3.Connection) -> int:

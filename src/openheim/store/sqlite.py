@@ -36,6 +36,7 @@ from openheim.store.base import (
     repair_history,
     title_from,
 )
+from openheim.store.frames import FrameLog
 from openheim.store.schema import migrate
 
 DB_NAME = "openheim.db"
@@ -76,6 +77,7 @@ class SQLiteStore:
         self._closed = False
         with _failures(self.path):
             self._conn = _connect(self.path, busy_timeout)
+        self.frames = FrameLog(self._tx, self._read)
 
     def create(
         self,
@@ -349,8 +351,10 @@ def fts_query(text: str) -> str:
     """User text as an FTS5 query that matches every word literally.
 
     Each whitespace-separated word becomes a quoted phrase (quotes doubled), so FTS syntax in
-    the input (``"``, ``*``, ``-``, ``NEAR``, ``AND``, ``:``) is just text.
+    the input (``"``, ``*``, ``-``, ``NEAR``, ``AND``, ``:``) is just text. A NUL separates
+    words (SQLite would end the query there) and a lone surrogate becomes ``?``.
     """
+    text = text.replace("\x00", " ").encode("utf-8", "replace").decode("utf-8")
     return " ".join('"' + word.replace('"', '""') + '"' for word in text.split())
 
 

@@ -1,0 +1,33 @@
+"""``openheim serve``: the REST + WebSocket server and its web page (the ``server`` extra)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from openheim.cli import exit_codes
+from openheim.config.load import Overrides, load_settings
+from openheim.errors import ConfigError
+from openheim.events import notice_line
+
+
+def add_serve(serve: argparse.ArgumentParser) -> None:
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8080, help="port (default 8080; 0: any free)")
+    serve.add_argument("--work-dir", help="the folder sessions and the fs channel work in")
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    if not 0 <= args.port <= 65_535:
+        raise ConfigError(f"--port {args.port} is not a port", hint="give 0 to 65535")
+    try:
+        from openheim.server.launch import Address, serve
+    except ImportError as err:
+        raise ConfigError(
+            f"openheim serve needs the server extra ({err.name} is missing)",
+            hint="pip install 'openheim[server]'",
+        ) from None
+    settings = load_settings(Overrides(work_dir=args.work_dir))
+    sys.stderr.writelines(f"{notice_line(notice)}\n" for notice in settings.notices)
+    serve(settings, Address(args.host, args.port))
+    return exit_codes.OK

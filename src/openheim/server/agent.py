@@ -1,0 +1,186 @@
+"""The ``agent`` channel of ``/ws``: open or resume sessions, prompt them, watch their events.
+
+Requests (``data`` of a frame on channel ``agent``; ``id`` is echoed in the reply):
+
+- ``open``: a new session (``model``, ``agent``, ``skills``), attached at once;
+- ``resume``: a session by id; one open on the server is attached and sends the frames after
+  ``after`` (the last ``seq`` the client saw), one only stored is opened with its history;
+- ``prompt``: ``text`` (``@path`` words attach files of the work dir) and ``images``
+  (``{"mime_type", "data"}``, base64); the events follow as ``event`` frames;
+- ``cancel``, ``approve`` (``approval_id``, ``choice``: once, always or reject), ``set_model``,
+  ``detach`` and ``close``.
+
+Each session's frames carry its ``session_id`` and a ``seq``; replies are ``opened``, ``ok``
+or ``error`` (with ``message`` and ``hint``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from openheim.errors import SessionNotFound
+from openheim.messages import ImageBlock, Message, TextBlock
+from openheim.runtime import SessionOptions
+from openheim.server.context import ServerContext
+from openheim.server.frames import BadRequest, opt_str, req_str, str_list
+from openheim.server.hub import CHOICES, Live, Subscriber
+
+MAX_IMAGES = 16
+MENTION = re.compile(r"(?:(?<=\s)|^)@(\S+)")
+"""``@path`` at the start of the text or after white space (``me@example.com`` is no mention)."""
+IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+
+
+class AgentChannel:
+    """The agent channel of one connection: the sessions it is attached to."""
+
+    def __init__(self, context: ServerContext, subscriber: Subscriber) -> None:
+        self.context = context
+        self.subscriber = subscriber
+        self.attached: dict[str, Live] = {}
+        self._ops: dict[str, Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]] = {
+            "open": self._open,
+            "resume": self._resume,
+            "prompt": self._prompt,
+            "cancel": self._cancel,
+            "approve": self._approve,
+            "set_model": self._set_model,
+            "detach": self._detach,
+            "close": self._close,
+        }
+
+    async def handle(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The reply to one request (BadRequest or an openheim error for a refused one)."""
+        op = self._ops.get(req_str(data, "type"))
+        if op is None:
+            raise BadRequest(
+                f"unknown agent request {data['type']!r}", f"use one of {', '.join(self._ops)}"
+            )
+        return await op(data)
+
+    def detach_all(self) -> None:
+        """The connection is gone: its sessions go on without it."""
+        for live in self.attached.values():
+            live.unsubscribe(self.subscriber)
+        self.attached.clear()
+
+    def _attach(self, live: Live, after: int | None) -> dict[str, Any]:
+        """Subscribe, and send the frames after ``after`` first (none when None)."""
+        missed = live.since(after) if after is not None else []
+        for text in missed:
+            self.subscriber.push(text)
+        for seq, text, _ in live.pending.values():
+            if after is None or seq <= after:
+                self.subscriber.push(text)
+        live.subscribers.add(self.subscriber)
+        self.attached[live.key] = live
+        assert live.session is not None
+        return {
+            "type": "opened",
+            "session_id": live.key,
+            "model": live.session.model,
+            "seq": live.seq,
+            "busy": live.busy,
+            "replayed": len(missed),
+        }
+
+    def _live(self, data: dict[str, Any]) -> Live:
+        key = req_str(data, "session_id")
+        live = self.attached.get(key) or self.context.hub.get(key)
+        if live is None:
+            raise BadRequest(f"session {key} is not open", "open or resume it first")
+        return live
+
+    async def _open(self, data: dict[str, Any]) -> dict[str, Any]:
+        options = SessionOptions(
+            model=opt_str(data, "model"),
+            agent=opt_str(data, "agent"),
+            skills=tuple(str_list(data, "skills")),
+        )
+        live = await self.context.hub.open(options)
+        return self._attach(live, None)
+
+    async def _resume(self, data: dict[str, Any]) -> dict[str, Any]:
+        key = req_str(data, "session_id")
+        after = data.get("after", 0)
+        if not isinstance(after, int) or isinstance(after, bool) or after < 0:
+            raise BadRequest("after must be a whole number >= 0", "send the last seq you saw")
+        live = self.context.hub.get(key)
+        if live is None:
+            try:
+                live = await self.context.hub.open(SessionOptions(resume=key))
+            except SessionNotFound:
+                raise BadRequest(
+                    f"no session {key}", "list sessions with GET /api/sessions"
+                ) from None
+        return self._attach(live, after)
+
+    async def _prompt(self, data: dict[str, Any]) -> dict[str, Any]:
+        live = self._live(data)
+        live.start(self._message(data))
+        return {"type": "ok"}
+
+    def _message(self, data: dict[str, Any]) -> Message:
+        raw = req_str(data, "text")
+        text = MENTION.sub("", raw).strip()
+        parts = [text] if text else []
+        parts += [self._attachment(path) for path in MENTION.findall(raw)]
+        images = data.get("images", [])
+        if not isinstance(images, list) or len(images) > MAX_IMAGES:
+            raise BadRequest("images must be a list of at most 16", "send fewer images")
+        blocks = [_image(image) for image in images]
+        if not parts and not blocks:
+            raise BadRequest("the prompt is empty", "send some text or an image")
+        return Message("user", (TextBlock("\n\n".join(parts)), *blocks))
+
+    def _attachment(self, raw: str) -> str:
+        """``@raw`` as the CLI attaches it, confined to the work dir by the tools' sandbox."""
+        from openheim.cli.prompt import attach
+        from openheim.secrets import SecretPolicy
+
+        settings = self.context.settings
+        path = self.context.sandbox().resolve(raw, self.context.work_dir)
+        policy = SecretPolicy.from_config(settings.deny_read, home=settings.home)
+        return attach(str(path), self.context.work_dir, policy).replace(str(path), raw, 1)
+
+    async def _cancel(self, data: dict[str, Any]) -> dict[str, Any]:
+        self._live(data).cancel()
+        return {"type": "ok"}
+
+    async def _approve(self, data: dict[str, Any]) -> dict[str, Any]:
+        live = self._live(data)
+        choice = req_str(data, "choice")
+        if choice not in CHOICES:
+            raise BadRequest(f"unknown choice {choice!r}", "answer once, always or reject")
+        if not live.answer(req_str(data, "approval_id"), choice):
+            raise BadRequest("no such pending approval", "it was answered or its prompt ended")
+        return {"type": "ok"}
+
+    async def _set_model(self, data: dict[str, Any]) -> dict[str, Any]:
+        live = self._live(data)
+        assert live.session is not None
+        live.session.set_model(req_str(data, "model"))
+        return {"type": "ok", "model": live.session.model}
+
+    async def _detach(self, data: dict[str, Any]) -> dict[str, Any]:
+        live = self._live(data)
+        live.unsubscribe(self.subscriber)
+        self.attached.pop(live.key, None)
+        return {"type": "ok"}
+
+    async def _close(self, data: dict[str, Any]) -> dict[str, Any]:
+        live = self._live(data)
+        self.attached.pop(live.key, None)
+        await self.context.hub.forget(live.key)
+        return {"type": "ok"}
+
+
+def _image(raw: Any) -> ImageBlock:
+    if not isinstance(raw, dict):
+        raise BadRequest("each image must be an object", 'send {"mime_type", "data"}')
+    mime = req_str(raw, "mime_type")
+    if mime not in IMAGE_TYPES:
+        raise BadRequest(f"image type {mime!r} is not supported", "send png, jpeg, gif or webp")
+    return ImageBlock(req_str(raw, "data"), mime)

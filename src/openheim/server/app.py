@@ -1,0 +1,109 @@
+"""The Starlette application of ``openheim serve``: the page, the login, REST, ``/ws``, ``/acp``.
+
+``create_app(context, policy)`` builds it; the ``Guard`` middleware (token, origins, sizes)
+wraps everything. Closing the app (its lifespan's end) closes the open sessions and the store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from urllib.parse import parse_qs
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.staticfiles import StaticFiles
+
+from openheim.errors import OpenheimError
+from openheim.secrets import redact
+from openheim.server.acp_ws import acp_endpoint
+from openheim.server.auth import COOKIE
+from openheim.server.context import ServerContext
+from openheim.server.guard import Guard, Policy
+from openheim.server.openapi import openapi_document
+from openheim.server.rest import ROUTES
+from openheim.server.ws import ws_endpoint
+
+STATIC = Path(__file__).parent / "static"
+LOGIN_FORM_BYTES = 4096
+
+
+async def index(request: Request) -> Response:
+    return FileResponse(STATIC / "index.html", headers={"cache-control": "no-store"})
+
+
+async def openapi(request: Request) -> Response:
+    return JSONResponse(openapi_document())
+
+
+def _logged_in(request: Request) -> Response:
+    context: ServerContext = request.app.state.openheim
+    response = RedirectResponse("/", status_code=303)
+    response.set_cookie(
+        COOKIE,
+        context.auth.cookie_value,
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+        path="/",
+    )
+    return response
+
+
+def _login_page(message: str, status: int) -> Response:
+    page = (STATIC / "login.html").read_text(encoding="utf-8").replace("{{message}}", message)
+    return HTMLResponse(page, status_code=status, headers={"cache-control": "no-store"})
+
+
+async def login(request: Request) -> Response:
+    """The one-time link (``?code=``) or the token pasted in the form sets the cookie."""
+    context: ServerContext = request.app.state.openheim
+    if request.method == "POST":
+        body = await request.body()
+        token = parse_qs(body[:LOGIN_FORM_BYTES].decode("utf-8", "replace")).get("token", [""])[0]
+        if context.auth.check_token(token.strip()):
+            return _logged_in(request)
+        return _login_page("That is not the server's token.", 401)
+    code = request.query_params.get("code")
+    if code is not None:
+        if context.auth.use_login_code(code):
+            return _logged_in(request)
+        return _login_page("This login link was used already: paste the token instead.", 401)
+    return _login_page("", 200)
+
+
+async def openheim_error(request: Request, exc: Exception) -> Response:
+    """An openheim error in a route: one line and a hint, 400 for bad input, else 503."""
+    assert isinstance(exc, OpenheimError)
+    status = 400 if exc.usage_error else 503
+    body = {"error": redact(exc.message), "hint": redact(exc.hint or "")}
+    return JSONResponse(body, status_code=status)
+
+
+def create_app(context: ServerContext, policy: Policy) -> Starlette:
+    """The server's ASGI app over ``context``, guarded by ``policy``."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await context.hub.close_all()
+            context.store.close()
+
+    routes = [
+        Route("/", index),
+        Route("/login", login, methods=["GET", "POST"]),
+        Route("/api/openapi.json", openapi),
+        *ROUTES,
+        WebSocketRoute("/ws", ws_endpoint),
+        WebSocketRoute("/acp", acp_endpoint),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+    app = Starlette(routes=routes, middleware=[Middleware(Guard, policy=policy)], lifespan=lifespan)
+    app.state.openheim = context
+    return app

@@ -1,0 +1,133 @@
+"""Who may talk to ``openheim serve``: the bearer token, the browser cookie and the login link.
+
+The token comes from ``OPENHEIM_SERVER_TOKEN``, else from ``[server] token_file``, else it is
+generated at start and written (mode 0600) to ``data_dir/server-token``. A request proves it
+with ``Authorization: Bearer TOKEN``, with the cookie the one-time login link sets, or (for a
+WebSocket, where a browser cannot set headers) with a subprotocol ``openheim.token.TOKEN``.
+
+The cookie holds an HMAC of the token, not the token: every replica that shares the token
+accepts it, and it says nothing about the token itself. Every comparison is constant-time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from openheim.config.load import Settings
+from openheim.errors import ConfigError
+
+TOKEN_ENV = "OPENHEIM_SERVER_TOKEN"
+TOKEN_FILE = "server-token"
+MIN_TOKEN_CHARS = 16
+COOKIE = "openheim_auth"
+SUBPROTOCOL = "openheim.v1"
+TOKEN_PROTOCOL_PREFIX = "openheim.token."
+
+
+@dataclass
+class Auth:
+    """The server's token, whether it was generated here, and the login link's one-time code."""
+
+    token: str
+    generated: bool
+    login_code: str | None = field(default_factory=lambda: secrets.token_urlsafe(24))
+
+    @property
+    def cookie_value(self) -> str:
+        """What the login cookie holds: an HMAC of the token."""
+        return hmac.new(self.token.encode(), b"openheim-cookie", hashlib.sha256).hexdigest()
+
+    def check_token(self, given: str) -> bool:
+        return hmac.compare_digest(given.encode(), self.token.encode())
+
+    def use_login_code(self, given: str) -> bool:
+        """Whether ``given`` is the login code; it works once."""
+        code = self.login_code
+        if code is None or not hmac.compare_digest(given.encode(), code.encode()):
+            return False
+        self.login_code = None
+        return True
+
+    def allows(self, headers: Mapping[str, str], protocols: list[str]) -> bool:
+        """Whether a request with these headers (lower-case names) and offered WebSocket
+        subprotocols proves the token."""
+        scheme, _, value = headers.get("authorization", "").partition(" ")
+        if scheme.lower() == "bearer" and self.check_token(value.strip()):
+            return True
+        cookie = _cookie(headers.get("cookie", ""), COOKIE)
+        if cookie is not None and hmac.compare_digest(cookie.encode(), self.cookie_value.encode()):
+            return True
+        offered = [p[len(TOKEN_PROTOCOL_PREFIX) :] for p in protocols if _is_token_protocol(p)]
+        return any(self.check_token(token) for token in offered)
+
+
+def _is_token_protocol(protocol: str) -> bool:
+    return protocol.startswith(TOKEN_PROTOCOL_PREFIX)
+
+
+def _cookie(header: str, name: str) -> str | None:
+    for part in header.split(";"):
+        key, sep, value = part.strip().partition("=")
+        if sep and key == name:
+            return value
+    return None
+
+
+def load_auth(settings: Settings, *, public: bool, env: Mapping[str, str] | None = None) -> Auth:
+    """The token to require. ``public`` (a non-loopback bind) refuses a generated token, which
+    would be printed on a screen others may see."""
+    env = os.environ if env is None else env
+    explicit = _explicit_token(settings, env)
+    if explicit is not None:
+        return Auth(explicit, generated=False)
+    if public:
+        raise ConfigError(
+            "binding a non-loopback address needs an explicit token",
+            hint=f"set {TOKEN_ENV} or [server] token_file (at least {MIN_TOKEN_CHARS} characters)",
+        )
+    token = secrets.token_urlsafe(32)
+    _write_private(settings.data_dir / TOKEN_FILE, token)
+    return Auth(token, generated=True)
+
+
+def _explicit_token(settings: Settings, env: Mapping[str, str]) -> str | None:
+    raw = env.get(TOKEN_ENV)
+    where = TOKEN_ENV
+    if not raw and settings.server.token_file:
+        path = Path(settings.server.token_file).expanduser()
+        where = f"[server] token_file {path}"
+        try:
+            raw = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise ConfigError(
+                f"cannot read {where}: {getattr(err, 'strerror', None) or err}",
+                hint="point token_file at a readable file holding the token",
+            ) from None
+    if not raw:
+        return None
+    token = raw.strip()
+    if len(token) < MIN_TOKEN_CHARS or any(c.isspace() or not c.isprintable() for c in token):
+        raise ConfigError(
+            f"the token from {where} is too short or holds spaces or control characters",
+            hint=f"use at least {MIN_TOKEN_CHARS} printable characters, e.g. "
+            "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`",
+        )
+    return token
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` readable by the user alone (replacing what was there)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+    temp.replace(path)

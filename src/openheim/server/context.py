@@ -1,0 +1,77 @@
+"""``ServerContext``: what every route and channel of one server shares.
+
+The runtime (settings, sessions), the session store, the token, the hub of live sessions and
+the limits. Routes reach it as ``request.app.state.openheim``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from openheim.api import Runtime
+from openheim.config.load import Settings
+from openheim.server.auth import Auth
+from openheim.server.hub import Hub
+from openheim.skills import SkillsManager, skills_for
+from openheim.store import SessionStore
+from openheim.tools.base import ToolSet
+from openheim.tools.sandbox import PathSandbox
+
+DEFAULT_MAX_BODY = 1024 * 1024
+DEFAULT_MAX_FRAME = 16 * 1024 * 1024
+
+
+@dataclass
+class ServerContext:
+    """The shared state of one ``openheim serve`` process (see the module docstring)."""
+
+    runtime: Runtime
+    store: SessionStore
+    auth: Auth
+    hub: Hub
+    max_frame_bytes: int = DEFAULT_MAX_FRAME
+    started: float = field(default_factory=time.time)
+
+    @property
+    def settings(self) -> Settings:
+        return self.runtime.settings
+
+    @property
+    def work_dir(self) -> Path:
+        return self.settings.work_dir
+
+    def sandbox(self) -> PathSandbox:
+        """The sandbox of the work dir, as the tools have it."""
+        return PathSandbox(self.work_dir)
+
+    def skills(self) -> SkillsManager:
+        return skills_for(self.settings)
+
+    def tools(self) -> ToolSet:
+        """The tools a new session offers, MCP servers' aside."""
+        from openheim.runtime.tools import select_tools
+
+        return select_tools(self.settings, None, self.runtime.tools)
+
+    async def mcp_status(self) -> list[dict[str, Any]]:
+        """Each configured MCP server, connected for the question and closed again."""
+        servers = self.settings.mcp_servers
+        if not servers:
+            return []
+        from openheim.mcp import McpManager
+
+        async with McpManager(servers) as manager:
+            rows = manager.status()
+        return [
+            {
+                "name": row.name,
+                "transport": row.transport,
+                "connected": row.connected,
+                "tools": row.tools,
+                "error": row.error,
+            }
+            for row in rows
+        ]

@@ -1,0 +1,142 @@
+"""The ``fs`` channel of ``/ws``: the work dir's files, through the tools' sandbox.
+
+Requests: ``list`` (``path``, ``recursive``), ``read``, ``write`` (``content``), ``mkdir``,
+``delete``, ``rename`` (``to``), ``watch`` and ``unwatch`` (``path``). Every reply echoes the
+request's ``id``. A watched folder pushes ``fs_event`` frames (``changes``: each an ``added``,
+``modified`` or ``deleted`` path, relative to the work dir) until it is unwatched or the
+connection ends. The operations themselves are in ``fs_ops``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from openheim.child_env import child_env
+from openheim.secrets import SecretPolicy
+from openheim.server import fs_ops
+from openheim.server.context import ServerContext
+from openheim.server.frames import BadRequest, req_str
+from openheim.tools.base import ToolContext
+from openheim.tools.sandbox import PathSandbox
+
+MAX_WATCHES = 16
+CHANGE_NAMES = {1: "added", 2: "modified", 3: "deleted"}
+
+
+class FsChannel:
+    """The fs channel of one connection, with its watches."""
+
+    def __init__(self, context: ServerContext, send: Callable[[str, dict[str, Any]], None]) -> None:
+        self.context = context
+        self.send = send
+        self.watches: dict[str, tuple[asyncio.Task[None], asyncio.Event]] = {}
+
+    @functools.cached_property
+    def tool_ctx(self) -> ToolContext:
+        """The tools' context of the work dir, made on the first request (an idle socket
+        holds none)."""
+        settings = self.context.settings
+        return ToolContext(
+            PathSandbox(settings.work_dir),
+            settings.work_dir,
+            child_env(),
+            secret_policy=SecretPolicy.from_config(settings.deny_read, home=settings.home),
+        )
+
+    async def handle(self, data: dict[str, Any]) -> dict[str, Any]:
+        op = req_str(data, "type")
+        raw = data.get("path", ".")
+        if not isinstance(raw, str):
+            raise BadRequest("path must be a string", "send a path relative to the work dir")
+        try:
+            return await self._run(op, raw, data)
+        except OSError as err:
+            raise _refusal(raw, err) from None
+
+    async def _run(self, op: str, raw: str, data: dict[str, Any]) -> dict[str, Any]:
+        ctx = self.tool_ctx
+        if op == "list":
+            recursive = data.get("recursive", False) is True
+            entries = await asyncio.to_thread(fs_ops.list_dir, ctx, raw, recursive)
+            return {"type": "listing", "path": raw, "entries": entries}
+        if op == "read":
+            return {"type": "file", **await asyncio.to_thread(fs_ops.read_file, ctx, raw)}
+        if op == "write":
+            content = data.get("content")
+            if not isinstance(content, str):
+                raise BadRequest("content must be a string", "send the file's text as content")
+            path = await asyncio.to_thread(fs_ops.write_file, ctx, raw, content)
+            return {"type": "written", "path": path}
+        if op == "mkdir":
+            return {"type": "made", "path": await asyncio.to_thread(fs_ops.make_dir, ctx, raw)}
+        if op == "delete":
+            return {"type": "deleted", "path": await asyncio.to_thread(fs_ops.delete, ctx, raw)}
+        if op == "rename":
+            to = req_str(data, "to")
+            path = await asyncio.to_thread(fs_ops.rename, ctx, raw, to)
+            return {"type": "renamed", "path": path}
+        if op == "watch":
+            return self._watch(raw)
+        if op == "unwatch":
+            return self._unwatch(raw)
+        raise BadRequest(
+            f"unknown fs request {op!r}",
+            "use list, read, write, mkdir, delete, rename, watch or unwatch",
+        )
+
+    def _watch(self, raw: str) -> dict[str, Any]:
+        folder = self.tool_ctx.sandbox.resolve(raw, self.tool_ctx.cwd)
+        if not folder.is_dir():
+            raise BadRequest(f"{raw} is not a folder", "watch a folder") from None
+        key = self.tool_ctx.display(folder)
+        if key not in self.watches:
+            if len(self.watches) >= MAX_WATCHES:
+                raise BadRequest("too many watches", "unwatch a folder first") from None
+            stop = asyncio.Event()
+            self.watches[key] = (asyncio.create_task(self._follow(folder, stop)), stop)
+        return {"type": "watching", "path": key}
+
+    def _unwatch(self, raw: str) -> dict[str, Any]:
+        folder = self.tool_ctx.sandbox.resolve(raw, self.tool_ctx.cwd)
+        key = self.tool_ctx.display(folder)
+        found = self.watches.pop(key, None)
+        if found is None:
+            raise BadRequest(f"{raw} is not watched", "watch it first") from None
+        found[1].set()
+        return {"type": "unwatched", "path": key}
+
+    async def _follow(self, folder: Path, stop: asyncio.Event) -> None:
+        from watchfiles import awatch
+
+        sandbox = self.tool_ctx.sandbox
+        async for batch in awatch(folder, stop_event=stop, recursive=True, debounce=50):
+            changes = [
+                {"change": CHANGE_NAMES.get(int(change), "modified"), "path": sandbox.display(p)}
+                for change, raw in sorted(batch, key=lambda c: c[1])
+                if sandbox.contains(p := Path(raw))
+            ]
+            if changes:
+                self.send("fs", {"type": "fs_event", "changes": changes})
+
+    def close(self) -> None:
+        for task, stop in self.watches.values():
+            stop.set()
+            task.cancel()
+        self.watches.clear()
+
+
+def _refusal(raw: str, err: OSError) -> BadRequest:
+    """A filesystem error as a one-line refusal that says what to do."""
+    if isinstance(err, FileNotFoundError):
+        return BadRequest(f"{raw} does not exist", "list the folder to see what is there")
+    if isinstance(err, FileExistsError):
+        return BadRequest("the destination exists", "pick another name or delete it first")
+    if isinstance(err, NotADirectoryError):
+        return BadRequest(f"a part of {raw} is not a folder", "check the path")
+    if isinstance(err, IsADirectoryError):
+        return BadRequest(f"{raw} is a folder", "name a file")
+    return BadRequest(f"{raw}: {err.strerror or err}", "check the path and permissions")

@@ -1,0 +1,132 @@
+"""The file operations of the ``fs`` channel, confined to the work dir as the tools are.
+
+Paths resolve through the tools' ``PathSandbox`` (``..``, absolute paths and symlinks that
+lead out are refused) and the deny-read patterns apply as to the file tools. Files are then
+reached from a descriptor of their folder with symlinks refused on the way (``parent``), so a
+folder swapped for a link after the check stops the call. ``delete`` and ``rename`` act on the
+last name itself: a symlink is removed or renamed, never its target, and the work dir itself is
+refused.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import stat
+from pathlib import Path
+from typing import Any
+
+from openheim.errors import SandboxError
+from openheim.secrets import redact
+from openheim.tools.base import ToolContext
+
+MAX_READ_BYTES = 4 * 1024 * 1024
+MAX_ENTRIES = 10_000
+WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    return "dir" if stat.S_ISDIR(mode) else "file"
+
+
+def list_dir(ctx: ToolContext, raw: str, recursive: bool) -> list[dict[str, Any]]:
+    """The entries of folder ``raw`` (of its subfolders too when ``recursive``); symlinks are
+    listed, never followed."""
+    top = ctx.sandbox.resolve(raw, ctx.cwd)
+    out: list[dict[str, Any]] = []
+    pending = [top]
+    while pending and len(out) < MAX_ENTRIES:
+        folder = pending.pop()
+        with ctx.sandbox.folder(folder) as fd, os.scandir(fd) as entries:
+            for entry in sorted(entries, key=lambda e: e.name):
+                info = entry.stat(follow_symlinks=False)
+                path = folder / entry.name
+                kind = _kind(info.st_mode)
+                out.append(
+                    {
+                        "path": ctx.display(path),
+                        "name": entry.name,
+                        "type": kind,
+                        "size": info.st_size,
+                    }
+                )
+                if recursive and kind == "dir":
+                    pending.append(path)
+    return out[:MAX_ENTRIES]
+
+
+def read_file(ctx: ToolContext, raw: str) -> dict[str, Any]:
+    """A file's text (UTF-8, secrets redacted), or its bytes in base64 when it is not text."""
+    path = ctx.path(raw)
+    with ctx.sandbox.parent(path) as (fd, name):
+        handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+    with os.fdopen(handle, "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            raise SandboxError(f"{raw} is not a file", hint="read a regular file")
+        data = file.read(MAX_READ_BYTES + 1)
+    if len(data) > MAX_READ_BYTES:
+        raise SandboxError(f"{raw} is over {MAX_READ_BYTES} bytes", hint="read a smaller file")
+    try:
+        return {"path": ctx.display(path), "encoding": "utf-8", "content": redact(data.decode())}
+    except UnicodeDecodeError:
+        encoded = base64.b64encode(data).decode()
+        return {"path": ctx.display(path), "encoding": "base64", "content": encoded}
+
+
+def write_file(ctx: ToolContext, raw: str, content: str) -> str:
+    """Write ``content`` (UTF-8) to a file; missing folders are made."""
+    path = ctx.path(raw, write=True)
+    with ctx.sandbox.parent(path, create=True) as (fd, name):
+        handle = os.open(name, WRITE_FLAGS, 0o644, dir_fd=fd)
+    with os.fdopen(handle, "wb") as file:
+        file.write(content.encode())
+    return ctx.display(path)
+
+
+def make_dir(ctx: ToolContext, raw: str) -> str:
+    path = ctx.sandbox.resolve(raw, ctx.cwd, write=True)
+    with ctx.sandbox.parent(path, create=True) as (fd, name):
+        os.mkdir(name, 0o755, dir_fd=fd)
+    return ctx.display(path)
+
+
+def _own_name(ctx: ToolContext, raw: str) -> Path:
+    """The path of the name ``raw`` itself: its folder resolved, its last part kept as it is
+    (a symlink stays a symlink). The work dir itself is refused."""
+    if not raw or "\x00" in raw:
+        raise SandboxError("empty path or a path with a NUL byte", hint="give a path")
+    folder, name = os.path.split(os.path.normpath(raw))
+    if name in ("", ".", "..") or os.path.normpath(ctx.cwd / raw) == str(ctx.sandbox.root):
+        raise SandboxError(
+            "the work dir itself cannot be deleted or renamed", hint="name a path inside it"
+        )
+    return ctx.sandbox.resolve(folder or ".", ctx.cwd) / name
+
+
+def delete(ctx: ToolContext, raw: str) -> str:
+    """Delete a file, a symlink (not its target) or a folder with what it holds."""
+    path = _own_name(ctx, raw)
+    with ctx.sandbox.parent(path) as (fd, name):
+        mode = os.lstat(name, dir_fd=fd).st_mode
+        if stat.S_ISDIR(mode):
+            shutil.rmtree(name, dir_fd=fd)
+        else:
+            os.unlink(name, dir_fd=fd)
+    return ctx.display(path)
+
+
+def rename(ctx: ToolContext, raw: str, to: str) -> str:
+    """Rename ``raw`` (a symlink itself, not its target) to ``to``, which must not exist."""
+    source, target = _own_name(ctx, raw), _own_name(ctx, to)
+    with ctx.sandbox.parent(source) as (src_fd, src_name):
+        os.lstat(src_name, dir_fd=src_fd)
+        with ctx.sandbox.parent(target) as (dst_fd, dst_name):
+            try:
+                os.lstat(dst_name, dir_fd=dst_fd)
+            except FileNotFoundError:
+                os.rename(src_name, dst_name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+                return ctx.display(target)
+    raise FileExistsError(f"{to} exists")

@@ -1,0 +1,243 @@
+"""The hub: the sessions the server keeps open, and each one's numbered frames.
+
+A ``Live`` session outlives the WebSocket that opened it: its prompt runs in a task of the
+server, every frame it produces (an event, an approval request, its answer) gets the next
+sequence number and is kept in the session store (the last ``MAX_LOG`` of them), and any
+connection may attach to it and first receive what came after the last number it saw. So a
+client whose socket drops re-attaches and misses nothing, and a prompt goes on while no one
+watches.
+
+Approval requests wait for an answer from any attached connection, with the terminal's
+choices: ``once``, ``always`` (the policy keeps it for the session) or ``reject``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import uuid
+from collections import deque
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from openheim.approval import Allow, ApprovalRequest, Ask, Deny
+from openheim.errors import OpenheimError, SessionBusy
+from openheim.events import Failed, event_to_dict
+from openheim.messages import Message
+from openheim.runtime import Runtime, Session, SessionOptions
+from openheim.runtime.host import host_session
+from openheim.secrets import redact, redact_data
+from openheim.server.redacting import EventRedactor
+from openheim.server.writer import FrameWriter
+from openheim.store import SessionStore
+
+log = logging.getLogger(__name__)
+
+MAX_LOG = 10_000
+"""Frames kept in memory per unsaved session for re-attaching."""
+IDLE_CLOSE = 600.0
+"""Seconds a session stays open with no one attached and no prompt running."""
+
+CHOICES: dict[str, Allow | Deny] = {
+    "once": Allow(),
+    "always": Allow(always=True),
+    "reject": Deny("the user rejected this tool call"),
+}
+
+
+class Subscriber(Protocol):
+    """A connection attached to a session: it gets each new frame as JSON text."""
+
+    def push(self, frame: str) -> None: ...
+
+
+class Live:
+    """One open session with its numbered frames, subscribers and pending approvals.
+
+    A stored session's frames go to the store's frame log through the server's
+    ``FrameWriter``, so a client can re-attach through any process that shares the store; an
+    unsaved session's last ``max_log`` frames stay in memory."""
+
+    def __init__(self, max_log: int = MAX_LOG, idle_close: float = IDLE_CLOSE) -> None:
+        self.key = ""
+        self.idle_close = idle_close
+        self.on_idle: Callable[[Live], None] | None = None
+        self._idle: asyncio.TimerHandle | None = None
+        self.session: Session | None = None
+        self.writer: FrameWriter | None = None
+        self.seq = 0
+        self.log: deque[tuple[int, str]] = deque(maxlen=max_log)
+        self.subscribers: set[Subscriber] = set()
+        self.pending: dict[str, tuple[int, str, asyncio.Future[Allow | Deny]]] = {}
+        self.task: asyncio.Task[None] | None = None
+
+    @property
+    def busy(self) -> bool:
+        return self.task is not None and not self.task.done()
+
+    def publish(self, kind: str, body: dict[str, Any]) -> tuple[int, str]:
+        """Number a frame, keep it and send it to every subscriber; its number and text."""
+        self.seq += 1
+        text = json.dumps({"type": kind, "session_id": self.key, "seq": self.seq, **body})
+        if self.writer is None:
+            self.log.append((self.seq, text))
+        else:
+            self.writer.add(self.key, self.seq, text)
+        for subscriber in list(self.subscribers):
+            subscriber.push(text)
+        return self.seq, text
+
+    def unsubscribe(self, subscriber: Subscriber) -> None:
+        self.subscribers.discard(subscriber)
+        self.watch_idle()
+
+    def watch_idle(self) -> None:
+        """Close the session (``on_idle``) once no one has been attached and no prompt has
+        run for ``idle_close`` seconds; it can be resumed from the store."""
+        if self.subscribers or self.busy or self._idle is not None or self.on_idle is None:
+            return
+        self._idle = asyncio.get_running_loop().call_later(self.idle_close, self._check_idle)
+
+    def _check_idle(self) -> None:
+        self._idle = None
+        if not self.subscribers and not self.busy and self.on_idle is not None:
+            self.on_idle(self)
+
+    def since(self, after: int) -> list[str]:
+        """The kept frames numbered above ``after``."""
+        if self.writer is None:
+            return [text for seq, text in self.log if seq > after]
+        self.writer.flush()
+        return [text for _, text in self.writer.store.frames.after(self.key, after)]
+
+    async def resolve(self, request: ApprovalRequest, ask: Ask) -> Allow | Deny:
+        """The session's ``Resolver``: ask every attached client, wait for the first answer."""
+        approval_id = uuid.uuid4().hex
+        future: asyncio.Future[Allow | Deny] = asyncio.get_running_loop().create_future()
+        body = {
+            "approval_id": approval_id,
+            "tool_call_id": request.tool_call_id,
+            "tool": request.tool,
+            "arguments": redact_data(dict(request.arguments)),
+            "reasons": [redact(r) for r in ask.reasons or request.reasons],
+            "detail": redact(ask.detail),
+            "choices": list(CHOICES),
+        }
+        seq, text = self.publish("approval_request", body)
+        self.pending[approval_id] = (seq, text, future)
+        try:
+            answer = await future
+        finally:
+            self.pending.pop(approval_id, None)
+        return answer
+
+    def answer(self, approval_id: str, choice: str) -> bool:
+        """Settle a pending approval; False when there is none with that id."""
+        found = self.pending.get(approval_id)
+        if found is None or found[2].done():
+            return False
+        found[2].set_result(CHOICES[choice])
+        self.publish("approval_resolved", {"approval_id": approval_id, "choice": choice})
+        return True
+
+    def start(self, message: Message) -> None:
+        """Run a prompt in a task of its own; SessionBusy while one runs."""
+        if self.busy:
+            raise SessionBusy(self.key, pid=0, host="this server")
+        self.task = asyncio.create_task(self._run(message))
+
+    async def _run(self, message: Message) -> None:
+        assert self.session is not None
+        try:
+            redacted = EventRedactor()
+            async for event in self.session.prompt(message):
+                for shown in redacted(event):
+                    self.publish("event", {"event": shown})
+        except OpenheimError as err:
+            failed = Failed(err.message, err.hint, type(err).__name__)
+            self.publish("event", {"event": redact_data(event_to_dict(failed))})
+        except Exception as err:  # a bug must not kill the server, and the client must know
+            failed = Failed(f"the prompt failed: {type(err).__name__}", None, "InternalError")
+            self.publish("event", {"event": redact_data(event_to_dict(failed))})
+        finally:
+            asyncio.get_running_loop().call_soon(self.watch_idle)  # once this task is done
+
+    def cancel(self) -> None:
+        """Cancel the running prompt; a pending approval counts as rejected."""
+        if self.session is not None:
+            self.session.cancel()
+        for _, _, future in list(self.pending.values()):
+            if not future.done():
+                future.set_result(Deny("the prompt was cancelled"))
+
+    async def close(self) -> None:
+        self.cancel()
+        if self.session is not None:
+            await self.session.close()
+        if self.task is not None:
+            with contextlib.suppress(Exception):
+                await self.task
+
+
+class Hub:
+    """The live sessions of one server, by session id."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        store: SessionStore,
+        max_log: int = MAX_LOG,
+        idle_close: float = IDLE_CLOSE,
+    ) -> None:
+        self.runtime = runtime
+        self.store = store
+        self.writer = FrameWriter(store)
+        self.max_log = max_log
+        self.idle_close = idle_close
+        self._closing: set[asyncio.Task[None]] = set()
+        self.sessions: dict[str, Live] = {}
+
+    async def open(self, options: SessionOptions) -> Live:
+        """Open (or resume) a session that lives until ``close`` or the server stops."""
+        live = Live(self.max_log, self.idle_close)
+        live.on_idle = self._idle
+        runtime = self.runtime
+
+        def opener() -> contextlib.AbstractAsyncContextManager[Session]:
+            return runtime.open_session(options, resolver=live.resolve)
+
+        live.session = await host_session(opener)
+        live.key = live.session.id or uuid.uuid4().hex
+        if live.session.id is not None:
+            live.writer = self.writer
+            live.seq = self.store.frames.last(live.key)
+        self.sessions[live.key] = live
+        live.session.on_close(self._dropper(live.key))
+        return live
+
+    def _idle(self, live: Live) -> None:
+        task = asyncio.create_task(self.forget(live.key))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    def _dropper(self, key: str) -> Callable[[Session], None]:
+        def drop(_: Session) -> None:
+            self.sessions.pop(key, None)
+
+        return drop
+
+    def get(self, key: str) -> Live | None:
+        return self.sessions.get(key)
+
+    async def forget(self, key: str) -> None:
+        """Close the session ``key`` if it is open here (before it is deleted)."""
+        live = self.sessions.pop(key, None)
+        if live is not None:
+            await live.close()
+
+    async def close_all(self) -> None:
+        for key in list(self.sessions):
+            await self.forget(key)
+        self.writer.flush()

@@ -1,0 +1,111 @@
+"""Start ``openheim serve``: check the address, settle the token, bind, print, run uvicorn.
+
+Loopback is the default. A non-loopback address needs an explicit token (a generated one would
+be printed on a screen others may see) and is served with a warning that the traffic is plain
+HTTP unless a TLS proxy stands in front.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import sys
+from dataclasses import dataclass
+from typing import TextIO
+
+from openheim.config.load import Settings
+from openheim.errors import ConfigError
+from openheim.server.auth import TOKEN_FILE, Auth, load_auth
+from openheim.server.context import DEFAULT_MAX_BODY, DEFAULT_MAX_FRAME, ServerContext
+from openheim.server.guard import Policy
+
+WS_HARD_LIMIT_FACTOR = 4
+"""uvicorn closes a connection whose frame passes this many times ``max_frame_bytes``; frames
+between the two limits get an error reply and the connection stays open."""
+
+
+@dataclass(frozen=True)
+class Address:
+    host: str
+    port: int
+
+    @property
+    def loopback(self) -> bool:
+        if self.host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return False
+
+
+def build(settings: Settings, *, public: bool) -> tuple[ServerContext, Policy]:
+    """The server's shared state and guard policy for ``settings``."""
+    from openheim.runtime import Runtime
+    from openheim.server.hub import Hub
+    from openheim.store import open_store
+
+    auth = load_auth(settings, public=public)
+    runtime = Runtime(settings=settings)
+    server = settings.server
+    max_frame = server.max_frame_bytes or DEFAULT_MAX_FRAME
+    store = open_store(settings.data_dir)
+    context = ServerContext(runtime, store, auth, Hub(runtime, store), max_frame)
+    max_body = server.max_body_bytes or DEFAULT_MAX_BODY
+    policy = Policy(auth, frozenset(server.allowed_origins), max_body)
+    return context, policy
+
+
+def bind(address: Address) -> socket.socket:
+    """A listening socket on ``address`` (ConfigError when it cannot be had)."""
+    family = socket.AF_INET6 if ":" in address.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((address.host, address.port))
+    except OSError as err:
+        sock.close()
+        raise ConfigError(
+            f"cannot listen on {address.host}:{address.port}: {err.strerror or err}",
+            hint="pick another --port, or stop what uses this one",
+        ) from None
+    sock.listen(2048)
+    sock.setblocking(False)
+    return sock
+
+
+def announce(auth: Auth, settings: Settings, address: Address, port: int, out: TextIO) -> None:
+    """The page's URL with its one-time login link; a generated token once."""
+    host = f"[{address.host}]" if ":" in address.host else address.host
+    base = f"http://{host}:{port}"
+    out.write(f"openheim serve: {base}/\n")
+    out.write(f"open this link once to log in: {base}/login?code={auth.login_code}\n")
+    if auth.generated:
+        out.write(f"token (kept in {settings.data_dir / TOKEN_FILE}, mode 0600): {auth.token}\n")
+    if not address.loopback:
+        out.write(
+            "warning: serving plain HTTP on a non-loopback address; put a TLS reverse proxy in "
+            "front of it (see docs/server.md)\n"
+        )
+    out.flush()
+
+
+def serve(settings: Settings, address: Address, out: TextIO = sys.stdout) -> None:
+    """Run the server until SIGINT/SIGTERM."""
+    import uvicorn
+
+    from openheim.server.app import create_app
+
+    context, policy = build(settings, public=not address.loopback)
+    sock = bind(address)
+    app = create_app(context, policy)
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        ws_max_size=context.max_frame_bytes * WS_HARD_LIMIT_FACTOR,
+        ws_per_message_deflate=False,  # no compression oracle on secrets; less memory per socket
+        proxy_headers=True,
+        server_header=False,
+    )
+    announce(context.auth, settings, address, sock.getsockname()[1], out)
+    uvicorn.Server(config).run(sockets=[sock])

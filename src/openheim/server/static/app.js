@@ -1,0 +1,238 @@
+// The page: sessions sidebar, conversation, model picker, cancel, usage footer and the file
+// tree with its read-only viewer, all over REST and the /ws channels (the login cookie
+// authenticates both).
+
+import { Conversation } from "./conversation.js";
+import { Socket } from "./socket.js";
+
+const $ = (id) => document.getElementById(id);
+const state = { session: null, seq: 0, busy: false, sessions: [] };
+
+async function api(path, options = {}) {
+  const response = await fetch(path, { credentials: "same-origin", ...options });
+  if (response.status === 401) {
+    location.href = "/login";
+    throw new Error("not logged in");
+  }
+  if (!response.ok) throw new Error((await response.json()).error);
+  return response.json();
+}
+
+const conversation = new Conversation($("conversation"), (approvalId, choice) =>
+  socket.request("agent", { type: "approve", session_id: state.session, approval_id: approvalId, choice })
+    .catch((err) => conversation.notice(err.message, "error")));
+
+const socket = new Socket(onFrame, onSocketState);
+
+function setBusy(busy) {
+  state.busy = busy;
+  $("cancel").disabled = !busy;
+  $("send").disabled = busy;
+  $("status").textContent = busy ? "working…" : "";
+}
+
+function onSocketState(status) {
+  $("status").textContent = status === "connected" ? "" : "reconnecting…";
+  if (status === "connected" && state.session) attach(state.session, state.seq);
+  if (status === "connected") $("send").disabled = state.busy;
+}
+
+function onFrame(channel, data) {
+  if (channel === "agent" && data.session_id === state.session) agentFrame(data);
+  else if (channel === "fs" && data.type === "fs_event") loadFiles();
+  else if (channel === "system" && data.type === "error") conversation.notice(data.message, "error");
+}
+
+function agentFrame(frame) {
+  if (frame.seq <= state.seq) return;
+  state.seq = frame.seq;
+  if (frame.type === "approval_request") conversation.approval(frame);
+  else if (frame.type === "approval_resolved") conversation.resolved(frame.approval_id, frame.choice);
+  else if (frame.type === "event") showEvent(frame.event);
+}
+
+function showEvent(event) {
+  switch (event.type) {
+    case "text_delta": conversation.appendText(event.text); break;
+    case "thinking_delta": conversation.appendThinking(event.text); break;
+    case "tool_call": conversation.toolCall(event.id, event.name, event.arguments); break;
+    case "tool_result": conversation.toolResult(event); break;
+    case "notice": conversation.notice(event.message); break;
+    case "retry": conversation.notice(`retrying: ${event.error}`); break;
+    case "cost": showTotals(event.session_usage, event.session_cost); break;
+    case "failed": conversation.notice(`${event.message}${event.hint ? ` (${event.hint})` : ""}`, "error"); setBusy(false); break;
+    case "finished":
+      if (event.stop_reason === "cancelled") conversation.notice("cancelled");
+      conversation.current = null;
+      setBusy(false);
+      loadSessions();
+      break;
+    default: break;
+  }
+}
+
+function showTotals(usage, cost) {
+  $("usage").textContent = `${usage.input_tokens + usage.output_tokens} tokens`;
+  $("cost").textContent = cost === null ? "" : `$${cost.toFixed(4)}`;
+}
+
+async function attach(id, after) {
+  const opened = await socket.request("agent", { type: "resume", session_id: id, after });
+  setBusy(opened.busy);
+}
+
+async function openSession(id) {
+  const stored = await api(`/api/sessions/${id}`);
+  conversation.clear();
+  conversation.history(stored.messages);
+  state.session = id;
+  state.seq = stored.seq;
+  $("title").textContent = stored.session.title || id;
+  $("model").value = stored.session.model;
+  showTotals(stored.session.usage, stored.session.cost);
+  await attach(id, state.seq);
+  markActive();
+}
+
+async function newSession() {
+  const model = $("model").value || undefined;
+  const opened = await socket.request("agent", { type: "open", model });
+  conversation.clear();
+  state.session = opened.session_id;
+  state.seq = 0;
+  $("title").textContent = "New session";
+  setBusy(false);
+  await loadSessions();
+}
+
+async function send(event) {
+  event.preventDefault();
+  const text = $("prompt").value.trim();
+  if (!text) return;
+  if (!state.session) await newSession();
+  conversation.user(text);
+  $("prompt").value = "";
+  setBusy(true);
+  try {
+    await socket.request("agent", { type: "prompt", session_id: state.session, text });
+  } catch (err) {
+    conversation.notice(err.message, "error");
+    setBusy(false);
+  }
+}
+
+function markActive() {
+  for (const li of $("sessions").children) {
+    const active = li.dataset.id === state.session;
+    li.classList.toggle("active", active);
+    if (active) $("title").textContent = li.firstChild.textContent;
+  }
+}
+
+async function loadSessions() {
+  const q = $("search").value.trim();
+  const page = await api(`/api/sessions?limit=100${q ? `&q=${encodeURIComponent(q)}` : ""}`);
+  const list = $("sessions");
+  list.innerHTML = "";
+  for (const s of page.sessions) {
+    const li = document.createElement("li");
+    li.dataset.id = s.id;
+    const name = document.createElement("span");
+    name.className = "name";
+    name.textContent = s.title || s.id;
+    name.title = `${s.model} · ${new Date(s.updated_at * 1000).toLocaleString()}`;
+    const remove = document.createElement("button");
+    remove.type = "button";
+    remove.textContent = "✕";
+    remove.title = "Delete this session";
+    remove.addEventListener("click", (e) => { e.stopPropagation(); deleteSession(s.id); });
+    li.append(name, remove);
+    li.addEventListener("click", () => openSession(s.id));
+    list.append(li);
+  }
+  markActive();
+}
+
+async function deleteSession(id) {
+  if (!confirm("Delete this session?")) return;
+  await api(`/api/sessions/${id}`, { method: "DELETE" });
+  if (state.session === id) {
+    state.session = null;
+    conversation.clear();
+    $("title").textContent = "No session";
+  }
+  await loadSessions();
+}
+
+async function loadModels() {
+  const { providers } = await api("/api/models");
+  const config = await api("/api/config");
+  const select = $("model");
+  for (const p of providers.filter((x) => x.default)) {
+    for (const m of p.models) select.append(new Option(m, m));
+  }
+  if (config.model) select.value = config.model;
+}
+
+async function changeModel() {
+  if (!state.session) return;
+  await socket.request("agent", { type: "set_model", session_id: state.session, model: $("model").value });
+}
+
+async function listFolder(path, into) {
+  const listing = await socket.request("fs", { type: "list", path });
+  into.innerHTML = "";
+  for (const entry of listing.entries) {
+    const li = document.createElement("li");
+    li.className = entry.type;
+    const label = document.createElement("span");
+    label.textContent = entry.name;
+    li.append(label);
+    label.addEventListener("click", () => (entry.type === "dir" ? toggle(li, entry.path) : view(entry.path)));
+    into.append(li);
+  }
+}
+
+async function toggle(li, path) {
+  if (li.classList.toggle("open")) {
+    const sub = document.createElement("ul");
+    li.append(sub);
+    await listFolder(path, sub);
+  } else {
+    li.querySelector("ul")?.remove();
+  }
+}
+
+async function view(path) {
+  try {
+    const file = await socket.request("fs", { type: "read", path });
+    $("viewer-path").textContent = file.path;
+    $("viewer-content").textContent = file.encoding === "utf-8" ? file.content : "(binary file)";
+  } catch (err) {
+    $("viewer-path").textContent = path;
+    $("viewer-content").textContent = err.message;
+  }
+  $("viewer").hidden = false;
+}
+
+async function loadFiles() {
+  await listFolder(".", $("files"));
+}
+
+async function start() {
+  socket.connect();
+  $("composer").addEventListener("submit", send);
+  $("prompt").addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) send(e);
+  });
+  $("cancel").addEventListener("click", () => socket.request("agent", { type: "cancel", session_id: state.session }));
+  $("new-session").addEventListener("click", newSession);
+  $("search").addEventListener("input", () => loadSessions());
+  $("model").addEventListener("change", changeModel);
+  $("viewer-close").addEventListener("click", () => { $("viewer").hidden = true; });
+  await Promise.all([loadSessions(), loadModels()]);
+  await loadFiles();
+  await socket.request("fs", { type: "watch", path: "." });
+}
+
+start();

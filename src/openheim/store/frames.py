@@ -1,0 +1,65 @@
+"""``FrameLog``: the numbered frames a server sends for each session, kept in the store.
+
+A surface that streams a session's events to clients that may drop and come back (the
+WebSocket server) numbers each frame and appends it here; a client that re-attaches, to this
+process or to another one sharing the store, reads the frames after the last number it saw.
+Only the last ``keep`` frames of a session are kept; they go with the session when it is
+deleted.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+DEFAULT_KEEP = 10_000
+"""Frames kept per session."""
+
+
+class FrameLog:
+    """The frame log of one SQLite store (``SQLiteStore.frames``)."""
+
+    def __init__(
+        self,
+        tx: Callable[[], AbstractContextManager[sqlite3.Connection]],
+        read: Callable[[str, Sequence[Any]], list[sqlite3.Row]],
+        keep: int = DEFAULT_KEEP,
+    ) -> None:
+        self._tx = tx
+        self._read = read
+        self.keep = keep
+
+    def append(self, frames: Sequence[tuple[str, int, str]]) -> None:
+        """Store ``(session_id, seq, text)`` frames (of any sessions) in one transaction, and
+        drop each session's frames past ``keep``."""
+        if not frames:
+            return
+        last: dict[str, int] = {}
+        for session_id, seq, _ in frames:
+            last[session_id] = max(seq, last.get(session_id, 0))
+        with self._tx() as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO session_frames (session_id, seq, body) VALUES (?, ?, ?)",
+                frames,
+            )
+            conn.executemany(
+                "DELETE FROM session_frames WHERE session_id = ? AND seq <= ?",
+                [(sid, seq - self.keep) for sid, seq in last.items() if seq > self.keep],
+            )
+
+    def after(self, session_id: str, seq: int) -> Iterator[tuple[int, str]]:
+        """The kept frames numbered above ``seq``, in order."""
+        rows = self._read(
+            "SELECT seq, body FROM session_frames WHERE session_id = ? AND seq > ? ORDER BY seq",
+            (session_id, seq),
+        )
+        return ((row["seq"], row["body"]) for row in rows)
+
+    def last(self, session_id: str) -> int:
+        """The highest number stored for the session (0 when none)."""
+        rows = self._read(
+            "SELECT MAX(seq) AS seq FROM session_frames WHERE session_id = ?", (session_id,)
+        )
+        return int(rows[0]["seq"] or 0)

@@ -1,0 +1,123 @@
+"""The guard through a real uvicorn: the login link and cookie, the WebSocket token
+subprotocol, the origin allow-list, CORS and the body limit."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from websockets.exceptions import InvalidStatus
+
+from openheim.server.auth import COOKIE
+from openheim.testing import FakeLLMServer
+from tests.server.support import TOKEN, served
+
+ALLOWED = "https://ide.example.com"
+
+
+async def test_the_login_link_sets_a_cookie_once(home: Path, work: Path) -> None:
+    with FakeLLMServer() as llm:
+        async with served(home, work, llm) as server, server.client(None) as http:
+            code = server.context.auth.login_code
+            first = await http.get(f"/login?code={code}")
+            assert first.status_code == 303 and first.headers["location"] == "/"
+            cookie = first.cookies[COOKIE]
+            assert TOKEN not in cookie
+            assert "httponly" in first.headers["set-cookie"].lower()
+            assert "samesite=strict" in first.headers["set-cookie"].lower()
+            async with server.client(None) as fresh:
+                page = await fresh.get("/", headers={"Cookie": f"{COOKIE}={cookie}"})
+            assert page.status_code == 200
+            again = await http.get(f"/login?code={code}")
+            assert again.status_code == 401 and COOKIE not in again.cookies
+
+
+async def test_the_login_form_takes_the_token(home: Path, work: Path) -> None:
+    with FakeLLMServer() as llm:
+        async with served(home, work, llm) as server, server.client(None) as http:
+            wrong = await http.post("/login", data={"token": "nope"})
+            assert wrong.status_code == 401 and COOKIE not in wrong.cookies
+            right = await http.post("/login", data={"token": TOKEN})
+            assert right.status_code == 303 and COOKIE in right.cookies
+            async with server.client(None) as fresh:
+                forged = await fresh.get("/api/config", headers={"Cookie": f"{COOKIE}={'0' * 64}"})
+            assert forged.status_code == 401
+
+
+async def test_websocket_token_by_header_subprotocol_or_cookie(home: Path, work: Path) -> None:
+    with FakeLLMServer() as llm:
+        async with served(home, work, llm) as server:
+            async with server.socket() as ws:
+                assert (await ws.call("system", type="ping"))["type"] == "pong"
+            protocols = ["openheim.v1", f"openheim.token.{TOKEN}"]
+            async with server.socket(None, subprotocols=protocols) as ws:
+                assert ws.conn is not None and ws.conn.subprotocol == "openheim.v1"
+            cookie = {"Cookie": f"{COOKIE}={server.context.auth.cookie_value}"}
+            async with server.socket(None, cookie) as ws:
+                assert (await ws.call("system", type="ping"))["type"] == "pong"
+            for offered in (None, ["openheim.v1", "openheim.token.wrong-token-123456"]):
+                with pytest.raises(InvalidStatus):
+                    async with server.socket(None, subprotocols=offered):
+                        pass
+            with pytest.raises(InvalidStatus):
+                async with server.socket("wrong-token-0123456789"):
+                    pass
+
+
+async def test_origins_are_an_allow_list(home: Path, work: Path) -> None:
+    with FakeLLMServer() as llm:
+        async with served(home, work, llm, origins=(ALLOWED,)) as server, server.client() as http:
+            evil = await http.get("/api/config", headers={"Origin": "https://evil.example"})
+            assert evil.status_code == 403
+            ok = await http.get("/api/config", headers={"Origin": ALLOWED})
+            assert ok.status_code == 200
+            assert ok.headers["access-control-allow-origin"] == ALLOWED
+            own = await http.get("/api/config", headers={"Origin": server.url})
+            assert own.status_code == 200 and "access-control-allow-origin" not in own.headers
+            preflight = await http.options(
+                "/api/sessions",
+                headers={"Origin": ALLOWED, "Access-Control-Request-Method": "DELETE"},
+            )
+            assert preflight.status_code == 204
+            assert "DELETE" in preflight.headers["access-control-allow-methods"]
+            bad = await http.options("/api/sessions", headers={"Origin": "https://evil.example"})
+            assert bad.status_code == 403
+            for origin in (ALLOWED, server.url):
+                async with server.socket(origin=origin) as ws:
+                    assert (await ws.call("system", type="ping"))["type"] == "pong"
+            with pytest.raises(InvalidStatus):
+                async with server.socket(origin="https://evil.example"):
+                    pass
+
+
+async def test_request_bodies_are_limited(home: Path, work: Path) -> None:
+    with FakeLLMServer() as llm:
+        async with served(home, work, llm, max_body=2048) as server, server.client() as http:
+            big = await http.post("/login", content=b"token=" + b"x" * 4096)
+            assert big.status_code == 413 and "max_body_bytes" in big.json()["hint"]
+
+            async def chunks() -> AsyncIterator[bytes]:
+                yield b"token="
+                yield b"x" * 4096
+
+            streamed = await http.post("/login", content=chunks())
+            assert streamed.status_code == 413 and COOKIE not in streamed.cookies
+
+
+async def test_http_client_errors_never_leak_the_token(home: Path, work: Path) -> None:
+    with FakeLLMServer() as llm:
+        async with served(home, work, llm) as server, server.client(None) as http:
+            texts = [(await http.get(p)).text for p in ("/", "/login", "/api/config")]
+    assert all(TOKEN not in text for text in texts)
+
+
+async def test_answers_carry_security_headers(home: Path, work: Path) -> None:
+    with FakeLLMServer() as llm:
+        async with served(home, work, llm) as server, server.client() as http:
+            page = await http.get("/")
+            api = await http.get("/api/config")
+    for answer in (page, api):
+        policy = answer.headers["content-security-policy"]
+        assert "default-src 'self'" in policy and "frame-ancestors 'none'" in policy
+        assert answer.headers["x-content-type-options"] == "nosniff"

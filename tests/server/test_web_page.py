@@ -1,0 +1,99 @@
+"""The web page in a real headless Chromium (Debian's ``chromium``, started through Playwright
+with ``executable_path``): log in with the link, stream an answer, approve a tool call, cancel a
+turn, reopen a session, view a file. A screenshot of each state goes to the test's artefacts
+(``$OPENHEIM_ARTEFACTS`` when set, else the test's temporary folder)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from playwright.async_api import Browser, Page, async_playwright, expect
+
+from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
+from tests.server.support import served
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+TIMEOUT_MS = 10_000
+
+
+@pytest.fixture
+def artefacts(tmp_path: Path) -> Path:
+    folder = Path(os.environ.get("OPENHEIM_ARTEFACTS") or tmp_path / "artefacts")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
+        try:
+            yield launched
+        finally:
+            await launched.close()
+
+
+async def send(page: Page, text: str) -> None:
+    await page.fill("#prompt", text)
+    await page.click("#send")
+
+
+async def test_the_page_end_to_end(
+    home: Path, work: Path, browser: Browser, artefacts: Path
+) -> None:
+    (work / "README.md").write_text("# Demo project\n\nA file to view.\n")
+    (home / "system.md").write_text("You are a careful coding agent.\n")
+    write = FakeToolCall("write_file", {"path": "hello.txt", "content": "hello\n"})
+    replies: list[FakeReply | str] = [
+        FakeReply(chunks=["Hello ", "from ", "**openheim**", "!\n\n- one\n- two"], reasoning="hm"),
+        FakeReply(tool_calls=[write]),
+        "Wrote `hello.txt`.",
+        FakeReply(chunks=["slow "] * 200, chunk_delay=0.05),
+    ]
+    with FakeLLMServer(replies) as llm:
+        async with served(home, work, llm) as server:
+            page = await browser.new_page(viewport={"width": 1280, "height": 800})
+            page.set_default_timeout(TIMEOUT_MS)
+            urls: list[str] = []
+            page.on("request", lambda request: urls.append(request.url))
+            await page.goto(f"{server.url}/login?code={server.context.auth.login_code}")
+            await expect(page.locator("#files")).to_contain_text("README.md")
+            await page.screenshot(path=artefacts / "01-logged-in.png")
+
+            await send(page, "Say hello")
+            answer = page.locator(".msg.assistant .text strong")
+            await expect(answer).to_have_text("openheim")
+            await expect(page.locator(".msg.assistant li")).to_have_count(2)
+            await page.screenshot(path=artefacts / "02-streamed.png")
+
+            await send(page, "Write a file")
+            approval = page.locator(".approval")
+            await expect(approval).to_contain_text("write_file")
+            await page.screenshot(path=artefacts / "03-approval.png")
+            await approval.locator("button[data-choice=once]").click()
+            await expect(page.locator(".tool.completed")).to_have_count(1)
+            await expect(page.locator(".msg.assistant code").last).to_have_text("hello.txt")
+            await expect(page.locator("#files")).to_contain_text("hello.txt")
+            await expect(page.locator("#footer")).not_to_contain_text("0 tokens")
+            await page.screenshot(path=artefacts / "04-approved.png")
+
+            await send(page, "Take your time")
+            await expect(page.locator(".msg.assistant .text").last).to_contain_text("slow")
+            await page.click("#cancel")
+            await expect(page.locator(".notice").last).to_have_text("cancelled")
+            await page.screenshot(path=artefacts / "05-cancelled.png")
+
+            await page.reload()
+            await expect(page.locator("#sessions li")).to_have_count(1)
+            await page.click("#sessions li .name")
+            await expect(page.locator(".msg.user")).to_have_count(3)
+            await expect(page.locator(".msg.assistant strong").first).to_have_text("openheim")
+            await page.click("#files li span:text('README.md')")
+            await expect(page.locator("#viewer-content")).to_contain_text("A file to view.")
+            await page.screenshot(path=artefacts / "06-reopened.png")
+    assert (work / "hello.txt").read_text() == "hello\n"
+    assert urls and all(url.startswith(server.url) for url in urls)  # no CDN, no other host

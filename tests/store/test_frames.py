@@ -1,0 +1,58 @@
+"""The frame log: numbered frames per session, read back after a number, trimmed to the last
+``keep``, gone with their session."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from openheim.store.schema import _V1, MIGRATIONS
+from openheim.store.sqlite import SQLiteStore
+
+
+def new_session(store: SQLiteStore) -> str:
+    return store.create(cwd="/", provider="p", model="m").id
+
+
+def test_frames_are_read_back_after_a_number(store: SQLiteStore) -> None:
+    sid, other = new_session(store), new_session(store)
+    store.frames.append([(sid, 1, "a"), (sid, 2, "b")])
+    store.frames.append([(sid, 3, "c"), (other, 1, "x")])
+    assert list(store.frames.after(sid, 0)) == [(1, "a"), (2, "b"), (3, "c")]
+    assert list(store.frames.after(sid, 2)) == [(3, "c")]
+    assert list(store.frames.after(sid, 3)) == []
+    assert (store.frames.last(sid), store.frames.last(other)) == (3, 1)
+    assert store.frames.last(new_session(store)) == 0
+
+
+def test_only_the_last_frames_are_kept(store: SQLiteStore) -> None:
+    sid = new_session(store)
+    store.frames.keep = 3
+    store.frames.append([(sid, n, str(n)) for n in range(1, 6)])
+    assert [seq for seq, _ in store.frames.after(sid, 0)] == [3, 4, 5]
+
+
+def test_frames_go_with_their_session(store: SQLiteStore) -> None:
+    sid = new_session(store)
+    store.frames.append([(sid, 1, "a")])
+    store.delete(sid)
+    assert list(store.frames.after(sid, 0)) == []
+
+
+def test_a_version_1_database_gains_the_frame_table(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    for statement in _V1:
+        conn.execute(statement)
+    conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+    conn.execute("INSERT INTO schema_version VALUES (1)")
+    conn.commit()
+    conn.close()
+    store = SQLiteStore(path)
+    try:
+        sid = new_session(store)
+        store.frames.append([(sid, 1, "a")])
+        assert store.frames.last(sid) == 1
+    finally:
+        store.close()
+    assert len(MIGRATIONS) == 2
