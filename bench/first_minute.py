@@ -32,6 +32,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from openheim.cli.exit_codes import ERROR, USAGE
+
 PROMPT = "List this folder and name its files."
 SAMPLE = ("alpha.txt", "bravo.md", "charlie.py")
 TARGETS_S = {"warm": 15.0, "cold": 30.0}
@@ -85,7 +87,7 @@ def demo(home: Path, work: Path) -> Run:
         errors = proc.stderr.read()
     run.total = time.perf_counter() - start
     run.code = proc.returncode
-    if proc.returncode not in (0, 6):  # 6: a tool call was denied, which the report shows
+    if proc.returncode in (ERROR, USAGE):  # other codes (a stop, a denial) are reported
         raise SystemExit(f"the demo failed ({proc.returncode}):\n{errors[-2000:]}")
     for match in CALL_LINE.finditer(errors):
         g = match.groups()

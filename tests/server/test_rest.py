@@ -114,6 +114,8 @@ async def test_sessions_list_get_export_and_delete(home: Path, work: Path) -> No
         ("/api/sessions?limit=0", 400),
         ("/api/sessions?limit=abc", 400),
         ("/api/sessions?before=nan", 400),
+        ("/api/sessions?before=1&before=2", 400),
+        ("/api/sessions?limit=5&limit=5", 400),
         ("/api/nothing-here", 404),
     ],
 )

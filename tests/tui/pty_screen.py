@@ -10,7 +10,7 @@ import struct
 import subprocess
 import termios
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pyte
@@ -58,12 +58,29 @@ class PtyScreen:
         return "\n".join(self.screen.display)
 
     def wait_for(self, needle: str, timeout: float = 20.0) -> None:
+        self._wait(lambda: needle in self.text(), f"{needle!r} never appeared", timeout)
+
+    def wait_gone(self, needle: str, timeout: float = 20.0) -> None:
+        """Wait until ``needle`` is no longer on the screen (a busy footer, say)."""
+        self._wait(lambda: needle not in self.text(), f"{needle!r} never went away", timeout)
+
+    def wait_prompt(self, prompt: str = "> ", timeout: float = 20.0) -> None:
+        """Wait until the cursor stands right after ``prompt`` at the start of its line: the
+        program waits for a line (a prompt seen earlier in the scrollback does not count)."""
+        cursor = self.screen.cursor
+
+        def prompting() -> bool:
+            return self.screen.display[cursor.y][: cursor.x] == prompt
+
+        self._wait(prompting, f"no {prompt!r} prompt at the cursor", timeout)
+
+    def _wait(self, check: Callable[[], bool], failure: str, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             self.read()
-            if needle in self.text():
+            if check():
                 return
-        raise AssertionError(f"{needle!r} never appeared; the screen:\n{self.text()}")
+        raise AssertionError(f"{failure}; the screen:\n{self.text()}")
 
     def type(self, text: str) -> None:
         os.write(self.master, text.encode())

@@ -41,6 +41,7 @@ def test_type_a_prompt_see_the_answer_and_quit(
         term.type("what is the answer?\r")
         term.wait_for("The answer is forty-two.")
         assert "> what is the answer?" in term.text()
+        term.wait_gone("tok/s")  # the footer is no longer busy: the turn is over
         term.type("\x03")
         term.wait_for("press Ctrl+C again to quit")
         term.type("\x03")
@@ -83,14 +84,17 @@ def test_an_error_is_one_line_after_the_terminal_is_restored(
 
 
 def test_the_plain_repl_on_a_terminal(home: Path, work: Path, server: FakeLLMServer) -> None:
-    server.add("plain answer")
+    # a slow server: the turn goes on for a while after the answer is on the screen
+    server.add(FakeReply(text="plain answer", chunk_delay=0.2))
     term = start(home, work, server, "chat", "--no-tui")
     try:
-        term.wait_for("> ")
+        term.wait_prompt()
         term.type("hello\r")
         term.wait_for("plain answer")
+        term.wait_prompt()  # the turn is over: the REPL reads the next line
         term.type("\x03")  # Ctrl-C at the prompt ends the chat
         assert term.wait_exit() == 0
+        assert b"cancelled" not in term.raw  # it ended the chat, not a turn
     finally:
         term.close()
     assert ALT_SCREEN_OFF not in term.raw  # no UI: the REPL never took the screen

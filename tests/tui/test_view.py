@@ -155,3 +155,21 @@ async def test_deltas_faster_than_a_frame_are_drawn_together(make_app: MakeApp) 
         await view.show(TextDelta("last"))
         view.end_stream()  # draws what is held back at once
         assert answer._live.texts[0].endswith("word49 last")
+
+
+async def test_the_view_follows_deltas_drawn_after_a_frame(make_app: MakeApp) -> None:
+    app = make_app()
+    async with running(app, (60, 20)) as pilot:
+        view = app.conversation
+        await view.show(TextDelta("first paragraph\n\n"))  # drawn at once
+        for n in range(60):  # within a frame: drawn together, later
+            await view.show(TextDelta(f"paragraph {n}\n\n"))
+        await wait_for(pilot, lambda: view.max_scroll_y > 10, "the answer to overflow")
+        await wait_for(pilot, lambda: view.scroll_y == view.max_scroll_y, "the end shown")
+        view.scroll_page_up(animate=False)
+        await wait_for(pilot, lambda: view.scroll_y < view.max_scroll_y, "PgUp to scroll")
+        up = view.scroll_y
+        await view.show(TextDelta("more\n\n" * 5))
+        view.end_stream()
+        await wait_for(pilot, lambda: view.max_scroll_y > up + 5, "the answer to grow")
+        assert view.scroll_y == up  # scrolled up by the user: the view stays where it is

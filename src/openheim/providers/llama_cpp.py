@@ -6,8 +6,11 @@ back through the loop one by one. The prompt cache is the llama context itself: 
 re-evaluates only the tokens after the longest prefix it shares with the previous call, so the
 turns of a session cost only their new tokens. The system prompt's tokens are also kept on
 disk (``openheim.providers.llama_prefix``), so a new provider or process skips them too.
-Cancelling stops generation after at most one more token. With an envelope schema on the
-request, decoding is constrained by a grammar so every reply parses.
+Cancelling stops generation after at most one more token. llama.cpp's OpenMP threads wait
+passively (``OMP_WAIT_POLICY=PASSIVE`` unless the environment sets a policy): spinning, they
+made generation about ten times slower on a machine whose cores were busy with other work.
+With an envelope schema on the request, decoding is constrained by a grammar so every reply
+parses.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import asyncio
 import codecs
 import json
 import logging
+import os
 import re
 import threading
 import time
@@ -121,6 +125,7 @@ class LlamaCppProvider:
         return path
 
     def _load(self) -> Llama:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # read when llama.cpp first loads
         try:
             from llama_cpp import Llama
         except ImportError:

@@ -185,7 +185,7 @@ class LlamaServerProvider:
             return self._connect(root, served, None)
         process = ServerProcess(
             server_argv(self.settings, self.model_path(), port),
-            env=child_env(),
+            env={"OMP_WAIT_POLICY": "PASSIVE", **child_env()},
             log_path=self.log_path,
             cwd=self.settings.data_dir,
         )

@@ -240,14 +240,20 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 def _only(endpoint: Endpoint, *names: str) -> Endpoint:
-    """``endpoint`` refusing query parameters other than ``names`` (400), so a misspelt one
-    is an error rather than silently ignored."""
+    """``endpoint`` refusing query parameters other than ``names``, and any given twice (400),
+    so a misspelt or repeated one is an error rather than silently ignored or half read."""
 
     async def checked(request: Request) -> Response:
-        unknown = sorted(set(request.query_params) - set(names))
+        query = request.query_params
+        unknown = sorted(set(query) - set(names))
         if unknown:
             allowed = ", ".join(names) or "none"
             return error(400, f"unknown query parameter {unknown[0]!r}", f"allowed: {allowed}")
+        repeated = sorted(name for name in set(query) if len(query.getlist(name)) > 1)
+        if repeated:
+            return error(
+                400, f"query parameter {repeated[0]!r} is given more than once", "give it once"
+            )
         return await endpoint(request)
 
     return checked

@@ -60,7 +60,11 @@ def event_line(event: Event) -> tuple[str, str] | None:
 
 class Conversation(VerticalScroll):
     """The scrolling conversation; ``verbose`` shows or hides tool items. Focused, ``j`` and
-    ``k`` scroll it."""
+    ``k`` scroll it.
+
+    It is anchored to its end: every layout (a streamed answer's draw included, which may come
+    a frame after its delta) keeps the end in view until the user scrolls up; scrolling back
+    to the end, or a new item, anchors it again."""
 
     BINDINGS = [Binding("j", "scroll_down", show=False), Binding("k", "scroll_up", show=False)]
 
@@ -75,6 +79,9 @@ class Conversation(VerticalScroll):
         """Replayed items not mounted yet (a page is mounted when scrolled to the top)."""
         self.marker: NoticeItem | None = None
         self._loading = False
+
+    def on_mount(self) -> None:
+        self.anchor()
 
     async def add(self, item: Widget) -> None:
         if isinstance(item, ToolItem):
@@ -167,8 +174,6 @@ class Conversation(VerticalScroll):
             self.answer = AnswerItem()
             await self.add(self.answer)
         self.answer.feed(text)
-        if self.is_vertical_scroll_end or self.max_scroll_y - self.scroll_y < 3:
-            self.scroll_end(animate=False)
 
     async def _thinking(self, text: str) -> None:
         if self.thinking is None:
