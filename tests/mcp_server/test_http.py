@@ -4,10 +4,11 @@ client against a real subprocess."""
 from __future__ import annotations
 
 import os
+import queue
 import re
-import selectors
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,21 +44,29 @@ class HttpServer:
             text=True,
         )
         self.stderr = ""
+        self._lines: queue.Queue[str] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        """Every stderr line into the queue, then an empty one at its end (the server exited)."""
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self._lines.put(line)
+        self._lines.put("")
 
     def url(self, timeout: float = 30.0) -> str:
         """The URL it listens on, from its stderr (it fails the test if it exits first)."""
-        assert self.proc.stderr is not None
         deadline = time.monotonic() + timeout
-        with selectors.DefaultSelector() as sel:
-            sel.register(self.proc.stderr, selectors.EVENT_READ)
-            while (left := deadline - time.monotonic()) > 0:
-                if not sel.select(left):
-                    break
-                line = self.proc.stderr.readline()
-                assert line, f"the server exited: {self.stderr}"
-                self.stderr += line
-                if found := LISTENING.search(line):
-                    return found.group(1)
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                line = self._lines.get(timeout=left)
+            except queue.Empty:
+                break
+            assert line, f"the server exited: {self.stderr}"
+            self.stderr += line
+            if found := LISTENING.search(line):
+                return found.group(1)
         raise AssertionError(f"no URL within {timeout} s: {self.stderr}")
 
     def stop(self) -> None:
@@ -67,6 +76,7 @@ class HttpServer:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(timeout=10)
+        self._reader.join(timeout=10)
         assert self.proc.stderr is not None
         self.proc.stderr.close()
 
