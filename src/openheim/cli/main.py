@@ -83,9 +83,9 @@ def _add_agents(agents: argparse.ArgumentParser) -> None:
 
 
 def _add_mcp(mcp: argparse.ArgumentParser) -> None:
-    mcp.add_subparsers(dest="mcp_command", metavar="ACTION", parser_class=_Parser).add_parser(
-        "list", help="each server: transport, connected, tool count or error"
-    )
+    actions = mcp.add_subparsers(dest="mcp_command", metavar="ACTION", parser_class=_Parser)
+    actions.add_parser("list", help="each server: transport, connected, tool count or error")
+    _add_mcp_serve(actions.add_parser("serve", help="serve openheim as an MCP server"))
 
 
 def _add_serve(serve: argparse.ArgumentParser) -> None:
@@ -101,15 +101,38 @@ def _add_chat(chat: argparse.ArgumentParser) -> None:
 
 
 def _add_acp(acp: argparse.ArgumentParser) -> None:
-    acp.add_argument("-m", "--model", help="model name (default: the provider's default_model)")
-    acp.add_argument("-p", "--provider", help="provider name from config.toml")
-    acp.add_argument("--allow-shell", action="store_true", default=None, help="offer shell tool")
-    acp.add_argument("--work-dir", help="sessions must open inside this folder (default: cwd)")
-    acp.add_argument(
-        "--approve",
-        choices=["ask", "auto", "deny"],
-        help="approval mode; ask sends session/request_permission to the editor",
+    _add_agent_flags(
+        acp,
+        work_dir="sessions must open inside this folder (default: cwd)",
+        approve="approval mode; ask sends session/request_permission to the editor",
     )
+
+
+def _add_mcp_serve(serve: argparse.ArgumentParser) -> None:
+    _add_agent_flags(
+        serve,
+        work_dir="a tool call's cwd must lie inside this (default: cwd)",
+        approve="approval mode; calls it would ask about are refused (no one to ask)",
+    )
+    serve.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
+    serve.add_argument("--host", default="127.0.0.1", help="with --http (default: 127.0.0.1)")
+    serve.add_argument("--port", type=_port, default=8765, help="with --http (default: 8765)")
+
+
+def _add_agent_flags(parser: argparse.ArgumentParser, *, work_dir: str, approve: str) -> None:
+    """The flags of a command that serves sessions to a client: model, provider, shell, work
+    dir and approval mode (``work_dir`` and ``approve`` are their help lines)."""
+    parser.add_argument("-m", "--model", help="model name (default: the provider's default_model)")
+    parser.add_argument("-p", "--provider", help="provider name from config.toml")
+    parser.add_argument("--allow-shell", action="store_true", default=None, help="offer shell tool")
+    parser.add_argument("--work-dir", help=work_dir)
+    parser.add_argument("--approve", choices=["ask", "auto", "deny"], help=approve)
+
+
+def _port(raw: str) -> int:
+    if not raw.isdigit() or int(raw) > 65535:
+        raise argparse.ArgumentTypeError(f"{raw!r} is not a port number (0 to 65535)")
+    return int(raw)
 
 
 def _add_permissions(permissions: argparse.ArgumentParser) -> None:
@@ -200,7 +223,7 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "sessions": ("list, show, export and search sessions", _add_sessions),
     "permissions": ("approval rules: list, add, check", _add_permissions),
     "agents": ("agent profiles for --agent and delegate_task", _add_agents),
-    "mcp": ("MCP servers from config.toml", _add_mcp),
+    "mcp": ("MCP servers from config.toml, or serve openheim as one", _add_mcp),
 }
 """Each command: its help line, and what adds its options and actions to its parser (its
 module is imported only when it runs: ``_handler``)."""

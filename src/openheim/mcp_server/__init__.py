@@ -1,0 +1,12 @@
+"""``openheim mcp serve``: openheim as an MCP server, so other agents and editors can call it.
+
+The tools drive the library ``Runtime`` (``prompt``); the server holds no agent logic. The
+modules:
+
+- ``prompt``: one prompt through the runtime, headless, as an MCP tool result;
+- ``schemas``: the JSON-schema tools ``validate_json``, ``json_example`` and ``submit``;
+- ``server``: the MCP server and its tools, served on stdio;
+- ``http``: the same server on streamable HTTP, behind a bearer token.
+
+Importing this package imports nothing of the MCP SDK; ``server`` and ``http`` do.
+"""

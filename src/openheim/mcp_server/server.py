@@ -1,0 +1,128 @@
+"""The MCP server of ``openheim mcp serve``: its tools, and serving them on stdio.
+
+Tools: ``openheim`` (a prompt through our own agent), ``agent__NAME`` for each agent profile
+(with the profile's description), and the JSON-schema tools. Each tool hands its arguments to
+the runtime (``prompt``) or to ``schemas``; tool errors come back as ``isError`` results.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import CallToolResult
+from pydantic import Field
+
+from openheim._version import __version__
+from openheim.events import Notice
+from openheim.mcp_server.prompt import Progress, PromptCall, PromptRunner
+from openheim.mcp_server.schemas import example_result, submit_result, validate_result
+from openheim.runtime import Runtime
+from openheim.runtime.subagents import profiles_for
+
+log = logging.getLogger(__name__)
+
+TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,120}")
+"""The agent profile names that can be part of a tool name (MCP tool names are this charset)."""
+
+OPENHEIM_HELP = (
+    "Run a task with the openheim agent and return its final answer, stop reason and session "
+    "id. Pass session_id to continue a stored session."
+)
+
+Prompt = Annotated[str, Field(description="the task, as you would type it to the agent")]
+SessionId = Annotated[
+    str | None, Field(description="continue this stored session (id or unique prefix)")
+]
+Cwd = Annotated[
+    str | None, Field(description="the session's folder; must be inside the configured work dir")
+]
+Model = Annotated[str | None, Field(description="a model of the configured provider")]
+AgentName = Annotated[str | None, Field(description="run this agent profile as the agent")]
+Schema = Annotated[dict[str, Any], Field(description="the JSON schema (an object)")]
+Data = Annotated[Any, Field(description="the JSON value to check against the schema")]
+
+
+def build_server(runtime: Runtime) -> MCPServer:
+    """The server with every tool, over ``runtime``."""
+    server = MCPServer("openheim", version=__version__, instructions=OPENHEIM_HELP)
+    runner = PromptRunner(runtime)
+    _add_prompt_tool(server, runner)
+    _add_agent_tools(server, runner)
+    _add_schema_tools(server)
+    return server
+
+
+def _progress(ctx: Context) -> Progress:
+    async def report(count: float, line: str) -> None:
+        await ctx.report_progress(count, None, line)
+
+    return report
+
+
+def _add_prompt_tool(server: MCPServer, runner: PromptRunner) -> None:
+    async def openheim(
+        prompt: Prompt,
+        ctx: Context,
+        session_id: SessionId = None,
+        agent: AgentName = None,
+        model: Model = None,
+        cwd: Cwd = None,
+    ) -> CallToolResult:
+        call = PromptCall(prompt, session_id, agent, model, cwd)
+        return await runner(call, _progress(ctx))
+
+    server.add_tool(openheim, name="openheim", description=OPENHEIM_HELP)
+
+
+def _add_agent_tools(server: MCPServer, runner: PromptRunner) -> None:
+    """One ``agent__NAME`` tool per agent profile whose name fits a tool name."""
+    notices: list[Notice] = []
+    for name, profile in sorted(profiles_for(runner.runtime.settings, notices).items()):
+        if not TOOL_NAME.fullmatch(name):
+            log.warning("agent profile %r has no tool: its name is not a valid tool name", name)
+            continue
+        description = profile.description or f"Run a task with the {name} agent."
+        server.add_tool(_agent_tool(runner, name), name=f"agent__{name}", description=description)
+    for notice in notices:
+        log.warning("%s", notice.message)
+
+
+def _agent_tool(runner: PromptRunner, name: str) -> Callable[..., Awaitable[CallToolResult]]:
+    async def agent_tool(
+        prompt: Prompt, ctx: Context, session_id: SessionId = None, cwd: Cwd = None
+    ) -> CallToolResult:
+        call = PromptCall(prompt, session_id, name, None, cwd)
+        return await runner(call, _progress(ctx))
+
+    return agent_tool
+
+
+def _add_schema_tools(server: MCPServer) -> None:
+    def validate_json(schema: Schema, data: Data) -> CallToolResult:
+        return validate_result(schema, data)
+
+    def json_example(schema: Schema) -> CallToolResult:
+        return example_result(schema)
+
+    def submit(schema: Schema, data: Data) -> CallToolResult:
+        return submit_result(schema, data)
+
+    server.add_tool(
+        validate_json,
+        description="Check a JSON value against a JSON schema; every error with its path.",
+    )
+    server.add_tool(json_example, description="An example JSON value shaped like a schema.")
+    server.add_tool(
+        submit,
+        description="Submit the final JSON result: accepted and handed back when it is valid "
+        "against the schema, else every error to fix.",
+    )
+
+
+async def serve_stdio(runtime: Runtime) -> None:
+    """Serve the tools on this process's stdin and stdout until the client closes them."""
+    await build_server(runtime).run_stdio_async()

@@ -1,0 +1,107 @@
+"""``agent__NAME`` tools and the JSON-schema tools of ``openheim mcp serve``, over stdio."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from openheim.testing import FakeLLMServer, FakeReply
+from tests.mcp_server.conftest import ServeClient
+from tests.mcp_server.test_prompt_tool import text_of
+
+REVIEWER = '+++\ndescription = "Reviews code for bugs."\n+++\nYou are a meticulous reviewer.\n'
+
+ORDER: dict[str, Any] = {
+    "type": "object",
+    "required": ["id", "status", "lines"],
+    "properties": {
+        "id": {"type": "integer"},
+        "status": {"enum": ["open", "shipped"]},
+        "lines": {
+            "type": "array",
+            "minItems": 1,
+            "items": {"$ref": "#/$defs/line"},
+        },
+    },
+    "$defs": {
+        "line": {
+            "type": "object",
+            "required": ["sku", "qty"],
+            "properties": {"sku": {"type": "string"}, "qty": {"type": "integer", "minimum": 1}},
+        }
+    },
+}
+
+
+async def test_each_agent_profile_is_a_tool(
+    serve: ServeClient, fake: FakeLLMServer, home: Path
+) -> None:
+    (home / "agents").mkdir()
+    (home / "agents" / "reviewer.md").write_text(REVIEWER)
+    (home / "agents" / "bad+name.md").write_text(REVIEWER)
+    fake.add(FakeReply(text="looks fine"))
+    async with serve() as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        result = await client.call_tool("agent__reviewer", {"prompt": "review this"})
+    assert [name for name in tools if name.startswith("agent__")] == ["agent__reviewer"]
+    assert tools["agent__reviewer"].description == "Reviews code for bugs."
+    assert set(tools["agent__reviewer"].input_schema["properties"]) == {
+        "prompt",
+        "session_id",
+        "cwd",
+    }
+    assert not result.is_error, text_of(result)
+    assert text_of(result).startswith("looks fine")
+    system = fake.requests[0].body["messages"][0]["content"]
+    assert system.startswith("You are a meticulous reviewer.")
+
+
+async def test_validate_json_gives_every_error_with_its_path(serve: ServeClient) -> None:
+    bad = {"id": "seven", "status": "lost", "lines": [{"sku": "a", "qty": 0}, {"qty": 2}]}
+    good = {"id": 7, "status": "open", "lines": [{"sku": "a", "qty": 1}]}
+    async with serve() as client:
+        invalid = await client.call_tool("validate_json", {"schema": ORDER, "data": bad})
+        valid = await client.call_tool("validate_json", {"schema": ORDER, "data": good})
+    assert not invalid.is_error
+    assert invalid.structured_content is not None
+    assert invalid.structured_content["valid"] is False
+    paths = [error["path"] for error in invalid.structured_content["errors"]]
+    assert sorted(paths) == ["/id", "/lines/0/qty", "/lines/1", "/status"]
+    assert "/lines/1: 'sku' is a required property" in text_of(invalid)
+    assert valid.structured_content == {"valid": True, "errors": []}
+
+
+async def test_json_example_is_valid_against_its_schema(serve: ServeClient) -> None:
+    async with serve() as client:
+        made = await client.call_tool("json_example", {"schema": ORDER})
+        assert made.structured_content is not None
+        example = made.structured_content["example"]
+        checked = await client.call_tool("validate_json", {"schema": ORDER, "data": example})
+    assert example == {"id": 0, "status": "open", "lines": [{"sku": "string", "qty": 0}]}
+    assert checked.structured_content is not None
+    # the example takes the types, not every bound: qty's minimum is the caller's to fill in
+    assert [e["path"] for e in checked.structured_content["errors"]] == ["/lines/0/qty"]
+
+
+async def test_submit_hands_back_valid_data_and_refuses_invalid(serve: ServeClient) -> None:
+    good = {"id": 7, "status": "shipped", "lines": [{"sku": "a", "qty": 3}]}
+    async with serve() as client:
+        accepted = await client.call_tool("submit", {"schema": ORDER, "data": good})
+        refused = await client.call_tool("submit", {"schema": ORDER, "data": {"id": 1}})
+    assert accepted.structured_content == {"accepted": True, "data": good}
+    assert refused.is_error
+    assert "(root): 'status' is a required property" in text_of(refused)
+    assert "submit again" in text_of(refused)
+
+
+async def test_an_invalid_schema_is_an_error_result(serve: ServeClient) -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "no-such-type"}}}
+    async with serve() as client:
+        results = [
+            await client.call_tool("validate_json", {"schema": schema, "data": {}}),
+            await client.call_tool("submit", {"schema": schema, "data": {}}),
+            await client.call_tool("json_example", {"schema": schema}),
+        ]
+    for result in results:
+        assert result.is_error
+        assert "the schema is not valid at properties/a/type" in text_of(result)
