@@ -91,6 +91,8 @@ def test_sessions_commands(home: Path, work: Path, server: FakeLLMServer) -> Non
     [sid] = session_ids(home)
     listing = openheim("sessions", "list", "--cwd", home=home, cwd=work)
     assert sid[:8] in listing.stdout and "what is the word?" in listing.stdout
+    bare = openheim("sessions", home=home, cwd=work)  # no action: the list
+    assert bare.returncode == 0 and bare.stdout == listing.stdout, bare.stderr
     shown = openheim("sessions", "show", sid[:8], home=home, cwd=work)
     assert "read_file" in shown.stdout and "lighthouse" in shown.stdout
     exported = openheim("sessions", "export", sid, "--format", "json", home=home, cwd=work)

@@ -152,6 +152,7 @@ def _add_permissions(permissions: argparse.ArgumentParser) -> None:
 
 
 def _add_sessions(sessions: argparse.ArgumentParser) -> None:
+    sessions.set_defaults(cwd=False, limit=20)  # a bare `openheim sessions` lists
     sub = sessions.add_subparsers(dest="sessions_command", metavar="ACTION", parser_class=_Parser)
     listing = sub.add_parser("list", help="the latest sessions")
     listing.add_argument("--cwd", action="store_true", help="only sessions of this directory")
