@@ -86,8 +86,9 @@ class PrefixCache:
         return "stored"
 
     def _load(self, llm: Llama, path: Path, prefix: Sequence[int]) -> bool:
-        try:
-            data = path.read_bytes()
+        try:  # a file larger than the whole cache may be is corrupt: never read, rebuilt below
+            oversized = path.stat().st_size > self.limit_bytes
+            data = b"" if oversized else path.read_bytes()
         except OSError:
             return False
         state = _checked_state(data, self.key(prefix), len(prefix))
