@@ -1,4 +1,5 @@
-"""``openheim sessions``: list, show, delete, export, search and import stored sessions."""
+"""``openheim sessions``: list, show, delete, export, search and import stored sessions; undo
+turns and list checkpoints (``cli/undo.py``)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,10 @@ def sessions_command(args: argparse.Namespace) -> int:
             record = store.get(args.id)
             store.delete(record.id)
             sys.stdout.write(f"deleted {record.id} ({record.title or 'untitled'})\n")
+        elif action in ("undo", "checkpoints"):
+            from openheim.cli.undo import undo_command
+
+            undo_command(store, settings, args)
         elif action == "export":
             _export(store, args.id, args.format, args.output)
         elif action == "search":

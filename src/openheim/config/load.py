@@ -23,6 +23,8 @@ from openheim.config.checks import (
     check_config,
     check_folder,
     check_max_iterations,
+    hook_entries,
+    hook_events,
     is_folder,
     resolved,
 )
@@ -30,6 +32,7 @@ from openheim.config.schema import (
     DEFAULT_MAX_ITERATIONS,
     DEFAULT_PARALLEL_SUBAGENTS,
     ConfigFile,
+    HookEntry,
     McpServerEntry,
     MemoryEntry,
     PriceEntry,
@@ -102,6 +105,8 @@ class Settings:
     project_root: Path | None = None
     server: ServerEntry = field(default_factory=ServerEntry)
     """``[server]`` for ``openheim serve`` (refused in an untrusted project's config)."""
+    hooks: dict[str, HookEntry] = field(default_factory=dict)
+    """``[hooks]`` by event name (refused in an untrusted project's config)."""
 
 
 def openheim_home(env: Mapping[str, str] | None = None) -> Path:
@@ -119,7 +124,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
         path, raw, ConfigFile, "see docs/configuration.md for the valid keys and values"
     )
     check_config(path, config)
-    return raw
+    return hook_events(path, raw)
 
 
 def _present(path: Path) -> bool:
@@ -248,6 +253,7 @@ def _finish(
         notices=tuple(Notice(line, "warning", "trust") for line in notices),
         project_root=paths.project_root,
         server=config.server or ServerEntry(),
+        hooks=hook_entries(config.hooks),
     )
 
 
