@@ -62,6 +62,9 @@ def test_undo_refuses_a_changed_file_by_name_then_forces(home: Path, work: Path)
     assert bad.returncode == 1 and "--turns must be 1 or more" in bad.stderr
     unknown = openheim("sessions", "checkpoints", "ffffffff", home=home, cwd=work)
     assert unknown.returncode == 2
+    assert (home / "checkpoints" / sid).is_dir()
+    assert openheim("sessions", "delete", sid, home=home, cwd=work).returncode == 0
+    assert not (home / "checkpoints" / sid).exists()
 
 
 def test_chat_undo_restores_and_rewinds(home: Path, work: Path) -> None:

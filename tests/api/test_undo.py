@@ -101,7 +101,12 @@ async def test_three_turns_undone_one_at_a_time(
     assert not (work / "a.txt").exists()
     assert (work / "b.txt").read_text() == "b original\n"
     assert history(home, session_id) == []
-    assert CheckpointStore(home).list(session_id) == []
+    store = CheckpointStore(home)
+    assert store.list(session_id) == []
+    blobs = list((home / "checkpoints" / "blobs").glob("*/*"))
+    assert blobs  # young blobs survive the prune that undo runs
+    assert store.prune(min_age=0) == len(blobs)
+    assert list((home / "checkpoints" / "blobs").glob("*/*")) == []
     with pytest.raises(UndoRefused, match="nothing to undo"):
         undo_stored(home, session_id, "")
 

@@ -27,6 +27,9 @@ def sessions_command(args: argparse.Namespace) -> int:
         elif action == "delete":
             record = store.get(args.id)
             store.delete(record.id)
+            from openheim.cli.undo import drop_checkpoints
+
+            drop_checkpoints(settings, record.id)
             sys.stdout.write(f"deleted {record.id} ({record.title or 'untitled'})\n")
         elif action in ("undo", "checkpoints"):
             from openheim.cli.undo import undo_command

@@ -1,6 +1,6 @@
 """``openheim sessions undo [ID] [--turns N] [--force]`` and ``openheim sessions checkpoints
 ID``: undo a session's last turns (``runtime.undo``) and list the checkpoints that make it
-possible."""
+possible; ``sessions delete`` drops a session's checkpoints here too."""
 
 from __future__ import annotations
 
@@ -26,6 +26,13 @@ def undo_command(store: SQLiteStore, settings: Settings, args: argparse.Namespac
         raise UndoRefused(f"no stored session in {cwd}", hint="name one: sessions undo ID")
     report = undo(store, checkpoints, record.id, turns=args.turns, force=args.force)
     sys.stdout.write(f"session {record.id[:8]}: {report.summary()}\n")
+
+
+def drop_checkpoints(settings: Settings, session_id: str) -> None:
+    """A deleted session's checkpoints go with it (and the blobs no one needs any more)."""
+    checkpoints = CheckpointStore(settings.data_dir)
+    checkpoints.drop(session_id)
+    checkpoints.prune()
 
 
 def _list(store: SQLiteStore, checkpoints: CheckpointStore, session_id: str) -> None:

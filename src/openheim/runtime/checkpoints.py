@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import stat
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -25,6 +26,8 @@ from pathlib import Path
 from openheim.fsutil import atomic_write
 
 MANIFEST_VERSION = 1
+BLOB_GRACE = 3600.0
+"""Seconds a blob no manifest names is kept before ``prune`` may delete it."""
 
 
 @dataclass
@@ -142,6 +145,29 @@ class CheckpointStore:
         with contextlib.suppress(FileNotFoundError):
             (folder / f"{checkpoint.turn:08d}.json").unlink()
 
+    def drop(self, session_id: str) -> None:
+        """Forget every checkpoint of a session (it was deleted)."""
+        for checkpoint in self.list(session_id):
+            self.remove(checkpoint)
+        with contextlib.suppress(OSError):
+            self._folder(session_id).rmdir()
+
+    def prune(self, min_age: float = BLOB_GRACE) -> int:
+        """Delete the blobs no manifest names that are older than ``min_age`` seconds (a
+        younger one may belong to a checkpoint being written right now); how many."""
+        named: set[str] = set()
+        for manifest in self.root.glob("*/*.json"):
+            with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+                files = Checkpoint.from_json(manifest.read_bytes()).files.values()
+                named |= {state.before for state in files if state.before is not None}
+        removed, cutoff = 0, time.time() - min_age
+        for blob in self.root.glob("blobs/*/*"):
+            with contextlib.suppress(OSError):
+                if blob.name not in named and blob.stat().st_mtime <= cutoff:
+                    blob.unlink()
+                    removed += 1
+        return removed
+
 
 class TurnRecorder:
     """Records one session's checkpoints as its turns change files (see the module docstring).
@@ -155,6 +181,7 @@ class TurnRecorder:
         self.current: Checkpoint | None = None
         self._turn = 0
         self._prompt = ""
+        self._lock = threading.Lock()  # subagents may write files in parallel threads
 
     def begin(self, turn: int, prompt: str) -> None:
         self.current = None
@@ -169,29 +196,33 @@ class TurnRecorder:
         """Keep ``path``'s content unless this turn already did (blocking: call in a thread).
         Raises ``OSError`` when it cannot be read; the write then goes on unrecorded."""
         key = str(path)
-        if self.current is not None and key in self.current.files:
-            return
-        found = read_file(path)
-        before = None if found is None else self.store.put_blob(found[0])
-        mode = None if found is None else found[1]
-        checkpoint = self._checkpoint()
-        checkpoint.files[key] = FileState(before, before, mode)
-        self.store.save(checkpoint)
+        with self._lock:
+            if self.current is not None and key in self.current.files:
+                return
+            found = read_file(path)
+            before = None if found is None else self.store.put_blob(found[0])
+            mode = None if found is None else found[1]
+            checkpoint = self._checkpoint()
+            checkpoint.files[key] = FileState(before, before, mode)
+            self.store.save(checkpoint)
 
     def written(self, path: Path) -> None:
         """Record what the write left at ``path`` (blocking: call in a thread)."""
-        checkpoint = self.current
-        if checkpoint is None or str(path) not in checkpoint.files:
-            return
-        checkpoint.files[str(path)].after = current_digest(path)
-        self.store.save(checkpoint)
+        with self._lock:
+            checkpoint = self.current
+            if checkpoint is None or str(path) not in checkpoint.files:
+                return
+            checkpoint.files[str(path)].after = current_digest(path)
+            self.store.save(checkpoint)
 
     def tool_written(self) -> set[str]:
         """The paths the tools wrote in this turn."""
-        return set(self.current.files) if self.current is not None else set()
+        with self._lock:
+            return set(self.current.files) if self.current is not None else set()
 
     def shell_changed(self, paths: list[str]) -> None:
         """Note files a shell command changed in this turn (undo reports them)."""
-        checkpoint = self._checkpoint()
-        checkpoint.shell_changed = sorted({*checkpoint.shell_changed, *paths})
-        self.store.save(checkpoint)
+        with self._lock:
+            checkpoint = self._checkpoint()
+            checkpoint.shell_changed = sorted({*checkpoint.shell_changed, *paths})
+            self.store.save(checkpoint)

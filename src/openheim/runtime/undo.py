@@ -127,6 +127,7 @@ def undo(
         sessions.restore(record, messages[:start], replace=True)
         for checkpoint in undone:
             checkpoints.remove(checkpoint)
+    checkpoints.prune()
     shell = sorted({p for c in undone for p in c.shell_changed})
     return UndoReport(turns, start, tuple(done["restored"]), tuple(done["removed"]), tuple(shell))
 

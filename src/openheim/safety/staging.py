@@ -320,10 +320,8 @@ def staging_tools(area: StagingArea) -> list[Tool]:
         it was at the preview."""
         change = area.claim(token)
         await ctx.before_write(change.path)
-        try:
-            replaced = await asyncio.to_thread(area.commit, change, ctx)
-        finally:
-            await ctx.written(change.path)
+        replaced = await asyncio.to_thread(area.commit, change, ctx)
+        await ctx.written(change.path)
         verb = "replaced" if replaced else "created"
         return f"applied {token}: wrote {len(change.content)} bytes to {change.shown} ({verb})"
 

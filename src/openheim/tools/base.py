@@ -85,7 +85,8 @@ class ToolContext:
             await self.watch.before_write(path)
 
     async def written(self, path: Path) -> None:
-        """Call after writing ``path`` (also after a write that failed half-way)."""
+        """Call after writing ``path`` (a write that failed is not reported: the writes are
+        atomic, so the file is as it was)."""
         if self.watch is not None:
             await self.watch.written(path)
 
