@@ -3,6 +3,7 @@ and a failing or slow hook is a warning (a required pre_tool hook fails closed).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import sys
@@ -238,3 +239,25 @@ async def test_crashing_hooks_are_warnings_and_the_session_goes_on(
     assert any(w.startswith("the session_start hook failed: it exited with status") for w in said)
     assert (work / "note.txt").read_text() == "hi"
     assert finished(result.events).stop_reason == "end_turn"
+
+
+async def test_cancel_while_the_user_prompt_hook_runs_ends_the_prompt_at_once(
+    scripted: Scripted, make_runtime: MakeRuntime, tmp_path: Path
+) -> None:
+    started = tmp_path / "started"
+    hook = HookEntry(f"touch {started}; sleep 60", timeout=100)
+    runtime = hooked(make_runtime, {"user_prompt": hook})
+    async with await runtime.new_session() as session:
+        run = asyncio.ensure_future(session.prompt("hello").result())
+        for _ in range(500):  # the hook has started: at most 5 s
+            if started.exists():
+                break
+            await asyncio.sleep(0.01)
+        assert started.exists()
+        began = time.monotonic()
+        session.cancel()
+        result = await asyncio.wait_for(run, 10)
+        assert time.monotonic() - began < 5
+        assert session.history == []
+    assert (result.stop_reason, result.reason) == ("cancelled", "user_cancelled")
+    assert scripted.requests == []

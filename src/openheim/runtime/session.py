@@ -172,7 +172,7 @@ class Session:
         with self._lease() as lease:
             watch = self.watch
             if watch is not None:
-                message = await watch.prompt(message, len(self.history))
+                message = await watch.prompt(message, len(self.history), cancel)
                 if watch.blocked is not None:  # by the user_prompt hook: no history, no run
                     settled.set()
                     for news in [*self._news(), *watch.refusal()]:

@@ -13,8 +13,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable
 from pathlib import Path
+from typing import TypeVar
 
 from openheim.events import Event, Finished, Notice, ToolCall, ToolResult
 from openheim.messages import Message, TextBlock
@@ -24,6 +25,7 @@ from openheim.runtime.hooks import Hooks
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
 SHELL_TOOL = "execute_command"
 SHOWN_PATHS = 10
 
@@ -40,31 +42,41 @@ class TurnWatch:
         self._snapshot: shell_changes.Snapshot | None = None
         self._notes: list[Notice] = []
         self._too_big = False
+        self._cancelled = False
 
     def drain(self) -> list[Notice]:
         """Notices not told yet: hook failures, shell changes, checkpoints that failed."""
         told, self._notes = [*self._notes, *self.hooks.drain()], []
         return told
 
-    async def prompt(self, message: Message, turn: int) -> Message:
+    async def prompt(self, message: Message, turn: int, cancel: asyncio.Event) -> Message:
         """Start turn ``turn`` (the history index ``message`` will take); the message to run,
-        rewritten by the ``user_prompt`` hook. When the hook blocks it, ``blocked`` says why
-        and ``refusal()`` gives the prompt's events."""
+        rewritten by the ``user_prompt`` hook. When the hook blocks it (or ``cancel`` is set
+        while the hook runs), ``blocked`` says why and ``refusal()`` gives the prompt's
+        events."""
         self.blocked, self._snapshot, self._too_big = None, None, False
-        reply = await self.hooks.run("user_prompt", prompt=message.text)
-        if reply is not None and reply.decision == "block":
-            self.blocked = reply.reason or "the user_prompt hook blocked it"
-            return message
-        if reply is not None and reply.prompt is not None:
-            rest = tuple(b for b in message.content if not isinstance(b, TextBlock))
-            message = Message("user", (TextBlock(reply.prompt), *rest))
+        self._cancelled = False
+        if self.hooks.has("user_prompt"):
+            reply = await _unless(cancel, self.hooks.run("user_prompt", prompt=message.text))
+            if cancel.is_set():
+                self.blocked, self._cancelled = "", True
+                return message
+            if reply is not None and reply.decision == "block":
+                self.blocked = reply.reason or "the user_prompt hook blocked it"
+                return message
+            if reply is not None and reply.prompt is not None:
+                rest = tuple(b for b in message.content if not isinstance(b, TextBlock))
+                message = Message("user", (TextBlock(reply.prompt), *rest))
         if self.recorder is not None:
             self.recorder.begin(turn, message.text)
         return message
 
     def refusal(self) -> list[Event]:
-        """The events of a prompt the ``user_prompt`` hook blocked: why, then ``Finished``
-        (stop reason ``refusal``)."""
+        """The events of a prompt that never ran: why, then ``Finished`` (stop reason
+        ``refusal`` when the ``user_prompt`` hook blocked it, ``cancelled`` when it was
+        cancelled while the hook ran)."""
+        if self._cancelled:
+            return [*self.drain(), Finished("cancelled", "user_cancelled")]
         why = self.blocked or ""
         note = Notice(f"the user_prompt hook blocked this prompt: {why}", "warning", "loop")
         return [*self.drain(), note, Finished("refusal", "prompt_blocked", text=why)]
@@ -152,6 +164,22 @@ class TurnWatch:
 
     def _note(self, line: str) -> None:
         self._notes.append(Notice(line, "warning", "loop"))
+
+
+async def _unless(cancel: asyncio.Event, work: Awaitable[T]) -> T | None:
+    """``work``'s result, or None once ``cancel`` is set first (``work`` is then cancelled:
+    a hook's process group is killed)."""
+    task = asyncio.ensure_future(work)
+    waiter = asyncio.ensure_future(cancel.wait())
+    try:
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    return task.result() if not task.cancelled() else None
 
 
 def watch_session(
