@@ -212,3 +212,43 @@ async def test_shell_changes_are_reported_not_restored(
     assert report.shell_changed == (str(work / "shell.txt"),)
     assert (work / "shell.txt").exists() and not (work / "t.txt").exists()
     assert "not restored (changed by shell commands)" in report.summary()
+
+
+async def test_a_broken_checkpoint_is_refused_clearly_and_changes_nothing(
+    scripted: Scripted, make_runtime: MakeRuntime, work: Path, home: Path
+) -> None:
+    (work / "f.txt").write_text("before\n")
+    scripted.provider.add(write("f.txt", "after\n"), "done")
+    async with await make_runtime(approval="auto").new_session() as session:
+        await session.prompt("write")
+    assert session.id is not None
+    [blob] = (home / "checkpoints" / "blobs").glob("*/*")
+    blob.unlink()
+    with pytest.raises(UndoRefused, match=r"checkpointed content of .*f\.txt is missing"):
+        undo_stored(home, session.id, "")
+    assert (work / "f.txt").read_text() == "after\n"
+    assert len(turn_starts(history(home, session.id))) == 1
+    [manifest] = (home / "checkpoints" / session.id).glob("*.json")
+    manifest.write_text("{not json")
+    with pytest.raises(UndoRefused, match="cannot be read") as refused:
+        undo_stored(home, session.id, "")
+    assert str(manifest) in str(refused.value) and "delete that file" in str(refused.value)
+
+
+async def test_a_file_that_cannot_be_restored_stops_before_the_rewind(
+    scripted: Scripted, make_runtime: MakeRuntime, work: Path, home: Path
+) -> None:
+    (work / "sub").mkdir()
+    (work / "sub" / "f.txt").write_text("old\n")
+    scripted.provider.add(write("sub/f.txt", "new\n"), "done")
+    async with await make_runtime(approval="auto").new_session() as session:
+        await session.prompt("write")
+    assert session.id is not None
+    (work / "sub" / "f.txt").unlink()
+    (work / "sub").rmdir()
+    (work / "sub").write_text("a file where the folder was\n")
+    with pytest.raises(UndoRefused, match=r"could not restore .*f\.txt") as refused:
+        undo_stored(home, session.id, "", force=True)
+    assert "the conversation was not rewound" in str(refused.value)
+    assert len(turn_starts(history(home, session.id))) == 1
+    assert (work / "sub").read_text() == "a file where the folder was\n"

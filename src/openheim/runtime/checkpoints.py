@@ -23,6 +23,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from openheim.errors import UndoRefused
 from openheim.fsutil import atomic_write
 
 MANIFEST_VERSION = 1
@@ -99,6 +100,17 @@ def current_digest(path: Path) -> str | None:
     return None if found is None else digest(found[0])
 
 
+def _load(path: Path) -> Checkpoint:
+    """The checkpoint in ``path``; an ``UndoRefused`` naming the file when it cannot be read."""
+    try:
+        return Checkpoint.from_json(path.read_bytes())
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise UndoRefused(
+            f"the checkpoint {path} cannot be read ({type(err).__name__}: {err})",
+            hint="delete that file; undo then leaves that turn's files as they are",
+        ) from None
+
+
 class CheckpointStore:
     """The blobs and manifests under ``data_dir/checkpoints``."""
 
@@ -113,6 +125,12 @@ class CheckpointStore:
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(path, data)
         return key
+
+    def has_blob(self, key: str) -> bool:
+        try:
+            return self._blob_path(key).is_file()
+        except ValueError:  # a manifest edited by hand
+            return False
 
     def blob(self, key: str) -> bytes:
         return self._blob_path(key).read_bytes()
@@ -137,7 +155,7 @@ class CheckpointStore:
         folder = self._folder(session_id)
         if not folder.is_dir():
             return []
-        found = [Checkpoint.from_json(p.read_bytes()) for p in sorted(folder.glob("*.json"))]
+        found = [_load(path) for path in sorted(folder.glob("*.json"))]
         return sorted(found, key=lambda c: c.turn)
 
     def remove(self, checkpoint: Checkpoint) -> None:

@@ -90,6 +90,32 @@ def _restore(store: CheckpointStore, path: Path, state: FileState) -> str | None
     return "restored"
 
 
+def _restore_all(store: CheckpointStore, target: dict[str, FileState]) -> dict[str, list[str]]:
+    """Restore every file (each blob is checked to be there first); the paths restored and
+    removed. A file that cannot be written stops the undo before the history is rewound."""
+    for path, state in target.items():
+        if state.before is not None and not store.has_blob(state.before):
+            raise UndoRefused(
+                f"the checkpointed content of {path} is missing from {store.root}",
+                hint="that file cannot be restored; nothing was changed",
+            )
+    done: dict[str, list[str]] = {"restored": [], "removed": []}
+    for path, state in sorted(target.items()):
+        try:
+            what = _restore(store, Path(path), state)
+        except OSError as err:
+            restored = ", ".join([*done["restored"], *done["removed"]]) or "none"
+            raise UndoRefused(
+                f"could not restore {path}: {err.strerror or err} (already restored: {restored})",
+                hint="fix the file's folder or permissions and undo again with --force (the "
+                "files already restored differ from the checkpoint now); the conversation was "
+                "not rewound",
+            ) from None
+        if what is not None:
+            done[what].append(path)
+    return done
+
+
 def undo(
     sessions: SessionStore,
     checkpoints: CheckpointStore,
@@ -119,10 +145,7 @@ def undo(
                 hint="keep those changes, or undo with --force to overwrite them",
                 paths=tuple(conflicts),
             )
-        done: dict[str, list[str]] = {"restored": [], "removed": []}
-        for path, state in sorted(target.items()):
-            if (what := _restore(checkpoints, Path(path), state)) is not None:
-                done[what].append(path)
+        done = _restore_all(checkpoints, target)
         record = sessions.get(session_id)
         sessions.restore(record, messages[:start], replace=True)
         for checkpoint in undone:
