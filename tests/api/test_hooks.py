@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from openheim.approval import ApprovalRequest
 from openheim.config.schema import HookEntry
 from openheim.events import Event, Notice
@@ -261,3 +263,20 @@ async def test_cancel_while_the_user_prompt_hook_runs_ends_the_prompt_at_once(
         assert session.history == []
     assert (result.stop_reason, result.reason) == ("cancelled", "user_cancelled")
     assert scripted.requests == []
+
+
+async def test_hooks_get_the_scrubbed_child_environment(
+    scripted: Scripted,
+    make_runtime: MakeRuntime,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("DEPLOY_TOKEN", "hunter2-deploy")
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    dump = tmp_path / "env.txt"
+    runtime = hooked(make_runtime, {"session_start": HookEntry(f"env > {dump}")})
+    async with await runtime.new_session():
+        pass
+    names = {line.partition("=")[0] for line in dump.read_text().splitlines()}
+    assert {"LANG", "PATH", "OPENHEIM_HOOK_EVENT"} <= names
+    assert "DEPLOY_TOKEN" not in names and "hunter2" not in dump.read_text()
