@@ -171,9 +171,12 @@ async def test_a_file_deleted_since_the_turn_is_refused_then_forced_back(
 ) -> None:
     (work / "keep.txt").write_text("precious\n")
     scripted.provider.add(write("keep.txt", "overwritten\n"), "done")
+    key = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"
     async with await make_runtime(approval="auto").new_session() as session:
-        await session.prompt("overwrite")
+        await session.prompt(f"overwrite, my key is {key}")
     assert session.id is not None
+    [manifest] = (home / "checkpoints" / session.id).glob("*.json")
+    assert key not in manifest.read_text() and "overwrite, my key is" in manifest.read_text()
     (work / "keep.txt").unlink()
     with pytest.raises(UndoRefused, match=r"keep\.txt"):
         undo_stored(home, session.id, "")

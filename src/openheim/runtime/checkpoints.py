@@ -25,6 +25,7 @@ from pathlib import Path
 
 from openheim.errors import UndoRefused
 from openheim.fsutil import atomic_write
+from openheim.secrets import redact
 
 MANIFEST_VERSION = 1
 BLOB_GRACE = 3600.0
@@ -203,7 +204,7 @@ class TurnRecorder:
 
     def begin(self, turn: int, prompt: str) -> None:
         self.current = None
-        self._turn, self._prompt = turn, " ".join(prompt.split())[:120]
+        self._turn, self._prompt = turn, redact(" ".join(prompt.split()))[:120]
 
     def _checkpoint(self) -> Checkpoint:
         if self.current is None:
