@@ -54,9 +54,13 @@ def test_codex_argv_never_asks_and_sandboxes() -> None:
     assert _value(agent, "--sandbox") == "workspace-write"
     assert {"--json", "--skip-git-repo-check", "--ephemeral"} <= set(agent)
     assert _value(agent, "--cd") == "/w"
-    assert _value(agent, "--config") == "mcp_servers={}"
+    configs = [agent[i + 1] for i, arg in enumerate(agent) if arg == "--config"]
+    assert {"mcp_servers={}", 'web_search="disabled"', "features.multi_agent=false"} <= set(configs)
+    assert "features.shell_tool=false" not in configs
     assert agent[-1] == "-"  # the prompt comes on stdin
-    assert _value(codex_argv("codex", MODEL, "default", work), "--sandbox") == "read-only"
+    model = codex_argv("codex", MODEL, "default", work)
+    assert _value(model, "--sandbox") == "read-only"
+    assert "features.shell_tool=false" in model and "--model" not in model
 
 
 def test_opencode_argv_and_config() -> None:
@@ -64,8 +68,9 @@ def test_opencode_argv_and_config() -> None:
         "/bin/opencode", "run", "--format", "json", "--model", "fake/m",
     ]  # fmt: skip
     agent = opencode_config(AGENT)["permission"]
-    assert agent == {"edit": "allow", "bash": "deny", "webfetch": "deny"}
-    assert opencode_config(MODEL)["permission"]["edit"] == "deny"
+    assert agent["*"] == "deny" and agent["edit"] == "allow" and agent["read"] == "allow"
+    assert "bash" not in agent and "webfetch" not in agent
+    assert opencode_config(MODEL)["permission"] == {"*": "deny"}
 
 
 def test_no_prompt_text_ever_reaches_the_arguments() -> None:

@@ -17,10 +17,11 @@ an empty ``--mcp-config``, ``--setting-sources user`` (a project's own settings 
 lists) and ``--no-session-persistence``.
 
 Codex: ``--ask-for-approval never exec --json --sandbox MODE --skip-git-repo-check --ephemeral
---cd DIR``, with ``mcp_servers`` emptied; ``--ask-for-approval`` goes before ``exec`` (the
-``exec`` subcommand does not take it). OpenCode: ``run --format json`` with a config file in
-``OPENCODE_CONFIG`` whose ``permission`` table denies the shell and the web, and editing too in
-``MODEL`` containment.
+--cd DIR`` (``workspace-write`` for an agent, ``read-only`` for a model), with ``mcp_servers``
+emptied, web search off and the features that reach past the folder off (the shell tool too
+for a model); ``--ask-for-approval`` goes before ``exec``, which does not take it. OpenCode:
+``run --format json`` with a config file in ``OPENCODE_CONFIG`` whose ``permission`` table
+denies every tool (``"*"``) but reading, searching and, for an agent, editing.
 """
 
 from __future__ import annotations
@@ -55,6 +56,20 @@ CLAUDE_DENIED: Final = (
     "NotebookEdit",
 )
 """Claude Code tools never allowed: they run commands, reach the network or start agents."""
+CODEX_OFF: Final = (
+    "multi_agent",
+    "goals",
+    "apps",
+    "plugins",
+    "browser_use",
+    "computer_use",
+    "image_generation",
+    "hooks",
+)
+"""Codex features turned off: sub-agents, plugins, browsers and hooks reach past the folder.
+Set as config values, which a Codex without the feature ignores (``--disable`` would fail)."""
+CODEX_SHELL: Final = ("shell_tool", "unified_exec")
+"""Also off in ``MODEL`` containment: no shell tool at all."""
 DEFAULT_MODEL: Final = "default"
 """The model name that means "the CLI's own default": no model flag is passed."""
 
@@ -87,6 +102,8 @@ def claude_argv(binary: str, containment: Containment, model: str) -> list[str]:
 def codex_argv(binary: str, containment: Containment, model: str, cwd: Path) -> list[str]:
     """Codex's ``exec`` reading its prompt from stdin (``-``), printing JSON lines."""
     sandbox = "workspace-write" if containment.writes else "read-only"
+    off = CODEX_OFF if containment.tools else (*CODEX_OFF, *CODEX_SHELL)
+    features = [arg for name in off for arg in ("--config", f"features.{name}=false")]
     return [
         binary,
         "--ask-for-approval",
@@ -101,6 +118,9 @@ def codex_argv(binary: str, containment: Containment, model: str, cwd: Path) -> 
         str(cwd),
         "--config",
         "mcp_servers={}",
+        "--config",
+        'web_search="disabled"',
+        *features,
         *_model_flag("--model", model),
         "-",
     ]
@@ -113,12 +133,12 @@ def opencode_argv(binary: str, model: str) -> list[str]:
 
 def opencode_config(containment: Containment) -> dict[str, Any]:
     """The config written to ``OPENCODE_CONFIG`` (laid over the user's own by OpenCode)."""
-    edit = "allow" if containment.writes else "deny"
-    return {
-        "autoupdate": False,
-        "share": "disabled",
-        "permission": {"edit": edit, "bash": "deny", "webfetch": "deny"},
-    }
+    permission = {"*": "deny"}
+    if containment.tools:
+        permission |= dict.fromkeys(("read", "glob", "grep", "list"), "allow")
+    if containment.writes:
+        permission["edit"] = "allow"
+    return {"autoupdate": False, "share": "disabled", "permission": permission}
 
 
 def _model_flag(flag: str, model: str) -> Sequence[str]:

@@ -55,6 +55,8 @@ class ProviderEntry:
     small: bool | None = None
     tool_rounds: Annotated[int | None, Bounds(1, 1000)] = None
     prefix_cache_mb: Annotated[int | None, Bounds(0, 1_000_000)] = None
+    cli_path: str | None = None
+    cli_env_allow: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
