@@ -29,6 +29,7 @@ from openheim.config.checks import (
 from openheim.config.schema import (
     DEFAULT_MAX_ITERATIONS,
     DEFAULT_PARALLEL_SUBAGENTS,
+    CliAgentsEntry,
     ConfigFile,
     McpServerEntry,
     MemoryEntry,
@@ -102,6 +103,8 @@ class Settings:
     project_root: Path | None = None
     server: ServerEntry = field(default_factory=ServerEntry)
     """``[server]`` for ``openheim serve`` (refused in an untrusted project's config)."""
+    cli_agents: CliAgentsEntry = field(default_factory=CliAgentsEntry)
+    """``[cli_agents]`` for the CLI tools of ``openheim mcp serve`` (refused likewise)."""
 
 
 def openheim_home(env: Mapping[str, str] | None = None) -> Path:
@@ -248,6 +251,7 @@ def _finish(
         notices=tuple(Notice(line, "warning", "trust") for line in notices),
         project_root=paths.project_root,
         server=config.server or ServerEntry(),
+        cli_agents=config.cli_agents or CliAgentsEntry(),
     )
 
 

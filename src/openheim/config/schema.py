@@ -103,6 +103,14 @@ class ServerEntry:
 
 
 @dataclass(frozen=True)
+class CliAgentsEntry:
+    """``[cli_agents]``: the coding-agent CLI tools of ``openheim mcp serve``."""
+
+    timeout_secs: Seconds = None
+    env_allow: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class PriceEntry:
     """``[prices."MODEL"]``: US dollars per million tokens."""
 
@@ -128,6 +136,7 @@ class ConfigFile:
     memory: MemoryEntry | None = None
     tui: TuiEntry | None = None
     server: ServerEntry | None = None
+    cli_agents: CliAgentsEntry | None = None
     prices: dict[str, PriceEntry] = field(default_factory=dict)
     max_cost: Dollars = None
     max_tokens_per_session: Count = None
