@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
@@ -31,7 +32,13 @@ PACKAGES: Final = {
 }
 CACHE_ENV: Final = "OPENHEIM_CLI_CACHE"
 _MARKER: Final = "installed.json"
-_NPM_TIMEOUT_S: Final = 600
+_NPM_TIMEOUT_S: Final = 400
+INSTALL_TIMEOUT_S: Final = 480
+"""The pytest timeout of a test that may install the CLIs (their programs are ~450 MB)."""
+
+
+EnvFor = Callable[[Path, FakeLLMServer, Path], dict[str, str]]
+"""Builds a CLI's environment: its private home, the server it talks to, the programs' folder."""
 
 
 class CliInstallError(RuntimeError):
@@ -70,7 +77,7 @@ def _npm_install(root: Path, packages: list[str]) -> None:
             "OpenCode with npm. Install Node.js 18+ with npm (apt-get install nodejs npm)."
         )
     env = {**os.environ, "npm_config_update_notifier": "false", "npm_config_fund": "false"}
-    argv = [npm, "install", "--prefix", str(root), "--ignore-scripts", "--no-audit", *packages]
+    argv = [npm, "install", "--prefix", str(root), "--ignore-scripts", "--save-exact", *packages]
     try:
         proc = subprocess.run(
             argv, env=env, capture_output=True, text=True, timeout=_NPM_TIMEOUT_S, check=False

@@ -18,7 +18,7 @@ from openheim.messages import Usage
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall, RecordedRequest
 from tests.cliagents import npm_clis
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = pytest.mark.timeout(npm_clis.INSTALL_TIMEOUT_S)
 
 ANSWER = "Forty-two is the answer."
 USAGE = {
@@ -27,8 +27,7 @@ USAGE = {
     "opencode": {"prompt_tokens": 21, "completion_tokens": 8, "total_tokens": 29},
 }
 MODELS = {"claude": "claude-sonnet-4-5", "codex": "fake-model", "opencode": "fake/fake-model"}
-EnvFor = Callable[[Path, FakeLLMServer, Path], dict[str, str]]
-ENVS: dict[CliName, EnvFor] = {
+ENVS: dict[CliName, npm_clis.EnvFor] = {
     "claude": npm_clis.claude_env,
     "codex": npm_clis.codex_env,
     "opencode": npm_clis.opencode_env,

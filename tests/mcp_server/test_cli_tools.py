@@ -186,6 +186,7 @@ async def test_a_closed_client_leaves_no_process(opener: Opener, tmp_path: Path)
     await wait_until(lambda: not any(alive(pid) for pid in pids), 20)
 
 
+@pytest.mark.timeout(npm_clis.INSTALL_TIMEOUT_S)
 async def test_real_claude_code_through_mcp(opener: Opener, tmp_path: Path) -> None:
     bin_dir = npm_clis.ensure_clis()
 
@@ -221,3 +222,25 @@ def test_session_folder_mode_is_private() -> None:
     assert folders.get("a") == one and folders.get("b") != one
     assert stat.S_IMODE(one.stat().st_mode) == 0o700
     assert stat.S_IMODE(one.parent.stat().st_mode) == 0o700
+
+
+@pytest.mark.timeout(npm_clis.INSTALL_TIMEOUT_S)
+@pytest.mark.parametrize(
+    ("tool", "env_for"), [("codex", npm_clis.codex_env), ("opencode", npm_clis.opencode_env)]
+)
+async def test_real_codex_and_opencode_through_mcp(
+    opener: Opener, tmp_path: Path, tool: str, env_for: npm_clis.EnvFor
+) -> None:
+    bin_dir = npm_clis.ensure_clis()
+    usage = {"input_tokens": 12, "output_tokens": 4, "prompt_tokens": 12, "completion_tokens": 4}
+    with FakeLLMServer(default=FakeReply(text="All done.", usage=usage)) as server:
+        env = env_for(tmp_path / "cli-home", server, bin_dir)
+        async with opener(**env) as client:
+            tools = {t.name for t in (await client.list_tools()).tools}
+            result = await client.call_tool(tool, {"instruction": "Tidy up.", "session_id": "t"})
+    assert tool in tools
+    assert not result.is_error, text_of(result)
+    assert result.structured_content is not None
+    assert result.structured_content["text"] == "All done."
+    assert result.structured_content["usage"]["output_tokens"] >= 4
+    assert any(b"Tidy up." in r.raw_body for r in server.requests)
