@@ -3,10 +3,13 @@ history flattened to one prompt, streamed text and usage, and failures that fall
 
 from __future__ import annotations
 
+import stat
+from collections.abc import AsyncGenerator
 from pathlib import Path
 
 import pytest
 
+from openheim.cliagents.spec import CLAUDE
 from openheim.config.load import load_settings
 from openheim.config.providers import resolve_provider
 from openheim.errors import ProviderError
@@ -14,10 +17,12 @@ from openheim.events import TextDelta
 from openheim.messages import Message, ToolResultBlock, ToolUseBlock
 from openheim.providers import create_provider
 from openheim.providers.base import ModelRequest, ModelResponse, ProviderSettings, StreamItem
-from openheim.providers.cli_agent import CLOSING, flatten
+from openheim.providers.cli_agent import CLOSING, CliAgentProvider, flatten
 from openheim.providers.fallback import FallbackProvider, falls_through
 from openheim.testing import ScriptedProvider
-from tests.cliagents.standin import echo_script
+from tests.cliagents.standin import echo_script, write_script
+from tests.cliagents.test_process import FORKS
+from tests.processes import alive, wait_until
 
 
 def _settings(tmp_path: Path, body: str) -> ProviderSettings:
@@ -104,3 +109,18 @@ async def test_a_missing_cli_falls_through_to_the_next_provider(
     )
     items = [item async for item in chain.stream(request)]
     assert isinstance(items[-1], ModelResponse) and items[-1].message.text == "from backup"
+
+
+async def test_closing_the_providers_stream_stops_the_cli(tmp_path: Path) -> None:
+    provider = CliAgentProvider(_provider(tmp_path, write_script(tmp_path, FORKS)), CLAUDE)
+    stream = provider.stream(ModelRequest("default", (Message.user("hi"),)))
+    assert isinstance(stream, AsyncGenerator)
+    assert await stream.__anext__() == TextDelta("started")
+    folder = provider._folder
+    assert folder is not None and stat.S_IMODE(folder.stat().st_mode) == 0o700
+    pids = [int(p) for p in (folder / "pids").read_text().split()]
+    assert all(alive(pid) for pid in pids)
+    await stream.aclose()
+    await wait_until(lambda: not any(alive(pid) for pid in pids))
+    await provider.aclose()
+    assert not folder.exists()

@@ -61,12 +61,9 @@ async def run_cli(request: CliRequest) -> AsyncGenerator[CliEvent | CliOutcome, 
             prompt=request.prompt,
             timeout=request.timeout,
         )
-        events = stream_run(run, parser)
-        try:
+        async with contextlib.aclosing(stream_run(run, parser)) as events:
             async for event in events:
                 yield event
-        finally:
-            await events.aclose()
         yield parser.outcome
 
 

@@ -12,6 +12,7 @@ and falls through to the next provider of a ``fallback`` chain.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import tempfile
@@ -68,12 +69,13 @@ class CliAgentProvider:
         )
         pieces: list[str] = []
         outcome = CliOutcome()
-        async for item in run_cli(cli):
-            if isinstance(item, CliText):
-                pieces.append(item.text)
-                yield TextDelta(item.text)
-            elif isinstance(item, CliOutcome):
-                outcome = item
+        async with contextlib.aclosing(run_cli(cli)) as items:  # a closed stream stops the CLI
+            async for item in items:
+                if isinstance(item, CliText):
+                    pieces.append(item.text)
+                    yield TextDelta(item.text)
+                elif isinstance(item, CliOutcome):
+                    outcome = item
         text = outcome.text or "".join(pieces)
         yield ModelResponse(Message.assistant(text), "end_turn", outcome.usage, request.model)
 
