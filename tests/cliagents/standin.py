@@ -59,3 +59,17 @@ def echo_script(folder: Path, name: str = "claude") -> Path:
     start = source.index("def claude_lines")
     end = source.index("def write_script")
     return write_script(folder, source[start:end] + ECHO.replace("LINES", "claude_lines"), name)
+
+
+FORKS = """
+child = os.fork()
+if child == 0:
+    time.sleep(1000)
+    os._exit(0)
+open("pids", "w").write(f"{os.getpid()} {child}")
+print(json.dumps({"type": "stream_event", "session_id": "s", "event": {"type":
+    "content_block_delta", "delta": {"type": "text_delta", "text": "started"}}}), flush=True)
+time.sleep(1000)
+"""
+"""A CLI that forks a child, writes both pids to ``pids`` in its folder, says "started" in
+Claude's format and hangs: for checking that nothing of it outlives its run."""

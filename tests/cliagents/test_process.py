@@ -13,7 +13,7 @@ from openheim.cliagents.parse import CliOutcome, CliText
 from openheim.cliagents.run import CliRequest, run_cli
 from openheim.cliagents.spec import CLAUDE
 from openheim.errors import ProviderError
-from tests.cliagents.standin import echo_script, write_script
+from tests.cliagents.standin import FORKS, echo_script, write_script
 from tests.processes import alive, wait_until
 
 
@@ -70,18 +70,6 @@ async def test_a_cli_that_reports_nothing_fails(tmp_path: Path) -> None:
 async def test_a_missing_program_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ProviderError, match="could not start"):
         await _drain(_request(tmp_path / "nope", tmp_path))
-
-
-FORKS = """
-child = os.fork()
-if child == 0:
-    time.sleep(1000)
-    os._exit(0)
-open("pids", "w").write(f"{os.getpid()} {child}")
-print(json.dumps({"type": "stream_event", "session_id": "s", "event": {"type":
-    "content_block_delta", "delta": {"type": "text_delta", "text": "started"}}}), flush=True)
-time.sleep(1000)
-"""
 
 
 async def test_cancelling_the_caller_kills_the_whole_process_group(tmp_path: Path) -> None:

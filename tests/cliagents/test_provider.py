@@ -20,8 +20,7 @@ from openheim.providers.base import ModelRequest, ModelResponse, ProviderSetting
 from openheim.providers.cli_agent import CLOSING, CliAgentProvider, flatten
 from openheim.providers.fallback import FallbackProvider, falls_through
 from openheim.testing import ScriptedProvider
-from tests.cliagents.standin import echo_script, write_script
-from tests.cliagents.test_process import FORKS
+from tests.cliagents.standin import FORKS, echo_script, write_script
 from tests.processes import alive, wait_until
 
 

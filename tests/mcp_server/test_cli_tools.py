@@ -20,7 +20,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp import Client
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from tests.cliagents import npm_clis
-from tests.cliagents.standin import write_script
+from tests.cliagents.standin import FORKS, write_script
 from tests.mcp_server.test_prompt_tool import text_of
 from tests.processes import alive, wait_until
 
@@ -39,15 +39,6 @@ print(json.dumps({"type": "result", "subtype": "success", "result": answer,
     "session_id": "cli-1", "usage": {"input_tokens": 4, "output_tokens": 6}}), flush=True)
 """
 """A stand-in Claude Code that counts its calls in its folder and says where it runs."""
-
-FORKS = """
-child = os.fork()
-if child == 0:
-    time.sleep(1000)
-    os._exit(0)
-open("pids", "w").write(f"{os.getpid()} {child}")
-time.sleep(1000)
-"""
 
 
 @pytest.fixture
@@ -155,20 +146,20 @@ async def test_failures_and_timeouts_are_errors(opener: Opener, tmp_path: Path) 
     assert slow.is_error and "no answer within 1 s" in text_of(slow)
 
 
-async def _pids(work: Path) -> list[int]:
+async def _hanging_call(client: Client, work: Path) -> tuple[asyncio.Future[Any], list[int]]:
+    """A call of a CLI that hangs (in ``work``), and the pids of the CLI and its child."""
+    call = asyncio.ensure_future(client.call_tool("claude_code", {"prompt": "x", "cwd": "sub"}))
     pids = work / "pids"
     await wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 2, 30)
     found = [int(p) for p in pids.read_text().split()]
     assert all(alive(pid) for pid in found)
-    return found
+    return call, found
 
 
 async def test_a_cancelled_call_leaves_no_process(opener: Opener, tmp_path: Path) -> None:
     script = write_script(tmp_path, FORKS)
-    work = tmp_path / "work" / "sub"
     async with opener(CC_ADAPTER_CLAUDE_BIN=str(script)) as client:
-        call = asyncio.ensure_future(client.call_tool("claude_code", {"prompt": "x", "cwd": "sub"}))
-        pids = await _pids(work)
+        call, pids = await _hanging_call(client, tmp_path / "work" / "sub")
         call.cancel()
         await wait_until(lambda: not any(alive(pid) for pid in pids), 20)
         ok = await client.list_tools()  # the server is still there
@@ -177,10 +168,8 @@ async def test_a_cancelled_call_leaves_no_process(opener: Opener, tmp_path: Path
 
 async def test_a_closed_client_leaves_no_process(opener: Opener, tmp_path: Path) -> None:
     script = write_script(tmp_path, FORKS)
-    work = tmp_path / "work" / "sub"
     async with opener(CC_ADAPTER_CLAUDE_BIN=str(script)) as client:
-        call = asyncio.ensure_future(client.call_tool("claude_code", {"prompt": "x", "cwd": "sub"}))
-        pids = await _pids(work)
+        call, pids = await _hanging_call(client, tmp_path / "work" / "sub")
     call.cancel()
     await asyncio.gather(call, return_exceptions=True)
     await wait_until(lambda: not any(alive(pid) for pid in pids), 20)
