@@ -31,6 +31,7 @@ from openheim.config.checks import (
 from openheim.config.schema import (
     DEFAULT_MAX_ITERATIONS,
     DEFAULT_PARALLEL_SUBAGENTS,
+    CliAgentsEntry,
     ConfigFile,
     HookEntry,
     McpServerEntry,
@@ -107,6 +108,8 @@ class Settings:
     """``[server]`` for ``openheim serve`` (refused in an untrusted project's config)."""
     hooks: dict[str, HookEntry] = field(default_factory=dict)
     """``[hooks]`` by event name (refused in an untrusted project's config)."""
+    cli_agents: CliAgentsEntry = field(default_factory=CliAgentsEntry)
+    """``[cli_agents]`` for the CLI tools of ``openheim mcp serve`` (refused likewise)."""
 
 
 def openheim_home(env: Mapping[str, str] | None = None) -> Path:
@@ -208,9 +211,8 @@ def _finish(
     raw_work = overrides.work_dir or env.get("OPENHEIM_WORK_DIR")
     if raw_work:
         work_dir = _dir_setting(raw_work, paths.cwd, "work_dir", None) or work_dir
-    allow_shell = _first(overrides.allow_shell, _env_bool(env, "OPENHEIM_ALLOW_SHELL"))
-    if allow_shell is None:
-        allow_shell = bool(config.allow_shell)
+    shell_env = _env_bool(env, "OPENHEIM_ALLOW_SHELL")
+    allow_shell = _first(overrides.allow_shell, shell_env, bool(config.allow_shell))
     max_iterations = _first(
         overrides.max_iterations,
         _env_int(env, "OPENHEIM_MAX_ITERATIONS"),
@@ -254,6 +256,7 @@ def _finish(
         project_root=paths.project_root,
         server=config.server or ServerEntry(),
         hooks=hook_entries(config.hooks),
+        cli_agents=config.cli_agents or CliAgentsEntry(),
     )
 
 

@@ -55,6 +55,8 @@ class ProviderEntry:
     small: bool | None = None
     tool_rounds: Annotated[int | None, Bounds(1, 1000)] = None
     prefix_cache_mb: Annotated[int | None, Bounds(0, 1_000_000)] = None
+    cli_path: str | None = None
+    cli_env_allow: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,14 @@ class ServerEntry:
     allowed_origins: list[str] = field(default_factory=list)
     max_body_bytes: Annotated[int | None, Bounds(1024, 1 << 30)] = None
     max_frame_bytes: Annotated[int | None, Bounds(1024, 1 << 30)] = None
+
+
+@dataclass(frozen=True)
+class CliAgentsEntry:
+    """``[cli_agents]``: the coding-agent CLI tools of ``openheim mcp serve``."""
+
+    timeout_secs: Seconds = None
+    env_allow: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -149,6 +159,7 @@ class ConfigFile:
     memory: MemoryEntry | None = None
     tui: TuiEntry | None = None
     server: ServerEntry | None = None
+    cli_agents: CliAgentsEntry | None = None
     prices: dict[str, PriceEntry] = field(default_factory=dict)
     max_cost: Dollars = None
     max_tokens_per_session: Count = None

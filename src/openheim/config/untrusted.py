@@ -28,6 +28,7 @@ from openheim.config.checks import resolved
 from openheim.config.schema import (
     DEFAULT_MAX_ITERATIONS,
     DEFAULT_PARALLEL_SUBAGENTS,
+    CliAgentsEntry,
     ConfigFile,
     HookEntry,
     McpServerEntry,
@@ -58,7 +59,7 @@ TOP_LEVEL: dict[str, Trust] = {
     "save_sessions": R, "session_log": R, "file_changes": N, "web_fetch_allow": R,
     "approval": N, "default_agent": R, "max_parallel_subagents": N, "inline_subagents": N,
     "deny_read": N, "shell_env_allow": R, "shell_sandbox": R, "shell_network": R,
-    "server": R, "hooks": R,
+    "server": R, "hooks": R, "cli_agents": R,
 }  # fmt: skip
 PROVIDER_KEYS: dict[str, Trust] = {
     "kind": R, "api_base": R, "default_model": N, "models": R, "env_var": R, "api_key": R,
@@ -66,7 +67,7 @@ PROVIDER_KEYS: dict[str, Trust] = {
     "reasoning_effort": R, "max_retries": R, "fallback": R, "tool_protocol": R,
     "model_path": R, "n_ctx": R, "n_threads": R, "seed": R, "temperature": R,
     "server_command": R, "host": R, "port": R, "port_policy": R, "startup_timeout": R,
-    "small": R, "tool_rounds": R, "prefix_cache_mb": R,
+    "small": R, "tool_rounds": R, "prefix_cache_mb": R, "cli_path": R, "cli_env_allow": R,
 }  # fmt: skip
 TUI_KEYS: dict[str, Trust] = {"theme_color": A, "theme": A}
 MCP_SERVER_KEYS = dict.fromkeys(
@@ -74,6 +75,7 @@ MCP_SERVER_KEYS = dict.fromkeys(
 )
 MEMORY_KEYS = dict.fromkeys(("embedding_provider", "embedding_model", "db_path", "top_k"), R)
 PRICE_KEYS = dict.fromkeys(("input", "output", "cache_read", "cache_write"), R)
+CLI_AGENTS_KEYS = dict.fromkeys(("timeout_secs", "env_allow"), R)
 SERVER_KEYS = dict.fromkeys(
     ("token_file", "allowed_origins", "max_body_bytes", "max_frame_bytes"), R
 )
@@ -88,6 +90,7 @@ CLASSES: dict[type[Any], dict[str, Trust]] = {
     PriceEntry: PRICE_KEYS,
     ServerEntry: SERVER_KEYS,
     HookEntry: HOOK_KEYS,
+    CliAgentsEntry: CLI_AGENTS_KEYS,
 }
 """Every table of the schema and the class of each of its keys."""
 

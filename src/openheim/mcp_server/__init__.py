@@ -5,6 +5,7 @@ modules:
 
 - ``prompt``: one prompt through the runtime, headless, as an MCP tool result;
 - ``schemas``: the JSON-schema tools ``validate_json``, ``json_example`` and ``submit``;
+- ``cli_tools``: the coding-agent CLIs as tools ``claude_code``, ``codex`` and ``opencode``;
 - ``server``: the MCP server and its tools, served on stdio;
 - ``http``: the same server on streamable HTTP, behind a bearer token.
 

@@ -1,7 +1,8 @@
 """The MCP server of ``openheim mcp serve``: its tools, and serving them on stdio.
 
 Tools: ``openheim`` (a prompt through our own agent), ``agent__NAME`` for each agent profile
-(with the profile's description), and the JSON-schema tools. Each tool hands its arguments to
+(with the profile's description), the JSON-schema tools, and ``claude_code``, ``codex`` and
+``opencode`` where those CLIs are installed (``cli_tools``). Each tool hands its arguments to
 the runtime (``prompt``) or to ``schemas``; tool errors come back as ``isError`` results.
 """
 
@@ -18,6 +19,7 @@ from pydantic import Field
 
 from openheim._version import __version__
 from openheim.events import Notice
+from openheim.mcp_server.cli_tools import add_cli_tools
 from openheim.mcp_server.prompt import Progress, PromptCall, PromptRunner
 from openheim.mcp_server.schemas import example_result, submit_result, validate_result
 from openheim.runtime import Runtime
@@ -53,6 +55,7 @@ def build_server(runtime: Runtime) -> MCPServer:
     _add_prompt_tool(server, runner)
     _add_agent_tools(server, runner)
     _add_schema_tools(server)
+    add_cli_tools(server, runtime.settings, _progress)
     return server
 
 
