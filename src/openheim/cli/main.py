@@ -202,6 +202,18 @@ def _add_run(run: argparse.ArgumentParser) -> None:
     )
     run.add_argument("--agent", help="run an agent profile (data_dir/agents/NAME.md) as the agent")
     run.add_argument(
+        "--output-schema",
+        metavar="FILE",
+        help="the answer must be JSON valid against this JSON schema; printed on stdout",
+    )
+    run.add_argument(
+        "--output-retries",
+        type=int,
+        default=3,
+        metavar="N",
+        help="with --output-schema: attempts after the first (default 3)",
+    )
+    run.add_argument(
         "--approve",
         choices=["ask", "auto", "deny"],
         help="approval mode: ask (default; denied when no terminal), auto or deny",

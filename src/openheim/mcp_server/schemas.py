@@ -11,37 +11,13 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from jsonschema import validators  # type: ignore[import-untyped]
-from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped]
 from mcp_types import CallToolResult, TextContent
 
 from openheim.mcp_server.prompt import error_result
+from openheim.schema_check import BadSchema, error_lines, schema_errors
 
 MAX_DEPTH = 16
 """How deep ``json_example`` follows nested schemas (a recursive ``$ref`` stops here)."""
-
-
-class BadSchema(ValueError):
-    """The ``schema`` argument is not a valid JSON schema; the message says where."""
-
-
-def schema_errors(schema: Mapping[str, Any], data: Any) -> list[dict[str, str]]:
-    """Every error of ``data`` against ``schema``, each with its JSON-pointer instance path,
-    in document order."""
-    cls = validators.validator_for(schema)
-    try:
-        cls.check_schema(schema)
-    except SchemaError as err:
-        where = "/".join(str(p) for p in err.path) or "its root"
-        raise BadSchema(f"the schema is not valid at {where}: {err.message}") from None
-    found = cls(schema).iter_errors(data)
-    ordered = sorted(found, key=lambda e: [str(p) for p in e.absolute_path])
-    return [{"path": _pointer(e.absolute_path), "message": e.message} for e in ordered]
-
-
-def _pointer(path: Any) -> str:
-    parts = [str(p).replace("~", "~0").replace("/", "~1") for p in path]
-    return "/" + "/".join(parts) if parts else ""
 
 
 def validate_result(schema: dict[str, Any], data: Any) -> CallToolResult:
@@ -50,8 +26,7 @@ def validate_result(schema: dict[str, Any], data: Any) -> CallToolResult:
         errors = schema_errors(schema, data)
     except BadSchema as err:
         return error_result(str(err))
-    lines = [f"{e['path'] or '(root)'}: {e['message']}" for e in errors]
-    text = "valid" if not errors else f"{len(errors)} error(s):\n" + "\n".join(lines)
+    text = "valid" if not errors else f"{len(errors)} error(s):\n" + error_lines(errors)
     return _both(text, {"valid": not errors, "errors": errors})
 
 
@@ -63,8 +38,7 @@ def submit_result(schema: dict[str, Any], data: Any) -> CallToolResult:
     except BadSchema as err:
         return error_result(str(err))
     if errors:
-        lines = "\n".join(f"{e['path'] or '(root)'}: {e['message']}" for e in errors)
-        return error_result(f"not accepted, fix these and submit again:\n{lines}")
+        return error_result(f"not accepted, fix these and submit again:\n{error_lines(errors)}")
     return _both(json.dumps(data), {"accepted": True, "data": data})
 
 
