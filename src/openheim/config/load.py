@@ -30,6 +30,7 @@ from openheim.config.schema import (
     DEFAULT_MAX_ITERATIONS,
     DEFAULT_PARALLEL_SUBAGENTS,
     ConfigFile,
+    McpServeEntry,
     McpServerEntry,
     MemoryEntry,
     PriceEntry,
@@ -102,6 +103,8 @@ class Settings:
     project_root: Path | None = None
     server: ServerEntry = field(default_factory=ServerEntry)
     """``[server]`` for ``openheim serve`` (refused in an untrusted project's config)."""
+    mcp_server: McpServeEntry = field(default_factory=McpServeEntry)
+    """``[mcp_server]`` for ``openheim mcp serve`` (refused in an untrusted project's config)."""
 
 
 def openheim_home(env: Mapping[str, str] | None = None) -> Path:
@@ -248,6 +251,7 @@ def _finish(
         notices=tuple(Notice(line, "warning", "trust") for line in notices),
         project_root=paths.project_root,
         server=config.server or ServerEntry(),
+        mcp_server=config.mcp_server or McpServeEntry(),
     )
 
 

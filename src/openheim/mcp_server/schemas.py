@@ -1,27 +1,61 @@
 """The JSON-schema tools: ``validate_json`` (every error with its instance path),
 ``json_example`` (an instance shaped like the schema) and ``submit`` (validate and hand back).
 
-The schema comes with each call. A schema that is not itself a valid JSON schema is an error
-result that says so; it is never applied half-understood.
+The schema comes with each call, or from ``[mcp_server] schema`` in the user's config when a
+call has none. A schema that is not itself a valid JSON schema is an error result that says so;
+it is never applied half-understood (a bad configured one stops the server at start).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from mcp_types import CallToolResult, TextContent
 
+from openheim.config.load import Settings
+from openheim.errors import ConfigError
 from openheim.mcp_server.prompt import error_result
-from openheim.schema_check import BadSchema, error_lines, schema_errors
+from openheim.schema_check import BadSchema, check_schema, error_lines, schema_errors
 
 MAX_DEPTH = 16
 """How deep ``json_example`` follows nested schemas (a recursive ``$ref`` stops here)."""
 
 
-def validate_result(schema: dict[str, Any], data: Any) -> CallToolResult:
+FIX = "fix the file, or remove the key"
+NO_SCHEMA = "no schema: pass `schema`, or set [mcp_server] schema in the server's config.toml"
+
+
+def configured_schema(settings: Settings) -> dict[str, Any] | None:
+    """The schema file of ``[mcp_server] schema`` (relative to the config's folder), checked;
+    None when none is set. A file that cannot be read, is not JSON or is not a valid schema is a
+    ``ConfigError``."""
+    raw = settings.mcp_server.schema
+    if raw is None:
+        return None
+    path = settings.home / Path(raw).expanduser()
+    where = f"[mcp_server] schema {path}"
+    try:
+        schema = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise ConfigError(f"{where} cannot be read: {err.strerror}", hint=FIX) from None
+    except ValueError as err:
+        raise ConfigError(f"{where} is not JSON: {err}", hint=FIX) from None
+    if not isinstance(schema, dict):
+        raise ConfigError(f"{where} is not a JSON object", hint=FIX)
+    try:
+        check_schema(schema)
+    except BadSchema as err:
+        raise ConfigError(f"{where}: {err}", hint=FIX) from None
+    return schema
+
+
+def validate_result(schema: dict[str, Any] | None, data: Any) -> CallToolResult:
     """``validate_json``: whether ``data`` is valid, and every error with its path."""
+    if schema is None:
+        return error_result(NO_SCHEMA)
     try:
         errors = schema_errors(schema, data)
     except BadSchema as err:
@@ -30,9 +64,11 @@ def validate_result(schema: dict[str, Any], data: Any) -> CallToolResult:
     return _both(text, {"valid": not errors, "errors": errors})
 
 
-def submit_result(schema: dict[str, Any], data: Any) -> CallToolResult:
+def submit_result(schema: dict[str, Any] | None, data: Any) -> CallToolResult:
     """``submit``: ``data`` handed back when valid; otherwise an error listing every error,
     so the caller can fix them and submit again."""
+    if schema is None:
+        return error_result(NO_SCHEMA)
     try:
         errors = schema_errors(schema, data)
     except BadSchema as err:
@@ -42,8 +78,10 @@ def submit_result(schema: dict[str, Any], data: Any) -> CallToolResult:
     return _both(json.dumps(data), {"accepted": True, "data": data})
 
 
-def example_result(schema: dict[str, Any]) -> CallToolResult:
+def example_result(schema: dict[str, Any] | None) -> CallToolResult:
     """``json_example``: an instance shaped like ``schema``."""
+    if schema is None:
+        return error_result(NO_SCHEMA)
     try:
         schema_errors(schema, None)
     except BadSchema as err:
