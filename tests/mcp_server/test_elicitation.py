@@ -4,6 +4,7 @@ decline), the run's usage and cost in its result, and the JSON-schema tools' sch
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -18,7 +19,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp import Client
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from tests.mcp_server.conftest import ServeClient
-from tests.mcp_server.test_prompt_tool import text_of
+from tests.mcp_server.test_prompt_tool import stored_sessions, text_of
 
 WRITE = FakeToolCall("write_file", {"path": "a.txt", "content": "hello\n"})
 
@@ -72,6 +73,41 @@ async def test_an_accepted_elicitation_lets_the_call_run(
     assert "write_file" in question.message and "a.txt" in question.message
     choice = question.requested_schema["properties"]["decision"]
     assert choice["enum"] == ["once", "always", "reject"]
+
+
+async def test_cancelling_the_call_while_it_asks_cancels_the_run(
+    fake: FakeLLMServer, home: Path, work: Path
+) -> None:
+    fake.add(FakeReply(tool_calls=[WRITE]), FakeReply(text="again"))
+    asked, release = asyncio.Event(), asyncio.Event()
+
+    async def slow(
+        context: ClientRequestContext, params: mcp_types.ElicitRequestParams
+    ) -> mcp_types.ElicitResult:
+        asked.set()
+        await asyncio.wait_for(release.wait(), 30)
+        return mcp_types.ElicitResult(action="accept", content={"decision": "once"})
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENHEIM_")}
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "openheim", "mcp", "serve"],
+        env={**env, "OPENHEIM_HOME": str(home)},
+        cwd=work,
+    )
+    async with Client(params, elicitation_callback=slow, mode="legacy") as client:
+        call = asyncio.create_task(client.call_tool("openheim", {"prompt": "write a.txt"}))
+        await asyncio.wait_for(asked.wait(), 30)
+        call.cancel()
+        release.set()  # the answer comes too late: the run was cancelled
+        [sid] = stored_sessions(home)
+        again = await asyncio.wait_for(
+            client.call_tool("openheim", {"prompt": "more", "session_id": sid}), 30
+        )
+    assert again.structured_content is not None
+    assert again.structured_content["text"] == "again"
+    assert not (work / "a.txt").exists()
+    assert "cancelled" in told(fake, 1)
 
 
 async def test_always_is_asked_once_for_the_session(
