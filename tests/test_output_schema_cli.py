@@ -5,6 +5,7 @@ against FakeLLMServer."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,13 @@ def schema_file(work: Path, schema: Any, name: str = "schema.json") -> str:
     return str(path)
 
 
+def run_with(home: Path, work: Path, schema: Any, *args: str) -> subprocess.CompletedProcess[str]:
+    """``openheim run --output-schema FILE ARGS... go`` against the configured server."""
+    return openheim(
+        "run", "--output-schema", schema_file(work, schema), *args, "go", home=home, cwd=work
+    )
+
+
 def submit(arguments: dict[str, Any]) -> FakeReply:
     return FakeReply(tool_calls=[FakeToolCall("submit", arguments)])
 
@@ -57,9 +65,7 @@ def test_valid_the_first_time(home: Path, work: Path) -> None:
     replies = [submit({"name": "Ada", "age": 36}), FakeReply(text="Done.")]
     with FakeLLMServer(replies) as server:
         configure(home, server)
-        done = openheim(
-            "run", "--output-schema", schema_file(work, PERSON), "who?", home=home, cwd=work
-        )
+        done = run_with(home, work, PERSON)
         first = server.requests[0].body
     assert done.returncode == exit_codes.OK, done.stderr
     assert json.loads(done.stdout) == {"name": "Ada", "age": 36}
@@ -76,9 +82,7 @@ def test_valid_after_one_retry_with_every_error_and_its_path(home: Path, work: P
     ]
     with FakeLLMServer(replies) as server:
         configure(home, server)
-        done = openheim(
-            "run", "--output-schema", schema_file(work, PERSON), "who?", home=home, cwd=work
-        )
+        done = run_with(home, work, PERSON)
         feedback = server.requests[1].last_tool_result
     assert done.returncode == exit_codes.OK, done.stderr
     assert json.loads(done.stdout) == {"name": "Ada", "age": 36}
@@ -95,9 +99,7 @@ def test_an_answer_without_submit_is_answered_with_another_attempt(home: Path, w
     ]
     with FakeLLMServer(replies) as server:
         configure(home, server)
-        done = openheim(
-            "run", "--output-schema", schema_file(work, PERSON), "who?", home=home, cwd=work
-        )
+        done = run_with(home, work, PERSON)
         retry = server.requests[1].messages[-1]
     assert done.returncode == exit_codes.OK, done.stderr
     assert json.loads(done.stdout) == {"name": "Ada", "age": 36}
@@ -110,16 +112,7 @@ def test_never_valid_exits_with_no_valid_output(home: Path, work: Path) -> None:
     replies = [submit(bad), submit(bad), FakeReply(text="I give up.")]
     with FakeLLMServer(replies) as server:
         configure(home, server)
-        done = openheim(
-            "run",
-            "--output-schema",
-            schema_file(work, PERSON),
-            "--output-retries",
-            "1",
-            "who?",
-            home=home,
-            cwd=work,
-        )
+        done = run_with(home, work, PERSON, "--output-retries", "1")
         assert server.remaining == 0
         last = server.requests[-1].last_tool_result
     assert done.returncode == exit_codes.NO_VALID_OUTPUT == 7
@@ -137,9 +130,7 @@ def test_nested_objects_and_enums(home: Path, work: Path) -> None:
     ]
     with FakeLLMServer(replies) as server:
         configure(home, server)
-        done = openheim(
-            "run", "--output-schema", schema_file(work, NESTED), "go", home=home, cwd=work
-        )
+        done = run_with(home, work, NESTED)
         feedback = server.requests[1].last_tool_result
         offered = submit_tool(server.requests[0].body)["parameters"]
     assert done.returncode == exit_codes.OK, done.stderr
@@ -154,9 +145,7 @@ def test_a_schema_of_no_object_is_handed_in_as_value(home: Path, work: Path) -> 
     schema = {"type": "array", "items": {"type": "integer"}}
     with FakeLLMServer([submit({"value": [1, 2]}), FakeReply(text="ok")]) as server:
         configure(home, server)
-        done = openheim(
-            "run", "--output-schema", schema_file(work, schema), "go", home=home, cwd=work
-        )
+        done = run_with(home, work, schema)
         offered = submit_tool(server.requests[0].body)["parameters"]
     assert done.returncode == exit_codes.OK, done.stderr
     assert json.loads(done.stdout) == [1, 2]
@@ -166,16 +155,16 @@ def test_a_schema_of_no_object_is_handed_in_as_value(home: Path, work: Path) -> 
 def test_a_bad_schema_file_is_a_usage_error(home: Path, work: Path) -> None:
     configure(home, None)
     cases = {
-        schema_file(work, {"type": "nope"}, "bad.json"): "is not valid at",
-        schema_file(work, [1], "list.json"): "must be a JSON object",
-        str(work / "missing.json"): "cannot read the output schema",
+        schema_file(work, {"type": "nope"}, "bad.json"): ": the schema is not valid at type",
+        schema_file(work, [1], "list.json"): " is not a JSON object",
+        str(work / "missing.json"): " cannot be read: No such file or directory",
     }
     (work / "text.json").write_text("{not json")
-    cases[str(work / "text.json")] = "is not JSON: Expecting property name"
+    cases[str(work / "text.json")] = " is not JSON: Expecting property name"
     for path, message in cases.items():
         done = openheim("run", "--output-schema", path, "go", home=home, cwd=work)
         assert done.returncode == exit_codes.USAGE, (path, done.stderr)
-        assert message in done.stderr
+        assert f"--output-schema {path}{message}" in done.stderr
         assert "Traceback" not in done.stderr
         assert done.stderr.count("\n") == 1
     both = openheim("run", "--json", "--output-schema", path, "go", home=home, cwd=work)

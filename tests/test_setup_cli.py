@@ -61,6 +61,14 @@ def write(home: Path, name: str, text: str) -> Path:
     return path
 
 
+def write_all(home: Path) -> dict[str, str]:
+    """Each client's file with other servers and comments; the texts by file."""
+    originals = {CLAUDE: CLAUDE_TEXT, CODEX: CODEX_TEXT, OPENCODE: OPENCODE_TEXT}
+    for name, text in originals.items():
+        write(home, name, text)
+    return originals
+
+
 def setup(*args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     code = main(["setup", *args])
     return code, capsys.readouterr().out
@@ -95,9 +103,7 @@ def test_fresh_files_get_our_entry_each(
 def test_existing_files_keep_every_other_byte(
     user_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    originals = {CLAUDE: CLAUDE_TEXT, CODEX: CODEX_TEXT, OPENCODE: OPENCODE_TEXT}
-    for name, text in originals.items():
-        write(user_home, name, text)
+    originals = write_all(user_home)
     code, out = setup(capsys=capsys)
     assert code == 0, out
     claude = (user_home / CLAUDE).read_text()
@@ -187,9 +193,7 @@ def test_a_second_run_changes_nothing(user_home: Path, capsys: pytest.CaptureFix
 def test_remove_takes_out_only_our_entry(
     user_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    originals = {CLAUDE: CLAUDE_TEXT, CODEX: CODEX_TEXT, OPENCODE: OPENCODE_TEXT}
-    for name, text in originals.items():
-        write(user_home, name, text)
+    originals = write_all(user_home)
     assert setup(capsys=capsys)[0] == 0
     code, out = setup("--remove", capsys=capsys)
     assert code == 0

@@ -7,11 +7,15 @@ it is never applied half-understood.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from jsonschema import validators  # type: ignore[import-untyped]
 from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped]
+
+from openheim.errors import ConfigError
 
 
 class BadSchema(ValueError):
@@ -28,6 +32,27 @@ def check_schema(schema: Any) -> None:
     except SchemaError as err:
         where = "/".join(str(p) for p in err.path) or "its root"
         raise BadSchema(f"the schema is not valid at {where}: {err.message}") from None
+
+
+def load_schema(path: Path, name: str) -> dict[str, Any]:
+    """The JSON schema in the file ``path`` (``name`` says which setting named it); a file that
+    cannot be read, is not JSON, is not an object or is not a valid schema is a ``ConfigError``
+    naming it."""
+    where = f"{name} {path}"
+    fix = "fix the file, or point at another"
+    try:
+        schema = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise ConfigError(f"{where} cannot be read: {err.strerror}", hint=fix) from None
+    except ValueError as err:
+        raise ConfigError(f"{where} is not JSON: {err}", hint=fix) from None
+    if not isinstance(schema, dict):
+        raise ConfigError(f"{where} is not a JSON object", hint=fix)
+    try:
+        check_schema(schema)
+    except BadSchema as err:
+        raise ConfigError(f"{where}: {err}", hint=fix) from None
+    return schema
 
 
 def schema_errors(schema: Mapping[str, Any], data: Any) -> list[dict[str, str]]:

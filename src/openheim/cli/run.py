@@ -76,21 +76,11 @@ def _output_schema(args: argparse.Namespace) -> dict[str, Any] | None:
             f"--output-retries must be 0 or more, got {args.output_retries}", hint="use 0 or more"
         )
     from openheim.runtime.structured import output_schema
+    from openheim.schema_check import load_schema
 
-    path = Path(args.output_schema)
-    try:
-        schema = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise ConfigError(f"cannot read the output schema {path}: {err.strerror}") from None
-    except ValueError as err:
-        raise ConfigError(
-            f"the output schema {path} is not JSON: {err}", hint="fix the file"
-        ) from None
-    try:
-        output_schema(schema, args.output_retries)
-    except ConfigError as err:
-        raise ConfigError(f"{path}: {err.message}", hint=err.hint) from None
-    return cast("dict[str, Any]", schema)
+    schema = load_schema(Path(args.output_schema), "--output-schema")
+    output_schema(schema, args.output_retries)  # the checks of the library's own
+    return schema
 
 
 def _tool_choice(raw: str) -> ToolChoice:

@@ -16,15 +16,13 @@ from typing import Any
 from mcp_types import CallToolResult, TextContent
 
 from openheim.config.load import Settings
-from openheim.errors import ConfigError
 from openheim.mcp_server.prompt import error_result
-from openheim.schema_check import BadSchema, check_schema, error_lines, schema_errors
+from openheim.schema_check import BadSchema, error_lines, load_schema, schema_errors
 
 MAX_DEPTH = 16
 """How deep ``json_example`` follows nested schemas (a recursive ``$ref`` stops here)."""
 
 
-FIX = "fix the file, or remove the key"
 NO_SCHEMA = "no schema: pass `schema`, or set [mcp_server] schema in the server's config.toml"
 
 
@@ -35,21 +33,7 @@ def configured_schema(settings: Settings) -> dict[str, Any] | None:
     raw = settings.mcp_server.schema
     if raw is None:
         return None
-    path = settings.home / Path(raw).expanduser()
-    where = f"[mcp_server] schema {path}"
-    try:
-        schema = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise ConfigError(f"{where} cannot be read: {err.strerror}", hint=FIX) from None
-    except ValueError as err:
-        raise ConfigError(f"{where} is not JSON: {err}", hint=FIX) from None
-    if not isinstance(schema, dict):
-        raise ConfigError(f"{where} is not a JSON object", hint=FIX)
-    try:
-        check_schema(schema)
-    except BadSchema as err:
-        raise ConfigError(f"{where}: {err}", hint=FIX) from None
-    return schema
+    return load_schema(settings.home / Path(raw).expanduser(), "[mcp_server] schema")
 
 
 def validate_result(schema: dict[str, Any] | None, data: Any) -> CallToolResult:
