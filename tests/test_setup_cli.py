@@ -51,6 +51,7 @@ def user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "user"
     path.mkdir()
     monkeypatch.setenv("HOME", str(path))
+    monkeypatch.delenv("OPENHEIM_HOME", raising=False)
     return path
 
 
@@ -233,6 +234,18 @@ def test_an_outdated_entry_is_updated_in_place(
     text = (user_home / CLAUDE).read_text()
     assert json.loads(text)["mcpServers"]["openheim"]["command"] == sys.executable
     assert list(json.loads(text)["mcpServers"]) == ["openheim", "b"]
+
+
+def test_a_set_openheim_home_goes_with_the_entry(
+    user_home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENHEIM_HOME", str(user_home / "oh"))
+    assert setup(capsys=capsys)[0] == 0
+    env = {"OPENHEIM_HOME": str(user_home / "oh")}
+    assert json.loads((user_home / CLAUDE).read_text())["mcpServers"]["openheim"]["env"] == env
+    assert tomllib.loads((user_home / CODEX).read_text())["mcp_servers"]["openheim"]["env"] == env
+    opencode = json.loads((user_home / OPENCODE).read_text())["mcp"]["openheim"]
+    assert opencode["environment"] == env
 
 
 def test_the_program_registers_how_it_was_started(tmp_path: Path) -> None:

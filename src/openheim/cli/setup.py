@@ -15,6 +15,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from openheim.cli import exit_codes
 from openheim.cli.setup_files import CLIENTS, Client, Refused, new_text, read_owned
@@ -33,11 +34,13 @@ def add_setup(setup: argparse.ArgumentParser) -> None:
 def setup_command(args: argparse.Namespace) -> int:
     clients = _chosen(args.only)
     command = server_command()
+    env = server_env()
     home = Path.home()
     refused = 0
     for client in clients:
         try:
-            line = _one(client, home, command, remove=args.remove, dry_run=args.dry_run)
+            entry = None if args.remove else client.entry(command, env)
+            line = _one(client, home, entry, dry_run=args.dry_run)
         except Refused as err:
             refused += 1
             line = f"refused: {err}"
@@ -54,6 +57,13 @@ def server_command() -> list[str]:
     return [sys.executable, "-m", "openheim", "mcp", "serve"]
 
 
+def server_env() -> dict[str, str]:
+    """The environment the server needs to find this configuration: ``OPENHEIM_HOME`` (made
+    absolute) when it is set; nothing otherwise."""
+    raw = os.environ.get("OPENHEIM_HOME")
+    return {"OPENHEIM_HOME": str(Path(raw).expanduser().absolute())} if raw else {}
+
+
 def _chosen(only: str | None) -> list[Client]:
     if only is None:
         return list(CLIENTS.values())
@@ -68,13 +78,14 @@ def _chosen(only: str | None) -> list[Client]:
     return [CLIENTS[name] for name in dict.fromkeys(names)]
 
 
-def _one(client: Client, home: Path, command: list[str], *, remove: bool, dry_run: bool) -> str:
-    """Set up one client; the line that says what happened."""
+def _one(client: Client, home: Path, entry: dict[str, Any] | None, *, dry_run: bool) -> str:
+    """Set our entry (None: remove it) in one client's file; the line that says what
+    happened."""
     path = client.where(home)
     old = read_owned(path)
+    remove = entry is None
     if old is None and remove:
         return f"unchanged (no {path})"
-    entry = None if remove else client.entry(command)
     new = new_text(client, path, old or "", entry)
     if new == (old or "") and old is not None:
         return f"unchanged ({path})"

@@ -37,21 +37,23 @@ class Client:
 
     name: str
     where: Callable[[Path], Path]
-    entry: Callable[[Sequence[str]], dict[str, Any]]
+    entry: Callable[[Sequence[str], dict[str, str]], dict[str, Any]]
     edit: Callable[[str, dict[str, Any] | None], str]
     """The new text from the old one: our entry set to a value, or removed (None)."""
 
 
-def claude_entry(command: Sequence[str]) -> dict[str, Any]:
-    return {"type": "stdio", "command": command[0], "args": list(command[1:]), "env": {}}
+def claude_entry(command: Sequence[str], env: dict[str, str]) -> dict[str, Any]:
+    return {"type": "stdio", "command": command[0], "args": list(command[1:]), "env": env}
 
 
-def codex_entry(command: Sequence[str]) -> dict[str, Any]:
-    return {"command": command[0], "args": list(command[1:])}
+def codex_entry(command: Sequence[str], env: dict[str, str]) -> dict[str, Any]:
+    entry: dict[str, Any] = {"command": command[0], "args": list(command[1:])}
+    return {**entry, "env": env} if env else entry
 
 
-def opencode_entry(command: Sequence[str]) -> dict[str, Any]:
-    return {"type": "local", "command": list(command), "enabled": True}
+def opencode_entry(command: Sequence[str], env: dict[str, str]) -> dict[str, Any]:
+    entry: dict[str, Any] = {"type": "local", "command": list(command), "enabled": True}
+    return {**entry, "environment": env} if env else entry
 
 
 def _json_edit(outer: str, *, jsonc: bool) -> Callable[[str, dict[str, Any] | None], str]:
