@@ -4,16 +4,17 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 
 from openheim.errors import ConfigError
-from openheim.events import Finished
+from openheim.events import Event, Finished
 from openheim.messages import Usage
 from openheim.runtime.structured import NoValidOutput
 from openheim.testing import Reply, tool_call
-from tests.api.conftest import MakeRuntime, Scripted
+from tests.api.conftest import Blocker, MakeRuntime, Scripted
 from tests.api.support import soon
 
 SCHEMA: dict[str, Any] = {
@@ -98,3 +99,41 @@ async def test_read_only_mode_keeps_the_submit_tool_and_comes_back_as_it_was(
         assert [t.name for t in session.agent.tools] == before
     assert result.output == {"city": "a", "rank": 3}
     assert "submit" in scripted.tool_names(0)
+
+
+async def test_a_cancelled_structured_prompt_ends_once_and_takes_its_tool_back(
+    scripted: Scripted, make_runtime: MakeRuntime, blocker: Blocker
+) -> None:
+    scripted.provider.add(Reply(tool_calls=[tool_call("block", {"label": "x"})]), "after")
+    async with await make_runtime(tools=[blocker.tool]).new_session() as session:
+        run = session.prompt("where?", output_schema=SCHEMA)
+        task = asyncio.create_task(run.result())
+        await soon(blocker.started.wait())
+        session.cancel()
+        with pytest.raises(NoValidOutput) as caught:
+            await soon(task)
+        assert caught.value.stop_reason == "cancelled"
+        assert "submit" not in [t.name for t in session.agent.tools]
+        assert (await soon(session.prompt("again"))).text == "after"
+    assert len(scripted.requests) == 2  # no attempt after the cancel
+    assert "submit" not in scripted.tool_names(-1)
+
+
+async def test_closing_the_session_during_a_structured_prompt_ends_it(
+    scripted: Scripted, make_runtime: MakeRuntime, blocker: Blocker
+) -> None:
+    scripted.provider.add(Reply(tool_calls=[tool_call("block", {"label": "x"})]))
+    session = await make_runtime(tools=[blocker.tool]).new_session()
+    events: list[Event] = []
+
+    async def read() -> None:
+        async for event in session.prompt("where?", output_schema=SCHEMA):
+            events.append(event)
+
+    task = asyncio.create_task(read())
+    await soon(blocker.started.wait())
+    await soon(session.close())
+    await soon(task)
+    assert isinstance(events[-1], Finished) and events[-1].stop_reason == "cancelled"
+    assert sum(isinstance(e, Finished) for e in events) == 1
+    assert len(scripted.requests) == 1
