@@ -60,7 +60,7 @@ def parse(text: str, *, jsonc: bool = False) -> Node:
     node = scanner.value()
     scanner.skip()
     if scanner.pos != len(text):
-        scanner.fail("unexpected text after the JSON value")
+        raise scanner.error("unexpected text after the JSON value")
     return node
 
 
@@ -79,10 +79,11 @@ class _Scanner:
         self.jsonc = jsonc
         self.pos = 0
 
-    def fail(self, message: str) -> None:
+    def error(self, message: str) -> JsonSyntax:
+        """``message`` at the scanner's place."""
         line = self.text.count("\n", 0, self.pos) + 1
         column = self.pos - (self.text.rfind("\n", 0, self.pos) + 1) + 1
-        raise JsonSyntax(message, line, column)
+        return JsonSyntax(message, line, column)
 
     def skip(self) -> None:
         """Past whitespace, and with JSONC past comments."""
@@ -96,7 +97,7 @@ class _Scanner:
             elif self.jsonc and text.startswith("/*", self.pos):
                 end = text.find("*/", self.pos + 2)
                 if end < 0:
-                    self.fail("a /* comment is not closed")
+                    raise self.error("a /* comment is not closed")
                 self.pos = end + 2
             else:
                 return
@@ -117,8 +118,9 @@ class _Scanner:
             if self.text.startswith(word, start):
                 self.pos = start + len(word)
                 return Node(start, self.pos)
-        self.fail("expected a JSON value" if char else "the text ends where a value should be")
-        raise AssertionError  # fail() raised
+        raise self.error(
+            "expected a JSON value" if char else "the text ends where a value should be"
+        )
 
     def _object(self) -> Node:
         start, members = self.pos, list[Member]()
@@ -126,12 +128,11 @@ class _Scanner:
         while not self._closes("}", members[-1].comma if members else -1):
             match = _STRING.match(self.text, self.pos)
             if match is None:
-                self.fail("expected a member name in double quotes")
-                raise AssertionError  # fail() raised
+                raise self.error("expected a member name in double quotes")
             key_at, self.pos = self.pos, match.end()
             self.skip()
             if not self.text.startswith(":", self.pos):
-                self.fail("expected ':' after the member name")
+                raise self.error("expected ':' after the member name")
             self.pos += 1
             members.append(Member(json.loads(match.group()), key_at, self.value()))
             members[-1].comma = self._comma()
@@ -160,11 +161,11 @@ class _Scanner:
         self.skip()
         if self.text.startswith(closer, self.pos):
             if comma is not None and comma >= 0 and not self.jsonc:
-                self.fail("a trailing comma is not allowed in JSON")
+                raise self.error("a trailing comma is not allowed in JSON")
             self.pos += 1
             return True
         if comma is None:
-            self.fail(f"expected ',' or '{closer}'")
+            raise self.error(f"expected ',' or '{closer}'")
         return False
 
 

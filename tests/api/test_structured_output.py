@@ -137,3 +137,17 @@ async def test_closing_the_session_during_a_structured_prompt_ends_it(
     assert isinstance(events[-1], Finished) and events[-1].stop_reason == "cancelled"
     assert sum(isinstance(e, Finished) for e in events) == 1
     assert len(scripted.requests) == 1
+
+
+async def test_a_turn_whose_submit_failed_costs_one_attempt_only(
+    scripted: Scripted, make_runtime: MakeRuntime
+) -> None:
+    bad = tool_call("submit", {"city": "Oslo", "rank": 7})
+    scripted.provider.add(Reply(tool_calls=[bad]), "I tried", '{"city": "Oslo", "rank": 3}')
+    async with await make_runtime().new_session() as session:
+        run = session.prompt("where?", output_schema=SCHEMA, output_retries=1)
+        result = await soon(run)
+    assert result.output == {"city": "Oslo", "rank": 3}
+    assert run.attempts is not None and run.attempts.failed == 1
+    retry = scripted.requests[2].messages[-1]
+    assert "was not accepted:\n/rank: 7 is not one of [1, 2, 3]" in retry.text

@@ -102,8 +102,10 @@ class Attempts:
             "accepted; if not, fix every error it lists and call it again."
         )
 
-    def feedback(self, finished: Finished) -> str | None:
-        """After a turn: the message for another attempt, or None when the prompt is over."""
+    def feedback(self, finished: Finished, failed_before: int) -> str | None:
+        """After a turn: the message for another attempt, or None when the prompt is over.
+        A turn whose ``submit`` calls already failed (``failed`` grew past ``failed_before``)
+        costs no further attempt; one that handed in nothing does."""
         if self.accepted or finished.stop_reason != "end_turn" or self.left <= 0:
             return None
         parsed = _json_text(finished.text)
@@ -112,6 +114,8 @@ class Attempts:
             if not errors:
                 return None
             what = f"Your answer is not valid against the schema:\n{error_lines(errors)}"
+        elif self.failed > failed_before:
+            what = f"Your last `{SUBMIT}` call was not accepted:\n{error_lines(self.errors)}"
         else:
             self.fail([{"path": "", "message": f"no valid call of `{SUBMIT}`, and no JSON answer"}])
             what = f"You did not hand in a valid result with the `{SUBMIT}` tool."
@@ -192,6 +196,7 @@ async def attempt_events(
     usage = Usage()
     while True:
         finished: Finished | None = None
+        failed_before = attempts.failed
         async for event in turn(message):
             if isinstance(event, Finished):
                 finished = event
@@ -199,7 +204,7 @@ async def attempt_events(
                 yield event
         assert finished is not None  # a turn always ends with exactly one Finished
         usage = usage + finished.usage
-        feedback = attempts.feedback(finished)
+        feedback = attempts.feedback(finished, failed_before)
         if feedback is None:
             yield dataclasses.replace(finished, usage=usage)
             return
