@@ -9,16 +9,21 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import mcp_types
+import pytest
 from mcp.client.session import ClientRequestContext
 from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 
 from mcp import Client
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from tests.mcp_server.conftest import ServeClient
+from tests.mcp_server.test_http import TOKEN, HttpServer
 from tests.mcp_server.test_prompt_tool import stored_sessions, text_of
 
 WRITE = FakeToolCall("write_file", {"path": "a.txt", "content": "hello\n"})
@@ -214,3 +219,25 @@ def test_a_bad_configured_schema_stops_the_server_at_start(home: Path, work: Pat
     assert done.returncode == 2
     assert f"[mcp_server] schema {home / 'bad.json'}: the schema is not valid" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.fixture
+def http_server(home: Path, work: Path) -> Iterator[HttpServer]:
+    server = HttpServer(home, work, TOKEN)
+    yield server
+    server.stop()
+
+
+async def test_an_elicitation_over_streamable_http(
+    http_server: HttpServer, fake: FakeLLMServer, work: Path
+) -> None:
+    fake.add(FakeReply(tool_calls=[WRITE]), FakeReply(text="written"))
+    answers = Answers("accept", "once")
+    url = http_server.url()
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"})
+    transport = streamable_http_client(url, http_client=http)
+    async with Client(transport, elicitation_callback=answers, mode="legacy") as client:
+        result = await client.call_tool("openheim", {"prompt": "write a.txt"})
+    assert text_of(result).startswith("written"), text_of(result)
+    assert (work / "a.txt").read_text() == "hello\n"
+    assert len(answers.asked) == 1
