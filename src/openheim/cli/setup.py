@@ -27,7 +27,9 @@ def add_setup(setup: argparse.ArgumentParser) -> None:
     setup.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
     setup.add_argument("--remove", action="store_true", help="remove openheim's entry instead")
     setup.add_argument(
-        "--only", help=f"comma-separated clients (default: all of {','.join(CLIENTS)})"
+        "--only",
+        metavar="CLIENTS",
+        help=f"comma-separated clients (default: all of {','.join(CLIENTS)})",
     )
 
 

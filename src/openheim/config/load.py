@@ -23,6 +23,8 @@ from openheim.config.checks import (
     check_config,
     check_folder,
     check_max_iterations,
+    hook_entries,
+    hook_events,
     is_folder,
     resolved,
 )
@@ -30,6 +32,7 @@ from openheim.config.schema import (
     DEFAULT_MAX_ITERATIONS,
     DEFAULT_PARALLEL_SUBAGENTS,
     ConfigFile,
+    HookEntry,
     McpServeEntry,
     McpServerEntry,
     MemoryEntry,
@@ -105,6 +108,8 @@ class Settings:
     """``[server]`` for ``openheim serve`` (refused in an untrusted project's config)."""
     mcp_server: McpServeEntry = field(default_factory=McpServeEntry)
     """``[mcp_server]`` for ``openheim mcp serve`` (refused in an untrusted project's config)."""
+    hooks: dict[str, HookEntry] = field(default_factory=dict)
+    """``[hooks]`` by event name (refused in an untrusted project's config)."""
 
 
 def openheim_home(env: Mapping[str, str] | None = None) -> Path:
@@ -122,7 +127,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
         path, raw, ConfigFile, "see docs/configuration.md for the valid keys and values"
     )
     check_config(path, config)
-    return raw
+    return hook_events(path, raw)
 
 
 def _present(path: Path) -> bool:
@@ -206,9 +211,8 @@ def _finish(
     raw_work = overrides.work_dir or env.get("OPENHEIM_WORK_DIR")
     if raw_work:
         work_dir = _dir_setting(raw_work, paths.cwd, "work_dir", None) or work_dir
-    allow_shell = _first(overrides.allow_shell, _env_bool(env, "OPENHEIM_ALLOW_SHELL"))
-    if allow_shell is None:
-        allow_shell = bool(config.allow_shell)
+    shell_env = _env_bool(env, "OPENHEIM_ALLOW_SHELL")
+    allow_shell = _first(overrides.allow_shell, shell_env, bool(config.allow_shell))
     max_iterations = _first(
         overrides.max_iterations,
         _env_int(env, "OPENHEIM_MAX_ITERATIONS"),
@@ -252,6 +256,7 @@ def _finish(
         project_root=paths.project_root,
         server=config.server or ServerEntry(),
         mcp_server=config.mcp_server or McpServeEntry(),
+        hooks=hook_entries(config.hooks),
     )
 
 

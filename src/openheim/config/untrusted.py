@@ -29,6 +29,7 @@ from openheim.config.schema import (
     DEFAULT_MAX_ITERATIONS,
     DEFAULT_PARALLEL_SUBAGENTS,
     ConfigFile,
+    HookEntry,
     McpServeEntry,
     McpServerEntry,
     MemoryEntry,
@@ -58,7 +59,7 @@ TOP_LEVEL: dict[str, Trust] = {
     "save_sessions": R, "session_log": R, "file_changes": N, "web_fetch_allow": R,
     "approval": N, "default_agent": R, "max_parallel_subagents": N, "inline_subagents": N,
     "deny_read": N, "shell_env_allow": R, "shell_sandbox": R, "shell_network": R,
-    "server": R, "mcp_server": R,
+    "server": R, "mcp_server": R, "hooks": R,
 }  # fmt: skip
 PROVIDER_KEYS: dict[str, Trust] = {
     "kind": R, "api_base": R, "default_model": N, "models": R, "env_var": R, "api_key": R,
@@ -78,6 +79,7 @@ SERVER_KEYS = dict.fromkeys(
     ("token_file", "allowed_origins", "max_body_bytes", "max_frame_bytes"), R
 )
 MCP_SERVE_KEYS = {"schema": R}
+HOOK_KEYS = dict.fromkeys(("command", "timeout", "required"), R)
 
 CLASSES: dict[type[Any], dict[str, Trust]] = {
     ConfigFile: TOP_LEVEL,
@@ -88,6 +90,7 @@ CLASSES: dict[type[Any], dict[str, Trust]] = {
     PriceEntry: PRICE_KEYS,
     ServerEntry: SERVER_KEYS,
     McpServeEntry: MCP_SERVE_KEYS,
+    HookEntry: HOOK_KEYS,
 }
 """Every table of the schema and the class of each of its keys."""
 
