@@ -207,7 +207,7 @@ def test_every_config_key_has_a_trust_class() -> None:
     + [("MemoryEntry", k) for k in ("db_path", "embedding_provider")]
     + [("ConfigFile", k) for k in ("data_dir", "mcp_servers", "memory", "prices")]
     + [("ConfigFile", k) for k in ("web_fetch_allow", "shell_env_allow", "default_agent")]
-    + [("ConfigFile", "server")]
+    + [("ConfigFile", "server"), ("ConfigFile", "mcp_server"), ("McpServeEntry", "schema")]
     + [("ServerEntry", k) for k in ("token_file", "allowed_origins", "max_body_bytes")],
 )
 def test_commands_hosts_paths_and_kinds_are_refused(table: str, key: str) -> None:

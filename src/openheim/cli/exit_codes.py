@@ -20,6 +20,9 @@ REFUSAL = 5
 """The model refused, or a ``user_prompt`` hook blocked the prompt (``refusal``)."""
 DENIED = 6
 """The run ended, but at least one tool call was denied by the approval gate."""
+NO_VALID_OUTPUT = 7
+"""``run --output-schema``: the run ended, but without a JSON value valid against the schema
+after every attempt."""
 CANCELLED = 130
 """Interrupted (Ctrl-C, SIGINT; or "cancel" at a terminal approval question), as shells report
 SIGINT."""

@@ -183,6 +183,12 @@ def _add_models(models: argparse.ArgumentParser) -> None:
     add.add_argument("--sha256", help="expected checksum; the file is refused if it differs")
 
 
+def _add_setup(setup: argparse.ArgumentParser) -> None:
+    from openheim.cli.setup import add_setup
+
+    add_setup(setup)
+
+
 def _add_run(run: argparse.ArgumentParser) -> None:
     run.add_argument("prompt", nargs="*", help="the prompt; @path arguments attach files")
     run.add_argument("-m", "--model", help="model name (default: the provider's default_model)")
@@ -200,6 +206,18 @@ def _add_run(run: argparse.ArgumentParser) -> None:
         help="first model call: auto (default), required, none, or a tool name",
     )
     run.add_argument("--agent", help="run an agent profile (data_dir/agents/NAME.md) as the agent")
+    run.add_argument(
+        "--output-schema",
+        metavar="FILE",
+        help="the answer must be JSON valid against this JSON schema; printed on stdout",
+    )
+    run.add_argument(
+        "--output-retries",
+        type=int,
+        default=3,
+        metavar="N",
+        help="with --output-schema: attempts after the first (default 3)",
+    )
     run.add_argument(
         "--approve",
         choices=["ask", "auto", "deny"],
@@ -230,6 +248,7 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "permissions": ("approval rules: list, add, check", _add_permissions),
     "agents": ("agent profiles for --agent and delegate_task", _add_agents),
     "mcp": ("MCP servers from config.toml, or serve openheim as one", _add_mcp),
+    "setup": ("register openheim's MCP server with Claude Code, Codex, OpenCode", _add_setup),
 }
 """Each command: its help line, and what adds its options and actions to its parser (its
 module is imported only when it runs: ``_handler``)."""

@@ -34,6 +34,7 @@ from openheim.config.schema import (
     CliAgentsEntry,
     ConfigFile,
     HookEntry,
+    McpServeEntry,
     McpServerEntry,
     MemoryEntry,
     PriceEntry,
@@ -106,6 +107,8 @@ class Settings:
     project_root: Path | None = None
     server: ServerEntry = field(default_factory=ServerEntry)
     """``[server]`` for ``openheim serve`` (refused in an untrusted project's config)."""
+    mcp_server: McpServeEntry = field(default_factory=McpServeEntry)
+    """``[mcp_server]`` for ``openheim mcp serve`` (refused in an untrusted project's config)."""
     hooks: dict[str, HookEntry] = field(default_factory=dict)
     """``[hooks]`` by event name (refused in an untrusted project's config)."""
     cli_agents: CliAgentsEntry = field(default_factory=CliAgentsEntry)
@@ -254,10 +257,18 @@ def _finish(
         sources=sources,
         notices=tuple(Notice(line, "warning", "trust") for line in notices),
         project_root=paths.project_root,
-        server=config.server or ServerEntry(),
-        hooks=hook_entries(config.hooks),
-        cli_agents=config.cli_agents or CliAgentsEntry(),
+        **_surface_tables(config),
     )
+
+
+def _surface_tables(config: ConfigFile) -> dict[str, Any]:
+    """The tables of the surfaces and their helpers: serve, mcp serve, hooks, CLI agents."""
+    return {
+        "server": config.server or ServerEntry(),
+        "mcp_server": config.mcp_server or McpServeEntry(),
+        "hooks": hook_entries(config.hooks),
+        "cli_agents": config.cli_agents or CliAgentsEntry(),
+    }
 
 
 def _approval(overrides: Overrides, env: Mapping[str, str], config: ConfigFile) -> str:

@@ -111,6 +111,15 @@ class CliAgentsEntry:
 
 
 @dataclass(frozen=True)
+class McpServeEntry:
+    """``[mcp_server]``: ``openheim mcp serve`` (taken from the user's own config only)."""
+
+    schema: str | None = None
+    """A JSON schema file (relative to the config's folder) for the JSON-schema tools, used when
+    a call passes no ``schema``."""
+
+
+@dataclass(frozen=True)
 class PriceEntry:
     """``[prices."MODEL"]``: US dollars per million tokens."""
 
@@ -160,6 +169,7 @@ class ConfigFile:
     tui: TuiEntry | None = None
     server: ServerEntry | None = None
     cli_agents: CliAgentsEntry | None = None
+    mcp_server: McpServeEntry | None = None
     prices: dict[str, PriceEntry] = field(default_factory=dict)
     max_cost: Dollars = None
     max_tokens_per_session: Count = None

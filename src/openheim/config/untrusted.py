@@ -31,6 +31,7 @@ from openheim.config.schema import (
     CliAgentsEntry,
     ConfigFile,
     HookEntry,
+    McpServeEntry,
     McpServerEntry,
     MemoryEntry,
     PriceEntry,
@@ -59,7 +60,7 @@ TOP_LEVEL: dict[str, Trust] = {
     "save_sessions": R, "session_log": R, "file_changes": N, "web_fetch_allow": R,
     "approval": N, "default_agent": R, "max_parallel_subagents": N, "inline_subagents": N,
     "deny_read": N, "shell_env_allow": R, "shell_sandbox": R, "shell_network": R,
-    "server": R, "hooks": R, "cli_agents": R,
+    "server": R, "mcp_server": R, "hooks": R, "cli_agents": R,
 }  # fmt: skip
 PROVIDER_KEYS: dict[str, Trust] = {
     "kind": R, "api_base": R, "default_model": N, "models": R, "env_var": R, "api_key": R,
@@ -79,6 +80,7 @@ CLI_AGENTS_KEYS = dict.fromkeys(("timeout_secs", "env_allow"), R)
 SERVER_KEYS = dict.fromkeys(
     ("token_file", "allowed_origins", "max_body_bytes", "max_frame_bytes"), R
 )
+MCP_SERVE_KEYS = {"schema": R}
 HOOK_KEYS = dict.fromkeys(("command", "timeout", "required"), R)
 
 CLASSES: dict[type[Any], dict[str, Trust]] = {
@@ -89,6 +91,7 @@ CLASSES: dict[type[Any], dict[str, Trust]] = {
     MemoryEntry: MEMORY_KEYS,
     PriceEntry: PRICE_KEYS,
     ServerEntry: SERVER_KEYS,
+    McpServeEntry: MCP_SERVE_KEYS,
     HookEntry: HOOK_KEYS,
     CliAgentsEntry: CLI_AGENTS_KEYS,
 }
