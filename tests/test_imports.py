@@ -88,6 +88,8 @@ UNUSED_BY_RUN = (
     "rich",
     "click",
     "pygments",
+    "httpcore",
+    "anyio",
 )
 """What ``openheim run`` with a hosted provider and nothing else configured never uses (its
 model answers without calling a tool)."""

@@ -34,6 +34,7 @@ from openheim.errors import (
     ProviderUnavailable,
     StreamCut,
 )
+from openheim.providers.transport import AsyncioTransport
 from openheim.urls import is_loopback
 
 REDACTED = "[redacted]"
@@ -100,7 +101,8 @@ def make_client(timeout_secs: float, api_base: str | None = None) -> httpx.Async
 
     ``httpx.Timeout(timeout_secs)`` bounds connecting, writing and each read: the read limit is
     the idle gap between streamed chunks, never the whole response, so a long generation that
-    keeps streaming is not cut off. ``trust_env`` honours ``HTTPS_PROXY`` / ``NO_PROXY`` etc.,
+    keeps streaming is not cut off. Requests go through ``AsyncioTransport`` (HTTP/1.1 on
+    asyncio streams); ``trust_env`` honours ``HTTPS_PROXY`` / ``NO_PROXY`` etc.,
     except for a loopback endpoint, which is never reached through a proxy.
 
     Loading the trust store costs tens of milliseconds, so a plain ``http://`` endpoint (a local
@@ -113,7 +115,10 @@ def make_client(timeout_secs: float, api_base: str | None = None) -> httpx.Async
         verify = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     local = api_base is not None and is_loopback(api_base)
     timeout = httpx.Timeout(timeout_secs)
-    return httpx.AsyncClient(verify=verify, trust_env=not local, timeout=timeout)
+    transport = AsyncioTransport(verify)
+    return httpx.AsyncClient(
+        transport=transport, verify=verify, trust_env=not local, timeout=timeout
+    )
 
 
 def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:

@@ -1,0 +1,260 @@
+"""The asyncio HTTP/1.1 transport, against raw loopback servers that script each connection."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import subprocess
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import httpx
+import pytest
+
+from openheim.providers.transport import AsyncioTransport
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+
+
+class Server:
+    """A loopback TCP server running ``handler`` for each connection, counting connections."""
+
+    def __init__(self, handler: Handler) -> None:
+        self.handler = handler
+        self.connections = 0
+        self.port = 0
+        self._server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> Server:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            await self.handler(reader, writer)
+        finally:
+            writer.close()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1/x"
+
+
+async def read_request(reader: asyncio.StreamReader) -> bytes:
+    """One request's head (and a Content-Length body), or b"" when the client closed."""
+    head = await reader.readuntil(b"\r\n\r\n") if not reader.at_eof() else b""
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            head += await reader.readexactly(int(line.split(b":")[1]))
+    return head
+
+
+def keep_alive(responses: list[bytes]) -> Handler:
+    """Answer requests on one connection with ``responses`` in turn."""
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for response in responses:
+            try:
+                await read_request(reader)
+            except asyncio.IncompleteReadError:
+                return
+            writer.write(response)
+            await writer.drain()
+
+    return handler
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[httpx.AsyncClient]:
+    transport = AsyncioTransport(ssl.create_default_context())
+    async with httpx.AsyncClient(transport=transport, timeout=2) as client:
+        yield client
+
+
+async def test_a_connection_is_reused_for_the_next_request(client: httpx.AsyncClient) -> None:
+    async with Server(keep_alive([OK, OK, OK])) as server:
+        answers = [(await client.post(server.url, json={"n": n})).text for n in range(3)]
+    assert answers == ["ok", "ok", "ok"]
+    assert server.connections == 1
+
+
+async def test_a_chunked_body_arrives_piece_by_piece(client: httpx.AsyncClient) -> None:
+    sent = asyncio.Event()
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nfirst\r\n")
+        await writer.drain()
+        await sent.wait()
+        writer.write(b"6\r\nsecond\r\n0\r\n\r\n")
+        await writer.drain()
+
+    async with Server(handler) as server, client.stream("GET", server.url) as response:
+        pieces = []
+        async for piece in response.aiter_raw():
+            pieces.append(piece)
+            sent.set()
+    assert pieces == [b"first", b"second"]
+
+
+async def test_a_connection_the_server_closed_is_not_reused(client: httpx.AsyncClient) -> None:
+    async with Server(keep_alive([OK])) as server:
+        first = await client.get(server.url)
+        for _ in range(200):  # until the loop has seen the server's close (bounded: 2 s)
+            if not _idle_open(client):
+                break
+            await asyncio.sleep(0.01)
+        assert not _idle_open(client)
+        second = await client.get(server.url)
+    assert (first.text, second.text) == ("ok", "ok")
+    assert server.connections == 2
+
+
+def _idle_open(client: httpx.AsyncClient) -> bool:
+    transport = client._transport
+    assert isinstance(transport, AsyncioTransport)
+    return any(c.reusable() for pool in transport._idle.values() for c in pool)
+
+
+async def test_connection_close_is_honoured(client: httpx.AsyncClient) -> None:
+    closing = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok"
+    async with Server(keep_alive([closing])) as server:
+        texts = [(await client.get(server.url)).text for _ in range(2)]
+    assert texts == ["ok", "ok"]
+    assert server.connections == 2
+
+
+async def test_a_body_read_only_in_part_closes_the_connection(client: httpx.AsyncClient) -> None:
+    partial = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n12345"
+    server = Server(keep_alive([]))
+    server.handler = lambda r, w: keep_alive([partial if server.connections == 1 else OK])(r, w)
+    async with server:
+        async with client.stream("GET", server.url) as response:
+            async for _piece in response.aiter_raw():
+                break
+        second = await client.get(server.url)
+    assert second.text == "ok"
+    assert server.connections == 2
+
+
+async def test_a_streamed_request_body_is_sent_chunked(client: httpx.AsyncClient) -> None:
+    received: list[bytes] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        received.append(await reader.readuntil(b"0\r\n\r\n"))
+        writer.write(OK)
+        await writer.drain()
+
+    async def body() -> AsyncIterator[bytes]:
+        yield b"hello "
+        yield b"world"
+
+    async with Server(handler) as server:
+        response = await client.post(server.url, content=body())
+    assert response.text == "ok"
+    assert b"transfer-encoding: chunked" in received[0].lower()
+    assert b"6\r\nhello \r\n5\r\nworld\r\n0\r\n\r\n" in received[0]
+
+
+async def test_an_informational_response_is_skipped(client: httpx.AsyncClient) -> None:
+    answer = b"HTTP/1.1 100 Continue\r\n\r\n" + OK
+    async with Server(keep_alive([answer])) as server:
+        response = await client.get(server.url)
+    assert (response.status_code, response.text) == (200, "ok")
+
+
+async def test_a_stalled_server_is_a_read_timeout() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        await reader.read()  # never answers; returns when the client gives up
+
+    transport = AsyncioTransport(ssl.create_default_context())
+    async with (
+        Server(handler) as server,
+        httpx.AsyncClient(transport=transport, timeout=0.2) as client,
+    ):
+        with pytest.raises(httpx.ReadTimeout):
+            await client.get(server.url)
+
+
+async def test_a_refused_connection_is_a_connect_error(client: httpx.AsyncClient) -> None:
+    async with Server(keep_alive([])) as server:
+        url = server.url
+    with pytest.raises(httpx.ConnectError):
+        await client.get(url)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [b"NOT HTTP AT ALL\r\n\r\n", b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort", b""],
+    ids=["garbage", "cut-body", "no-response"],
+)
+async def test_a_broken_response_is_a_protocol_error(
+    client: httpx.AsyncClient, reply: bytes
+) -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(reply)
+        await writer.drain()
+
+    async with Server(handler) as server:
+        with pytest.raises(httpx.RemoteProtocolError):
+            await client.get(server.url)
+
+
+async def test_cancelling_a_read_ends_the_call_at_once(client: httpx.AsyncClient) -> None:
+    asked = asyncio.Event()
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        asked.set()
+        await reader.read()
+
+    async with Server(handler) as server:
+        call = asyncio.create_task(client.get(server.url))
+        await asked.wait()
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(call, 2)
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1, made by the openssl command."""
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
+            *("-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"),
+            *("-keyout", str(key), "-out", str(cert)),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
+
+
+async def test_https_is_verified_against_the_context(certificate: tuple[Path, Path]) -> None:
+    cert, key = certificate
+    server_side = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_side.load_cert_chain(cert, key)
+    trusting = ssl.create_default_context(cafile=str(cert))
+    untrusting = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    server = await asyncio.start_server(keep_alive([OK]), "127.0.0.1", 0, ssl=server_side)
+    url = f"https://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1/x"
+    try:
+        async with httpx.AsyncClient(transport=AsyncioTransport(trusting)) as good:
+            assert (await good.get(url)).text == "ok"
+        async with httpx.AsyncClient(transport=AsyncioTransport(untrusting)) as bad:
+            with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+                await bad.get(url)
+    finally:
+        server.close()
