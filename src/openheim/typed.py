@@ -111,14 +111,19 @@ def _collect_fields(cls: type[Any]) -> tuple[FieldInfo, ...]:
     for f in dataclasses.fields(cls):
         if not f.init:
             continue
-        tp, doc = _strip_annotated(hints[f.name])
-        bounds = _bounds_of(hints[f.name])
-        if bounds is not None:  # kept on the type, where convert() and json_schema() see it
-            tp = typing.Annotated[tp, bounds]
-        doc = f.metadata.get("doc", doc)
         required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-        out.append(FieldInfo(f.name, tp, doc, required))
+        out.append(field_info(f.name, hints[f.name], required=required, doc=f.metadata.get("doc")))
     return tuple(out)
+
+
+def field_info(name: str, hint: Any, *, required: bool, doc: str | None = None) -> FieldInfo:
+    """A field of type ``hint`` (its ``Annotated`` text the description unless ``doc`` is
+    given; its bounds kept on the type, where ``convert`` and ``json_schema`` see them)."""
+    tp, found = _strip_annotated(hint)
+    bounds = _bounds_of(hint)
+    if bounds is not None:
+        tp = typing.Annotated[tp, bounds]
+    return FieldInfo(name, tp, found if doc is None else doc, required)
 
 
 def json_schema(tp: Any) -> dict[str, Any]:
@@ -166,12 +171,17 @@ def _schema(tp: Any) -> dict[str, Any]:
 
 
 def _object_schema(cls: type[Any]) -> dict[str, Any]:
+    return object_schema(fields_of(cls))
+
+
+def object_schema(fields: Sequence[FieldInfo]) -> dict[str, Any]:
+    """The JSON schema of an object with ``fields`` (no other properties allowed)."""
     props = {}
-    for f in fields_of(cls):
+    for f in fields:
         props[f.name] = json_schema(f.type)
         if f.doc:
             props[f.name]["description"] = f.doc
-    required = [f.name for f in fields_of(cls) if f.required]
+    required = [f.name for f in fields if f.required]
     schema: dict[str, Any] = {"type": "object", "properties": props}
     if required:
         schema["required"] = required
