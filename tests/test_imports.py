@@ -90,6 +90,7 @@ UNUSED_BY_RUN = (
     "pygments",
     "httpcore",
     "anyio",
+    "h11",
 )
 """What ``openheim run`` with a hosted provider and nothing else configured never uses (its
 model answers without calling a tool)."""

@@ -120,7 +120,7 @@ async def test_a_connection_the_server_closed_is_not_reused(client: httpx.AsyncC
 def _idle_open(client: httpx.AsyncClient) -> bool:
     transport = client._transport
     assert isinstance(transport, AsyncioTransport)
-    return any(c.reusable() for pool in transport._idle.values() for c in pool)
+    return any(c.open() for pool in transport._idle.values() for c in pool)
 
 
 async def test_connection_close_is_honoured(client: httpx.AsyncClient) -> None:
@@ -191,11 +191,24 @@ async def test_a_refused_connection_is_a_connect_error(client: httpx.AsyncClient
         await client.get(url)
 
 
-@pytest.mark.parametrize(
-    "reply",
-    [b"NOT HTTP AT ALL\r\n\r\n", b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort", b""],
-    ids=["garbage", "cut-body", "no-response"],
-)
+BROKEN = {
+    "garbage": b"NOT HTTP AT ALL\r\n\r\n",
+    "cut-body": b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort",
+    "no-response": b"",
+    "cut-head": b"HTTP/1.1 200 OK\r\nContent-Le",
+    "bad-header": b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n",
+    "folded-header": b"HTTP/1.1 200 OK\r\nA: b\r\n  folded\r\n\r\n",
+    "two-lengths": b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok",
+    "bad-length": b"HTTP/1.1 200 OK\r\nContent-Length: -2\r\n\r\nok",
+    "gzip-coding": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nok",
+    "bad-chunk": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nok\r\n",
+    "long-chunk": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nok\r\n0\r\n\r\n",
+    "cut-chunk": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nok",
+    "huge-head": b"HTTP/1.1 200 OK\r\nA: " + b"x" * 70000 + b"\r\n\r\n",
+}
+
+
+@pytest.mark.parametrize("reply", list(BROKEN.values()), ids=list(BROKEN))
 async def test_a_broken_response_is_a_protocol_error(
     client: httpx.AsyncClient, reply: bytes
 ) -> None:
@@ -258,3 +271,30 @@ async def test_https_is_verified_against_the_context(certificate: tuple[Path, Pa
                 await bad.get(url)
     finally:
         server.close()
+
+
+async def test_a_close_delimited_body_is_read_to_the_end(client: httpx.AsyncClient) -> None:
+    reply = b"HTTP/1.1 200 OK\r\n\r\nall of it"
+    async with Server(keep_alive([reply])) as server:
+        first, second = (await client.get(server.url)).text, (await client.get(server.url)).text
+    assert (first, second) == ("all of it", "all of it")
+    assert server.connections == 2
+
+
+async def test_no_body_is_read_after_head_or_204(client: httpx.AsyncClient) -> None:
+    empty = b"HTTP/1.1 204 No Content\r\n\r\n"
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n"
+    async with Server(keep_alive([empty, head, OK])) as server:
+        answers = [await client.get(server.url), await client.head(server.url)]
+        answers.append(await client.get(server.url))
+    assert [(r.status_code, r.text) for r in answers] == [(204, ""), (200, ""), (200, "ok")]
+    assert server.connections == 1
+
+
+async def test_a_header_that_would_break_the_request_is_refused(
+    client: httpx.AsyncClient,
+) -> None:
+    async with Server(keep_alive([OK])) as server:
+        with pytest.raises(httpx.LocalProtocolError, match="forbidden character"):
+            await client.get(server.url, headers={"X-Key": "a\r\nInjected: yes"})
+    assert server.connections <= 1

@@ -42,7 +42,6 @@ from openheim.config.schema import (
     ServerEntry,
 )
 from openheim.config.trust import is_trusted
-from openheim.config.untrusted import Context, untrusted_view
 from openheim.errors import ConfigError
 from openheim.events import Notice
 from openheim.tomlfile import read_toml, typed_table
@@ -181,7 +180,9 @@ def load_settings(
             project = read_config_file(project_file)
             sources.append(project_file)
         trusted = is_trusted(root, data_dir)
-        if not trusted:
+        if project and not trusted:
+            from openheim.config.untrusted import Context, untrusted_view  # only then needed
+
             project = untrusted_view(project, Context(merged, root, work_dir), notices)
         where = root / ".openheim"
         work_dir = _dir_setting(project.get("work_dir"), root, "work_dir", where) or work_dir

@@ -1,10 +1,10 @@
-"""An HTTP/1.1 transport for ``httpx`` on asyncio's own streams, with ``h11`` as the parser.
+"""An HTTP/1.1 transport for ``httpx`` on asyncio's own streams.
 
-httpx's default transport is httpcore, which on asyncio runs through anyio: importing and
-starting those costs about a sixth of a one-shot ``openheim run``, for a client that speaks
+httpx's default transport is httpcore, which on asyncio runs through anyio and h11: importing
+and starting those cost about a fifth of a one-shot ``openheim run``, for a client that speaks
 HTTP/1.1 to one model API. This transport opens connections with ``asyncio.open_connection``
-(TLS with the context it is given), frames requests and parses responses with ``h11`` (a
-complete, strict HTTP/1.1 implementation), and keeps idle connections for reuse per origin.
+(TLS with the context it is given), frames messages with ``http11`` (strict about what a server
+sends), and keeps idle connections for reuse per origin.
 
 Everything above the wire stays httpx's: redirects, cookies, content decoding, timeouts (read
 from each request's ``timeout`` extension: connect, write, and read as the longest gap between
@@ -17,25 +17,26 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
+from typing import TypeVar
 
-import h11
 import httpx
 
-_READ_SIZE = 65536
+from openheim.providers import http11
+
+_T = TypeVar("_T")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _Origin = tuple[str, str, int]
 
 
 class _Connection:
-    """One socket and its HTTP/1.1 state."""
+    """One socket; ``reusable`` once a response was read to its end on a keep-alive exchange."""
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader = reader
         self.writer = writer
-        self.state = h11.Connection(h11.CLIENT)
 
-    def reusable(self) -> bool:
+    def open(self) -> bool:
         """Still open: neither side has closed it since its last exchange."""
         return not self.writer.is_closing() and not self.reader.at_eof()
 
@@ -69,9 +70,9 @@ class AsyncioTransport(httpx.AsyncBaseTransport):
             connection.close()
             raise
         return httpx.Response(
-            head.status_code,
+            head.status,
             headers=head.headers,
-            stream=_Body(self, origin, exchange),
+            stream=_Body(self, origin, exchange, head),
             extensions={"http_version": b"HTTP/1.1", "reason_phrase": head.reason},
         )
 
@@ -79,22 +80,19 @@ class AsyncioTransport(httpx.AsyncBaseTransport):
         pool = self._idle.get(origin, [])
         while pool:
             connection = pool.pop()
-            if connection.reusable():
+            if connection.open():
                 return connection
             connection.close()
         return None
 
     def release(self, origin: _Origin, connection: _Connection) -> None:
-        """A connection whose exchange finished: kept for the next request if both sides
-        allow it, else closed."""
-        state = connection.state
-        if state.our_state is h11.DONE and state.their_state is h11.DONE:
-            state.start_next_cycle()
-            pool = self._idle.setdefault(origin, [])
-            if len(pool) < self._max_idle:
-                pool.append(connection)
-                return
-        connection.close()
+        """A connection whose exchange ended with the whole response read and keep-alive on
+        both sides: kept for the next request (up to ``max_idle`` per origin)."""
+        pool = self._idle.setdefault(origin, [])
+        if len(pool) < self._max_idle and connection.open():
+            pool.append(connection)
+        else:
+            connection.close()
 
     async def aclose(self) -> None:
         for pool in self._idle.values():
@@ -120,23 +118,22 @@ class _Exchange:
         self.write_limit = write_limit
 
     async def send(self) -> None:
-        """The request line, headers and body, framed by h11 (chunked when httpx streams it)."""
-        request, state = self.request, self.connection.state
-        head = h11.Request(
-            method=request.method, target=request.url.raw_path, headers=list(request.headers.raw)
-        )
+        """The request line, headers and body (chunked when httpx streams it unsized)."""
+        request = self.request
+        raw = list(request.headers.raw)
+        streamed = any(k.lower() == b"transfer-encoding" for k, _ in raw)
         try:
-            await self._write(state.send(head))
-            async for chunk in request.stream:  # type: ignore[union-attr]
-                if chunk:
-                    await self._write(state.send(h11.Data(data=chunk)))
-            await self._write(state.send(h11.EndOfMessage()))
-        except h11.LocalProtocolError as err:
-            raise httpx.LocalProtocolError(str(err), request=request) from err
+            head = http11.request_head(request.method, request.url.raw_path, raw)
+        except http11.ProtocolError as err:
+            raise httpx.LocalProtocolError(str(err), request=request) from None
+        await self._write(head)
+        async for chunk in request.stream:  # type: ignore[union-attr]
+            if chunk:
+                await self._write(http11.chunked(chunk) if streamed else chunk)
+        if streamed:
+            await self._write(http11.chunked(b""))
 
-    async def _write(self, data: bytes | None) -> None:
-        if not data:
-            return
+    async def _write(self, data: bytes) -> None:
         writer = self.connection.writer
         writer.write(data)
         try:
@@ -147,74 +144,57 @@ class _Exchange:
         except OSError as err:
             raise httpx.WriteError(_text(err), request=self.request) from err
 
-    async def read_head(self) -> h11.Response:
-        """The final response head (informational ``1xx`` responses are skipped)."""
-        while True:
-            event = await self.next_event()
-            if isinstance(event, h11.Response):
-                return event
-            if not isinstance(event, h11.InformationalResponse):
-                raise httpx.RemoteProtocolError(
-                    "the server disconnected without sending a response", request=self.request
-                )
+    async def read_head(self) -> http11.ResponseHead:
+        """The final response head."""
+        return await self.bounded(http11.read_head(self.connection.reader, self.request.method))
 
-    async def next_event(self) -> object:
-        """The next parsed event (an ``h11`` event or ``h11.PAUSED``), reading from the socket
-        as h11 needs it."""
-        state = self.connection.state
-        while True:
-            try:
-                event = state.next_event()
-            except h11.RemoteProtocolError as err:
-                raise httpx.RemoteProtocolError(str(err), request=self.request) from err
-            if event is h11.NEED_DATA:
-                state.receive_data(await self._read())
-            else:
-                return event
-
-    async def _read(self) -> bytes:
-        """The next bytes from the socket (b"" at its end).
+    async def bounded(self, step: Awaitable[_T]) -> _T:
+        """``step`` (a read), given ``read_limit`` seconds, its failures as httpx's errors.
 
         ``asyncio.timeout`` rather than ``wait_for``: on Python 3.11 ``wait_for`` drops a
         cancellation that arrives as its read completes, which would leave a cancelled call
         waiting on a stalled stream."""
         try:
             async with asyncio.timeout(self.read_limit):
-                return await self.connection.reader.read(_READ_SIZE)
+                return await step
         except TimeoutError:
             raise httpx.ReadTimeout(
                 "no data from the server in time", request=self.request
             ) from None
+        except http11.ProtocolError as err:
+            raise httpx.RemoteProtocolError(str(err), request=self.request) from None
         except (OSError, ssl.SSLError) as err:
             raise httpx.ReadError(_text(err), request=self.request) from err
 
 
 class _Body(httpx.AsyncByteStream):
     """A response body read as it arrives; the connection goes back to the pool once the
-    whole message was read, and is closed if the reader stops early."""
+    whole message was read on a keep-alive exchange, and is closed otherwise."""
 
-    def __init__(self, transport: AsyncioTransport, origin: _Origin, exchange: _Exchange) -> None:
+    def __init__(
+        self,
+        transport: AsyncioTransport,
+        origin: _Origin,
+        exchange: _Exchange,
+        head: http11.ResponseHead,
+    ) -> None:
         self._transport = transport
         self._origin = origin
         self._exchange: _Exchange | None = exchange
+        self._head = head
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         exchange = self._exchange
         if exchange is None:
             return
-        while True:
-            event = await exchange.next_event()
-            if isinstance(event, h11.Data):
-                yield bytes(event.data)
-            elif isinstance(event, h11.EndOfMessage):
-                self._exchange = None
-                self._transport.release(self._origin, exchange.connection)
-                return
-            else:
-                raise httpx.RemoteProtocolError(
-                    "the server closed the connection before the response ended",
-                    request=exchange.request,
-                )
+        pieces = http11.body(exchange.connection.reader, self._head)
+        while (piece := await exchange.bounded(anext(pieces, b""))) != b"":
+            yield piece
+        self._exchange = None
+        if self._head.keep_alive:
+            self._transport.release(self._origin, exchange.connection)
+        else:
+            exchange.connection.close()
 
     async def aclose(self) -> None:
         if self._exchange is not None:
@@ -239,7 +219,7 @@ async def _connect(origin: _Origin, context: ssl.SSLContext, request: httpx.Requ
     tls = context if scheme == "https" else None
     try:
         reader, writer = await asyncio.open_connection(
-            host, port, ssl=tls, server_hostname=host if tls else None, limit=_READ_SIZE
+            host, port, ssl=tls, server_hostname=host if tls else None, limit=http11.PIECE
         )
     except (OSError, ssl.SSLError) as err:
         raise httpx.ConnectError(_text(err), request=request) from err
