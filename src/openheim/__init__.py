@@ -1,14 +1,15 @@
 """openheim: a fast, multi-provider LLM agent runtime.
 
 Importing this package is cheap: public names are loaded on first attribute access. It also
-keeps httpx's command-line client from loading with httpx (``openheim.httpx_cli``).
+keeps httpx's command-line client from loading with httpx (``openheim.httpx_cli``), and has
+``dataclasses`` compile the methods it writes through a cache (``openheim.codecache``).
 """
 
 from __future__ import annotations
 
 import importlib
 
-from openheim import httpx_cli
+from openheim import codecache, httpx_cli
 from openheim._version import __version__
 
 TYPE_CHECKING = False  # not typing's: importing typing costs `openheim --version` 3 ms
@@ -62,6 +63,7 @@ _LAZY = {
 __all__ = ["__version__", *_LAZY]
 
 httpx_cli.defer()
+codecache.install()
 
 
 def __getattr__(name: str) -> Any:
