@@ -12,6 +12,7 @@ import pytest
 from openheim import codecache
 from openheim.codecache import CodeCache
 
+
 @pytest.fixture(autouse=True)
 def writes_bytecode(monkeypatch: pytest.MonkeyPatch) -> None:
     """As Python does unless PYTHONDONTWRITEBYTECODE is set (it may be, where tests run)."""
