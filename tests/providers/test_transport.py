@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from openheim.providers.http import make_client
 from openheim.providers.transport import AsyncioTransport
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
@@ -298,3 +299,48 @@ async def test_a_header_that_would_break_the_request_is_refused(
         with pytest.raises(httpx.LocalProtocolError, match="forbidden character"):
             await client.get(server.url, headers={"X-Key": "a\r\nInjected: yes"})
     assert server.connections <= 1
+
+
+async def test_a_proxy_in_the_environment_still_carries_the_requests(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """httpx ignores the proxy variables once it is handed a transport, so with a proxy set the
+    providers' client keeps httpx's own, which sends through the proxy."""
+    seen: list[bytes] = []
+
+    async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        seen.append(await read_request(reader))
+        writer.write(OK)
+        await writer.drain()
+
+    async with Server(proxy) as server:
+        for name in (
+            "HTTPS_PROXY",
+            "https_proxy",
+            "ALL_PROXY",
+            "all_proxy",
+            "NO_PROXY",
+            "no_proxy",
+        ):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{server.port}")
+        async with make_client(5, "http://models.example.test/v1") as client:
+            answer = await client.post("http://models.example.test/v1/chat", json={})
+    assert answer.text == "ok"
+    assert seen[0].startswith(b"POST http://models.example.test/v1/chat HTTP/1.1")
+
+
+async def test_without_a_proxy_the_providers_client_uses_the_asyncio_transport(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in (
+        "HTTPS_PROXY",
+        "https_proxy",
+        "HTTP_PROXY",
+        "http_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    async with make_client(5, "https://models.example.test/v1") as client:
+        assert isinstance(client._transport, AsyncioTransport)

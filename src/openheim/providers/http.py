@@ -79,21 +79,25 @@ def ssl_context() -> ssl.SSLContext:
     return context
 
 
+_PROXY_VARIABLES = (
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+)
+
+
+def _proxy_set() -> bool:
+    return any(os.environ.get(v) for v in _PROXY_VARIABLES)
+
+
 def _needs_trust_store(api_base: str | None) -> bool:
     """Whether TLS may be used: an https endpoint, or any proxy (which may itself be https)."""
     if api_base is None or not api_base.startswith("http://"):
         return True
-    return any(
-        os.environ.get(v)
-        for v in (
-            "HTTPS_PROXY",
-            "https_proxy",
-            "HTTP_PROXY",
-            "http_proxy",
-            "ALL_PROXY",
-            "all_proxy",
-        )
-    )
+    return _proxy_set()
 
 
 def make_client(timeout_secs: float, api_base: str | None = None) -> httpx.AsyncClient:
@@ -101,9 +105,11 @@ def make_client(timeout_secs: float, api_base: str | None = None) -> httpx.Async
 
     ``httpx.Timeout(timeout_secs)`` bounds connecting, writing and each read: the read limit is
     the idle gap between streamed chunks, never the whole response, so a long generation that
-    keeps streaming is not cut off. Requests go through ``AsyncioTransport`` (HTTP/1.1 on
-    asyncio streams); ``trust_env`` honours ``HTTPS_PROXY`` / ``NO_PROXY`` etc.,
-    except for a loopback endpoint, which is never reached through a proxy.
+    keeps streaming is not cut off. ``trust_env`` honours ``HTTPS_PROXY`` / ``NO_PROXY`` etc.,
+    except for a loopback endpoint, which is never reached through a proxy. Where no proxy
+    applies, requests go through ``AsyncioTransport`` (HTTP/1.1 on asyncio streams, cheaper to
+    start than httpx's own); where one is set, through httpx's transports, which route by the
+    proxy variables (httpx ignores them once it is handed a transport).
 
     Loading the trust store costs tens of milliseconds, so a plain ``http://`` endpoint (a local
     server) gets a TLS context with no CAs instead: it is never used, and if it were it would
@@ -115,6 +121,8 @@ def make_client(timeout_secs: float, api_base: str | None = None) -> httpx.Async
         verify = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     local = api_base is not None and is_loopback(api_base)
     timeout = httpx.Timeout(timeout_secs)
+    if not local and _proxy_set():
+        return httpx.AsyncClient(verify=verify, trust_env=True, timeout=timeout)
     transport = AsyncioTransport(verify)
     return httpx.AsyncClient(
         transport=transport, verify=verify, trust_env=not local, timeout=timeout
