@@ -168,6 +168,7 @@ def _add_sessions(sessions: argparse.ArgumentParser) -> None:
     search.add_argument("--limit", type=int, default=20)
     imp = sub.add_parser("import", help="import Rust Openheim history or a JSON export")
     imp.add_argument("source", nargs="?", help="folder or file (default: data_dir/history)")
+    sub.add_parser("compact", help="summarise a session's older turns now").add_argument("id")
 
 
 def _add_models(models: argparse.ArgumentParser) -> None:

@@ -13,6 +13,7 @@ import json
 from typing import TextIO
 
 from openheim.events import (
+    ContextCompacted,
     ContextTrimmed,
     Event,
     Finished,
@@ -23,6 +24,7 @@ from openheim.events import (
     ThinkingDelta,
     ToolCall,
     ToolResult,
+    compaction_line,
     event_to_dict,
     notice_line,
 )
@@ -71,6 +73,8 @@ class TextRenderer:
                 self._line(f"openheim: session {event.session_id}")
         elif isinstance(event, ContextTrimmed):
             self._line(f"note: left {event.dropped} older messages out to fit the context window")
+        elif isinstance(event, ContextCompacted):
+            self._line(f"note: {compaction_line(event)}")
         elif isinstance(event, Finished):
             if not self._ends_with_newline:
                 self.out.write("\n")

@@ -29,6 +29,7 @@ from openheim.config.checks import (
 from openheim.config.schema import (
     DEFAULT_MAX_ITERATIONS,
     DEFAULT_PARALLEL_SUBAGENTS,
+    CompactionEntry,
     ConfigFile,
     McpServerEntry,
     MemoryEntry,
@@ -102,6 +103,8 @@ class Settings:
     project_root: Path | None = None
     server: ServerEntry = field(default_factory=ServerEntry)
     """``[server]`` for ``openheim serve`` (refused in an untrusted project's config)."""
+    compaction: CompactionEntry = field(default_factory=CompactionEntry)
+    """``[compaction]``: when and by which model older turns are summarised."""
 
 
 def openheim_home(env: Mapping[str, str] | None = None) -> Path:
@@ -213,7 +216,6 @@ def _finish(
         DEFAULT_MAX_ITERATIONS,
     )
     check_max_iterations(max_iterations, "max_iterations")
-    tui_theme = config.tui.theme_color if config.tui else None
     return Settings(
         home=paths.home,
         data_dir=paths.data_dir,
@@ -226,7 +228,7 @@ def _finish(
         providers=dict(config.providers),
         mcp_servers=dict(config.mcp_servers),
         memory=config.memory or MemoryEntry(),
-        theme_color=tui_theme or config.theme_color,
+        theme_color=(config.tui.theme_color if config.tui else None) or config.theme_color,
         theme=config.tui.theme if config.tui else None,
         prices=dict(config.prices),
         max_cost=config.max_cost,
@@ -248,6 +250,7 @@ def _finish(
         notices=tuple(Notice(line, "warning", "trust") for line in notices),
         project_root=paths.project_root,
         server=config.server or ServerEntry(),
+        compaction=config.compaction or CompactionEntry(),
     )
 
 

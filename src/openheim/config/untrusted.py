@@ -28,6 +28,7 @@ from openheim.config.checks import resolved
 from openheim.config.schema import (
     DEFAULT_MAX_ITERATIONS,
     DEFAULT_PARALLEL_SUBAGENTS,
+    CompactionEntry,
     ConfigFile,
     McpServerEntry,
     MemoryEntry,
@@ -57,7 +58,7 @@ TOP_LEVEL: dict[str, Trust] = {
     "save_sessions": R, "session_log": R, "file_changes": N, "web_fetch_allow": R,
     "approval": N, "default_agent": R, "max_parallel_subagents": N, "inline_subagents": N,
     "deny_read": N, "shell_env_allow": R, "shell_sandbox": R, "shell_network": R,
-    "server": R,
+    "server": R, "compaction": R,
 }  # fmt: skip
 PROVIDER_KEYS: dict[str, Trust] = {
     "kind": R, "api_base": R, "default_model": N, "models": R, "env_var": R, "api_key": R,
@@ -73,6 +74,7 @@ MCP_SERVER_KEYS = dict.fromkeys(
 )
 MEMORY_KEYS = dict.fromkeys(("embedding_provider", "embedding_model", "db_path", "top_k"), R)
 PRICE_KEYS = dict.fromkeys(("input", "output", "cache_read", "cache_write"), R)
+COMPACTION_KEYS = dict.fromkeys(("threshold", "model"), R)
 SERVER_KEYS = dict.fromkeys(
     ("token_file", "allowed_origins", "max_body_bytes", "max_frame_bytes"), R
 )
@@ -85,6 +87,7 @@ CLASSES: dict[type[Any], dict[str, Trust]] = {
     MemoryEntry: MEMORY_KEYS,
     PriceEntry: PRICE_KEYS,
     ServerEntry: SERVER_KEYS,
+    CompactionEntry: COMPACTION_KEYS,
 }
 """Every table of the schema and the class of each of its keys."""
 

@@ -29,6 +29,7 @@ from openheim.loop import Agent
 from openheim.messages import Message
 from openheim.prompt import PromptBuilder
 from openheim.providers.base import ProviderSettings
+from openheim.runtime.compaction import attach, compacting
 from openheim.runtime.history import PersistentHistory
 from openheim.runtime.options import (
     SessionOptions,
@@ -101,7 +102,7 @@ async def open_session(
         store = open_session_store(settings, options, stack)
         record = find_record(store, settings, options)
         parts = await _parts(settings, options, record, stack, store, tools, client, notices)
-        provider = build_provider(settings, parts.chosen)
+        provider = compacting(build_provider(settings, parts.chosen), settings, parts.chosen)
         stack.push_async_callback(provider.aclose)
         profile = parts.profile
         policy = gate or policy_gate(settings, parts.context.sandbox, notices)
@@ -120,6 +121,7 @@ async def open_session(
             tool_rounds=parts.chosen.tool_rounds,
         )
         session = _session(agent, store, record, parts, notices)
+        attach(session, provider)
         parts.spawner.parent, parts.spawner.session_id = agent, session.id
         try:
             yield session
