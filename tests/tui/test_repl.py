@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import IO
 
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
+from openheim.testing.fake_replies import RecordedRequest
 from tests.tui.support import child_env, configure, run_openheim
 
 
@@ -154,3 +155,22 @@ def test_config_masks_keys_and_the_answer_never_shows_them(home: Path, work: Pat
     assert done.returncode == 0, done.stderr
     assert "[providers.fake]" in done.stdout and "key: set" in done.stdout
     assert secret not in done.stdout and secret not in done.stderr
+
+
+def test_compact_summarises_the_older_turns(home: Path, work: Path) -> None:
+    def answer(request: RecordedRequest) -> FakeReply:
+        system = str(request.body["messages"][0]["content"])
+        return FakeReply(text="SUMMARY of one" if system.startswith("You compact") else "ok")
+
+    with FakeLLMServer(default=answer) as server:
+        configure(home, server)
+        long = "tell me about it " * 30
+        done = chat(home, work, f"/compact\none {long}\ntwo {long}\n/compact\nthree\n")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "nothing to compact yet"
+    assert lines[3].startswith("compacted 2 older messages into a summary (about ")
+    first, *rest = server.requests[-1].body["messages"][1:]
+    head, second = first["content"]  # the summary, then the first turn kept
+    assert head["text"].endswith("compacted:]\nSUMMARY of one") and second["text"].startswith("two")
+    assert len(rest) == 2 and not any(str(m["content"]).startswith("one") for m in rest)

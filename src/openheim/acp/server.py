@@ -48,15 +48,16 @@ from openheim._version import __version__
 from openheim.acp import options
 from openheim.acp.blocks import prompt_message
 from openheim.acp.client_io import AcpClientIO
-from openheim.acp.commands import available_commands
+from openheim.acp.commands import available_commands, builtin_command, run_builtin
 from openheim.acp.errors import busy, request_error
 from openheim.acp.mcp import mcp_servers
 from openheim.acp.permissions import PermissionAsker
-from openheim.acp.translate import replay_updates
+from openheim.acp.translate import event_update, replay_updates
 from openheim.acp.transport import LineTransport
 from openheim.acp.turn import Turn
 from openheim.api import Runtime, Session
 from openheim.errors import OpenheimError
+from openheim.events import TextDelta
 from openheim.skills import SkillsManager, expand_command, skills_for
 
 log = logging.getLogger(__name__)
@@ -207,12 +208,25 @@ class OpenheimAgent:
         message = expand_command(message, live.skills)
         if live.session.busy:
             raise busy(session_id)
+        if (command := builtin_command(message)) is not None:
+            return await self._builtin(session_id, live.session, command)
         turn = Turn(self.conn, session_id, live.session, live.cwd)
         try:
             stop = await turn.run(message)
         except OpenheimError as err:
             raise request_error(err) from None
         return PromptResponse(stop_reason=stop)
+
+    async def _builtin(self, session_id: str, session: Session, name: str) -> PromptResponse:
+        """A built-in slash command: done here, its outcome sent as the agent's message."""
+        try:
+            said = await run_builtin(name, session)
+        except OpenheimError as err:
+            raise request_error(err) from None
+        update = event_update(TextDelta(said))
+        assert update is not None
+        await self.conn.session_update(session_id=session_id, update=update)
+        return PromptResponse(stop_reason="end_turn")
 
     async def fork_session(
         self,

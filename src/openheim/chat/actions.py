@@ -10,6 +10,7 @@ from openheim.chat.commands import Command, help_text
 from openheim.chat.session import Chat
 from openheim.config.providers import provider_entries
 from openheim.errors import ConfigError
+from openheim.events import compaction_line
 from openheim.runtime.replay import Replayed
 
 
@@ -50,6 +51,9 @@ async def execute(chat: Chat, command: Command) -> Outcome:
         return Outcome(f"skill {arg} is active")
     if name == "memory":
         return Outcome(await info.memory_text(chat.settings, arg))
+    if name == "compact":
+        done = await chat.session.compact()
+        return Outcome("nothing to compact yet" if done is None else compaction_line(done))
     return Outcome(f":{name} is only available in the terminal UI")
 
 

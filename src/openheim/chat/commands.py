@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "cost": "tokens and cost of this session",
     "memory": "long-term memory; `memory TEXT` searches it",
     "export": "`export [FILE]`: the session as Markdown",
+    "compact": "summarise the older turns now (the history keeps them)",
     "clear": "clear the screen (the session goes on)",
 }
 ALIASES = {"q": "quit", "exit": "quit", "model": "models", "session": "sessions"}
