@@ -174,3 +174,17 @@ def test_compact_summarises_the_older_turns(home: Path, work: Path) -> None:
     head, second = first["content"]  # the summary, then the first turn kept
     assert head["text"].endswith("compacted:]\nSUMMARY of one") and second["text"].startswith("two")
     assert len(rest) == 2 and not any(str(m["content"]).startswith("one") for m in rest)
+
+
+def test_a_template_is_a_command(home: Path, work: Path) -> None:
+    (home / "prompts").mkdir()
+    (home / "prompts" / "fix.md").write_text(
+        "---\narguments: lang\n---\nFix this {{lang}}: {{input}}"
+    )
+    with FakeLLMServer(["fixed"]) as server:
+        configure(home, server)
+        done = chat(home, work, ":help\n/fix lang=go the loop\n/fix no language\n")
+    assert done.returncode == 0, done.stderr
+    assert "skills and templates as commands: /fix" in done.stdout
+    assert server.requests[0].body["messages"][-1]["content"] == "Fix this go: the loop"
+    assert "needs the argument lang" in done.stderr and len(server.requests) == 1

@@ -69,7 +69,7 @@ def _export(chat: Chat, arg: str) -> str:
 
 
 _SIMPLE = {
-    "help": lambda chat, arg: help_text(chat.skill_names()),
+    "help": lambda chat, arg: help_text(chat.command_names()),
     "config": lambda chat, arg: info.config_text(chat.settings),
     "mcp": lambda chat, arg: info.mcp_text(chat),
     "cost": lambda chat, arg: info.cost_text(chat),

@@ -86,5 +86,5 @@ def help_text(skills: Iterable[str] = ()) -> str:
     lines += [f"  :{name:<9} {about}" for name, about in COMMANDS.items()]
     names = sorted(skills)
     if names:
-        lines.append("skills as commands: " + ", ".join(f"/{n}" for n in names))
+        lines.append("skills and templates as commands: " + ", ".join(f"/{n}" for n in names))
     return "\n".join(lines)

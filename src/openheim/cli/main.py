@@ -211,6 +211,15 @@ def _add_run(run: argparse.ArgumentParser) -> None:
     which = run.add_mutually_exclusive_group()
     add_resume_flags(which)
     which.add_argument("--no-session", action="store_true", help="do not store this session")
+    from openheim.cli.prompt_args import add_run_prompt_flags
+
+    add_run_prompt_flags(run)
+
+
+def _add_prompts(prompts: argparse.ArgumentParser) -> None:
+    from openheim.cli.prompt_args import add_prompts_actions
+
+    add_prompts_actions(prompts, _Parser)
 
 
 _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
@@ -226,6 +235,7 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "permissions": ("approval rules: list, add, check", _add_permissions),
     "agents": ("agent profiles for --agent and delegate_task", _add_agents),
     "mcp": ("MCP servers from config.toml, or serve openheim as one", _add_mcp),
+    "prompts": ("named prompts: list, show, add, new, rm", _add_prompts),
 }
 """Each command: its help line, and what adds its options and actions to its parser (its
 module is imported only when it runs: ``_handler``)."""

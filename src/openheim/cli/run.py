@@ -5,13 +5,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from pathlib import Path
 from typing import cast
 
 from openheim.api import Runtime
 from openheim.cli import exit_codes
 from openheim.cli.approve import TerminalResolver, open_terminal
-from openheim.cli.prompt import build_prompt
+from openheim.cli.prompts import run_prompt
 from openheim.cli.refusal import HeadlessRefusals, summary
 from openheim.cli.render import JsonRenderer, TextRenderer
 from openheim.cli.settings import settings_from_flags
@@ -32,7 +31,7 @@ def run_command(args: argparse.Namespace) -> int:
         )
     settings = settings_from_flags(args)
     policy = SecretPolicy.from_config(settings.deny_read, home=settings.home)
-    prompt = build_prompt(args.prompt, Path.cwd(), policy=policy)
+    prompt, system = run_prompt(args, settings, policy)
     options = SessionOptions(
         resume=args.session,
         continue_latest=args.continue_latest,
@@ -43,8 +42,14 @@ def run_command(args: argparse.Namespace) -> int:
         model=args.model,
         agent=args.agent,
         tool_choice=_tool_choice(args.tool_choice),
+        system_prompt=system,
     )
-    return asyncio.run(_run(settings, options, prompt, json_mode=args.json, remember=args.remember))
+    render = (
+        JsonRenderer(sys.stdout)
+        if args.json
+        else TextRenderer(sys.stdout, sys.stderr, tool_output=args.tool_output)
+    )
+    return asyncio.run(_run(settings, options, prompt, render, remember=args.remember))
 
 
 def _tool_choice(raw: str) -> ToolChoice:
@@ -58,9 +63,13 @@ def _split(raw: str | None) -> list[str] | None:
 
 
 async def _run(
-    settings: Settings, options: SessionOptions, prompt: str, *, json_mode: bool, remember: bool
+    settings: Settings,
+    options: SessionOptions,
+    prompt: str,
+    render: JsonRenderer | TextRenderer,
+    *,
+    remember: bool,
 ) -> int:
-    render = JsonRenderer(sys.stdout) if json_mode else TextRenderer(sys.stdout, sys.stderr)
     cancel = asyncio.Event()
     terminal = open_terminal()
     refusals = HeadlessRefusals() if terminal is None else None

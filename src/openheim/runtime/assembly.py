@@ -169,7 +169,9 @@ async def _parts(
     policy = SecretPolicy.from_config(settings.deny_read, home=settings.home)
     shell = await _shell_sandbox(settings, policy, "execute_command" in offered, notices)
     register_env_files(work_dir)
-    system = _system_prompt(settings, skills, names, offered, profile, notices, chosen.small)
+    system = _system_prompt(
+        settings, skills, names, offered, profile, notices, chosen.small, options.system_prompt
+    )
     context = ToolContext(
         PathSandbox(work_dir),
         work_dir,
@@ -189,9 +191,11 @@ def _system_prompt(
     profile: AgentProfile | None,
     notices: list[Notice],
     compact: bool,
+    identity: str | None = None,
 ) -> str:
-    """The system prompt: built from files, or a main profile's own (the builder checks the
-    active skills' names either way); ``compact`` for a small model."""
+    """The system prompt: built from files (``identity`` instead of ``system.md`` when given),
+    or a main profile's own (the builder checks the active skills' names either way);
+    ``compact`` for a small model."""
     work_dir = Path(settings.work_dir)
     prompt = PromptBuilder(
         data_dir=settings.data_dir,
@@ -201,6 +205,7 @@ def _system_prompt(
         catalog=any(spec.name == LOAD_SKILL for spec in offered.specs),
         compact=compact,
         warn=_teller(notices, "prompt"),
+        identity=identity,
     )
     if profile is not None:
         return f"{profile.system_prompt.strip()}\n\nWorking directory: {work_dir}"

@@ -58,7 +58,7 @@ async def _ui_command(app: ChatApp, command: Command) -> Outcome | None:
     """The commands the UI does itself; None for the others."""
     name, arg = command.name, command.argument
     if name == "help":
-        return Outcome(help_text(app.chat.skill_names()) + "\n" + KEYS)
+        return Outcome(help_text(app.chat.command_names()) + "\n" + KEYS)
     if name == "verbose":
         app.conversation.set_verbose(not app.conversation.verbose)
         return Outcome(f"tool items {'shown' if app.conversation.verbose else 'hidden'}")
