@@ -5,7 +5,8 @@ summary never wedges the session; the stored history keeps every message."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,12 +44,38 @@ def responder(summary: Callable[[RecordedRequest], FakeReply] | None = None) -> 
     return answer
 
 
-def configure(home: Path, server: FakeLLMServer, extra: str = "") -> None:
+def configure(home: Path, server: FakeLLMServer, threshold: float = THRESHOLD) -> None:
     (home / "config.toml").write_text(
         f'default_provider = "fake"\n[providers.fake]\napi_base = "{server.base_url}"\n'
         f'default_model = "fake-model"\ncontext_window = {WINDOW}\n'
-        f"[compaction]\nthreshold = {THRESHOLD}\n{extra}"
+        f"[compaction]\nthreshold = {threshold}\n"
     )
+
+
+@contextlib.asynccontextmanager
+async def session_on(
+    home: Path, work: Path, server: FakeLLMServer, threshold: float = THRESHOLD
+) -> AsyncIterator[Session]:
+    """A new session of a runtime configured for ``server``; both closed at the end."""
+    configure(home, server, threshold)
+    runtime = Runtime.from_config(cwd=work)
+    try:
+        async with await runtime.new_session() as session:
+            yield session
+    finally:
+        await runtime.aclose()
+
+
+async def turns(
+    home: Path, work: Path, reply: Responder, count: int
+) -> tuple[list[Event], FakeLLMServer]:
+    """The events of ``count`` numbered prompts against a server answering with ``reply``."""
+    with FakeLLMServer(default=reply) as server:
+        async with session_on(home, work, server) as session:
+            events = [
+                e for n in range(count) for e in (await session.prompt(prompt_text(n))).events
+            ]
+    return events, server
 
 
 def prompt_text(n: int) -> str:
@@ -85,16 +112,13 @@ async def test_compaction_starts_at_the_threshold_and_sends_the_summary(
     home: Path, work: Path
 ) -> None:
     with FakeLLMServer(default=responder()) as server:
-        configure(home, server)
-        runtime = Runtime.from_config(cwd=work)
-        async with await runtime.new_session() as session:
+        async with session_on(home, work, server) as session:
             seen: list[tuple[int, bool]] = []
             for n in range(12):
                 expected = estimate_next(session, prompt_text(n))
                 result = await session.prompt(prompt_text(n))
                 seen.append((expected, bool(compactions(result.events))))
                 assert result.stop_reason == "end_turn"
-        await runtime.aclose()
     assert any(done for _, done in seen)
     assert all(done == (tokens > THRESHOLD * WINDOW) for tokens, done in seen), seen
     last = chat_requests(server)[-1]
@@ -106,12 +130,7 @@ async def test_compaction_starts_at_the_threshold_and_sends_the_summary(
 
 
 async def test_an_event_reports_tokens_before_and_after(home: Path, work: Path) -> None:
-    with FakeLLMServer(default=responder()) as server:
-        configure(home, server)
-        runtime = Runtime.from_config(cwd=work)
-        async with await runtime.new_session() as session:
-            events = [e for n in range(10) for e in (await session.prompt(prompt_text(n))).events]
-        await runtime.aclose()
+    events, _ = await turns(home, work, responder(), 10)
     found = compactions(events)
     assert found and all(e.method == "summary" and e.reason is None for e in found)
     assert all(e.after_tokens < e.before_tokens for e in found)
@@ -140,12 +159,7 @@ async def test_tool_calls_stay_with_their_results(home: Path, work: Path) -> Non
             return FakeReply(tool_calls=[FakeToolCall("read_file", {"path": "notes.txt"})])
         return FakeReply(text=ANSWER)
 
-    with FakeLLMServer(default=tools) as server:
-        configure(home, server)
-        runtime = Runtime.from_config(cwd=work)
-        async with await runtime.new_session() as session:
-            events = [e for n in range(8) for e in (await session.prompt(prompt_text(n))).events]
-        await runtime.aclose()
+    events, server = await turns(home, work, tools, 8)
     assert compactions(events)
     for request in chat_requests(server):
         assert _paired(request)
@@ -156,11 +170,8 @@ async def test_tool_calls_stay_with_their_results(home: Path, work: Path) -> Non
 async def test_a_failed_summary_falls_back_to_trimming(home: Path, work: Path) -> None:
     refuse = responder(lambda r: FakeReply(status=400, error_body="no summaries today"))
     with FakeLLMServer(default=refuse) as server:
-        configure(home, server)
-        runtime = Runtime.from_config(cwd=work)
-        async with await runtime.new_session() as session:
+        async with session_on(home, work, server) as session:
             results = [await session.prompt(prompt_text(n)) for n in range(10)]
-        await runtime.aclose()
     assert all(r.stop_reason == "end_turn" for r in results)
     found = compactions([e for r in results for e in r.events])
     assert found and found[0].method == "trim"
@@ -172,12 +183,7 @@ async def test_a_failed_summary_falls_back_to_trimming(home: Path, work: Path) -
 
 async def test_a_summary_that_is_not_smaller_is_a_trim(home: Path, work: Path) -> None:
     wordy = responder(lambda r: FakeReply(text="blah " * 5000))
-    with FakeLLMServer(default=wordy) as server:
-        configure(home, server)
-        runtime = Runtime.from_config(cwd=work)
-        async with await runtime.new_session() as session:
-            events = [e for n in range(10) for e in (await session.prompt(prompt_text(n))).events]
-        await runtime.aclose()
+    events, server = await turns(home, work, wordy, 10)
     found = compactions(events)
     assert found and found[0].method == "trim"
     assert found[0].reason == "the summary was not smaller than what it replaced"
@@ -187,9 +193,7 @@ async def test_a_summary_that_is_not_smaller_is_a_trim(home: Path, work: Path) -
 async def test_a_cancelled_compaction_leaves_a_valid_history(home: Path, work: Path) -> None:
     hang = responder(lambda r: FakeReply(text=SUMMARY, hang_at=1))
     with FakeLLMServer(default=hang) as server:
-        configure(home, server)
-        runtime = Runtime.from_config(cwd=work)
-        async with await runtime.new_session() as session:
+        async with session_on(home, work, server) as session:
             n = 0
             while not any(is_summary(r) for r in server.requests):
                 assert n < 20, "no compaction started"
@@ -211,7 +215,6 @@ async def test_a_cancelled_compaction_leaves_a_valid_history(home: Path, work: P
             server.default = responder()
             after = await session.prompt("go on")
             assert after.stop_reason == "end_turn" and compactions(after.events)
-        await runtime.aclose()
 
 
 def _wait_summary(server: FakeLLMServer, seen: int) -> None:
@@ -225,9 +228,7 @@ def _wait_summary(server: FakeLLMServer, seen: int) -> None:
 
 async def test_the_stored_history_and_export_keep_everything(home: Path, work: Path) -> None:
     with FakeLLMServer(default=responder()) as server:
-        configure(home, server)
-        runtime = Runtime.from_config(cwd=work)
-        async with await runtime.new_session() as session:
+        async with session_on(home, work, server) as session:
             for n in range(6):
                 await session.prompt(prompt_text(n))
             sid = session.id
@@ -241,7 +242,6 @@ async def test_the_stored_history_and_export_keep_everything(home: Path, work: P
             for n in range(6, 12):
                 await session.prompt(prompt_text(n))
             live = list(session.history)
-        await runtime.aclose()
         with open_store(home) as store:
             stored = store.messages(sid)
             entries = store.compactions.entries(sid)
@@ -258,9 +258,7 @@ async def test_the_stored_history_and_export_keep_everything(home: Path, work: P
 
 async def test_a_long_session_never_exceeds_the_window(home: Path, work: Path) -> None:
     with FakeLLMServer(default=responder()) as server:
-        configure(home, server)
-        runtime = Runtime.from_config(cwd=work)
-        async with await runtime.new_session() as session:
+        async with session_on(home, work, server) as session:
             assert session.compactor is not None
             largest = 0
             events: list[Event] = []
@@ -271,7 +269,6 @@ async def test_a_long_session_never_exceeds_the_window(home: Path, work: Path) -
                 sent = session.compactor.view(request_for(session.agent, session.history[:-1]))
                 largest = max(largest, estimate_tokens(sent))
             stored = len(session.history)
-        await runtime.aclose()
     assert largest <= WINDOW
     assert not [e for e in events if isinstance(e, ContextTrimmed)]
     assert len(compactions(events)) >= 10
@@ -280,20 +277,15 @@ async def test_a_long_session_never_exceeds_the_window(home: Path, work: Path) -
 
 async def test_nothing_to_compact_in_a_one_turn_session(home: Path, work: Path) -> None:
     with FakeLLMServer(default=responder()) as server:
-        configure(home, server)
-        runtime = Runtime.from_config(cwd=work)
-        async with await runtime.new_session() as session:
+        async with session_on(home, work, server) as session:
             await session.prompt("hello")
             assert await session.compact() is None
-        await runtime.aclose()
     assert not any(is_summary(r) for r in server.requests)
 
 
 async def test_a_pinned_prompt_is_sent_verbatim_after_compaction(home: Path, work: Path) -> None:
     with FakeLLMServer(default=responder()) as server:
-        configure(home, server)
-        runtime = Runtime.from_config(cwd=work)
-        async with await runtime.new_session() as session:
+        async with session_on(home, work, server) as session:
             await session.prompt("always answer in French")
             assert session.compactor is not None
             session.compactor.pin(0)
@@ -301,6 +293,28 @@ async def test_a_pinned_prompt_is_sent_verbatim_after_compaction(home: Path, wor
                 await session.prompt(prompt_text(n))
             assert await session.compact() is not None
             await session.prompt("and now?")
-        await runtime.aclose()
     sent = text_of(chat_requests(server)[-1])
     assert "always answer in French" in sent and "question 0:" not in sent
+
+
+async def test_a_summary_too_big_for_one_request_is_chunked(home: Path, work: Path) -> None:
+    def numbered(request: RecordedRequest) -> FakeReply:
+        count = sum(is_summary(r) for r in server.requests)
+        return FakeReply(text=f"SUMMARY {count}") if is_summary(request) else FakeReply(ANSWER)
+
+    with FakeLLMServer(default=numbered) as server:
+        async with session_on(home, work, server, threshold=0) as session:  # only on demand
+            for n in range(12):
+                await session.prompt(prompt_text(n))
+            done = await session.compact()
+            assert session.compactor is not None
+            head = session.compactor.head
+    asked = [r for r in server.requests if is_summary(r)]
+    assert len(asked) >= 2 and done is not None and done.method == "summary"
+    for number, request in enumerate(asked[1:], 1):  # each carries the summary so far
+        assert f"Summary of what came before:\nSUMMARY {number}" in text_of(request)
+        assert len(text_of(request)) // 4 < WINDOW * 0.6
+    assert head == SUMMARY_HEAD.format(summary=f"SUMMARY {len(asked)}")
+    everything = "\n".join(text_of(r) for r in asked)
+    assert all(f"question {n}:" in everything for n in range(11))  # the latest turn is kept
+    assert "question 11:" not in everything

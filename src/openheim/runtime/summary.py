@@ -60,7 +60,7 @@ def chunks(pieces: Sequence[str], limit: int) -> list[str]:
     out: list[str] = []
     current = ""
     for piece in pieces:
-        piece = _short(piece, limit)
+        piece = _short(piece, limit - 32)  # room for the note of what was cut
         if current and len(current) + len(piece) + 2 > limit:
             out.append(current)
             current = ""
