@@ -318,3 +318,18 @@ async def test_a_summary_too_big_for_one_request_is_chunked(home: Path, work: Pa
     everything = "\n".join(text_of(r) for r in asked)
     assert all(f"question {n}:" in everything for n in range(11))  # the latest turn is kept
     assert "question 11:" not in everything
+
+
+async def test_the_stored_summary_is_redacted(home: Path, work: Path) -> None:
+    key = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"
+    leaky = responder(lambda r: FakeReply(text=f"the user's key is {key}"))
+    with FakeLLMServer(default=leaky) as server:
+        async with session_on(home, work, server, threshold=0) as session:
+            for n in range(3):
+                await session.prompt(prompt_text(n))
+            assert await session.compact() is not None
+            sid = session.id
+    assert sid is not None
+    with open_store(home) as store:
+        [entry] = store.compactions.entries(sid)
+    assert key not in entry.head and "[REDACTED]" in entry.head

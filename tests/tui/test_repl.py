@@ -188,3 +188,16 @@ def test_a_template_is_a_command(home: Path, work: Path) -> None:
     assert "skills and templates as commands: /fix" in done.stdout
     assert server.requests[0].body["messages"][-1]["content"] == "Fix this go: the loop"
     assert "needs the argument lang" in done.stderr and len(server.requests) == 1
+
+
+def test_a_templates_own_mentions_are_not_attached(home: Path, work: Path) -> None:
+    (home / "prompts").mkdir()
+    (home / "prompts" / "peek.md").write_text("Look at @private.txt and {{input}}")
+    (work / "private.txt").write_text("PRIVATE CONTENT")
+    (work / "mine.txt").write_text("MY CONTENT")
+    with FakeLLMServer(["ok"]) as server:
+        configure(home, server)
+        done = chat(home, work, "/peek @mine.txt\n")
+    assert done.returncode == 0, done.stderr
+    sent = str(server.requests[0].body["messages"][-1]["content"])
+    assert "MY CONTENT" in sent and "PRIVATE CONTENT" not in sent

@@ -142,12 +142,13 @@ class Chat:
         await self.open()
 
     def prompt(self, text: str) -> PromptRun:
-        """The typed ``text`` as a prompt: a ``/template`` command expanded, ``@path`` mentions
-        attached (deny-read applies) and a ``/skill`` command expanded."""
-        taken = {*self.skill_names(), *COMMANDS}
-        text = expand_template_command(text, prompts_for(self.settings), taken) or text
+        """The typed ``text`` as a prompt: ``@path`` mentions attached (deny-read applies), a
+        ``/template`` command expanded (a template's own ``@`` words are never attached) and a
+        ``/skill`` command expanded."""
         cwd = self.settings.work_dir
         attached = [attach(raw, Path(cwd), self.policy) for raw in MENTION.findall(text)]
+        taken = {*self.skill_names(), *COMMANDS}
+        text = expand_template_command(text, prompts_for(self.settings), taken) or text
         message = expand_command(Message.user("\n\n".join([text, *attached])), self.skills)
         return self.session.prompt(message)
 

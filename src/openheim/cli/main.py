@@ -231,7 +231,7 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "trust": ("let a project's .openheim/config.toml widen safety", _add_trust),
     "untrust": ("stop trusting a project folder", _add_untrust),
     "models": ("list models, or add a local GGUF model", _add_models),
-    "sessions": ("list, show, export and search sessions", _add_sessions),
+    "sessions": ("list, show, export, search and compact sessions", _add_sessions),
     "permissions": ("approval rules: list, add, check", _add_permissions),
     "agents": ("agent profiles for --agent and delegate_task", _add_agents),
     "mcp": ("MCP servers from config.toml, or serve openheim as one", _add_mcp),

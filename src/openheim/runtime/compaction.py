@@ -33,6 +33,7 @@ from openheim.providers.base import ModelRequest, Provider, ProviderSettings, St
 from openheim.providers.context import estimate_tokens, turn_starts
 from openheim.providers.windows import context_window
 from openheim.runtime.summary import summarise
+from openheim.secrets import redact
 from openheim.store.compactions import Compaction, Method
 
 if TYPE_CHECKING:
@@ -182,14 +183,16 @@ def compacting(provider: Provider, settings: Settings, chosen: ProviderSettings)
 
 def attach(session: Session, compactor: Compactor) -> None:
     """Make ``compactor`` the session's: a stored session starts from its last compaction
-    and records each new one in the store's compaction log."""
+    and records each new one in the store's compaction log (redacted, as messages are)."""
     session.compactor = compactor
     store, record = session.store, session.record
     if store is None or record is None:
         return
     log = store.compactions
     compactor.restore(log.latest(record.id), len(session.history))
-    compactor.record = lambda entry: log.append(record.id, entry)
+    compactor.record = lambda entry: log.append(
+        record.id, dataclasses.replace(entry, head=redact(entry.head))
+    )
 
 
 def request_for(agent: Agent, history: Sequence[Message]) -> ModelRequest:
