@@ -10,11 +10,14 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from openheim.api import Runtime
+from openheim.errors import ConfigError
 from openheim.events import ContextCompacted, ContextTrimmed, Event
 from openheim.messages import Message
 from openheim.providers.context import estimate_tokens
-from openheim.runtime.compaction import SUMMARY_HEAD, TRIM_NOTE, request_for
+from openheim.runtime.compaction import SUMMARY_HEAD, TRIM_NOTE, pin_prompt, request_for
 from openheim.runtime.session import Session
 from openheim.runtime.summary import SUMMARY_SYSTEM
 from openheim.store import open_store, repair_history
@@ -286,15 +289,25 @@ async def test_nothing_to_compact_in_a_one_turn_session(home: Path, work: Path) 
 async def test_a_pinned_prompt_is_sent_verbatim_after_compaction(home: Path, work: Path) -> None:
     with FakeLLMServer(default=responder()) as server:
         async with session_on(home, work, server) as session:
+            with pytest.raises(ConfigError, match="no prompt of yours to pin"):
+                pin_prompt(session)
             await session.prompt("always answer in French")
-            assert session.compactor is not None
-            session.compactor.pin(0)
+            assert pin_prompt(session).text == "always answer in French"
+            with pytest.raises(ConfigError, match="message 1 is not a prompt of yours"):
+                pin_prompt(session, 1)  # the answer
             for n in range(4):
                 await session.prompt(prompt_text(n))
             assert await session.compact() is not None
-            await session.prompt("and now?")
+            sid = session.id
+        assert sid is not None
+        configure(home, server)
+        runtime = Runtime.from_config(cwd=work)
+        async with await runtime.resume_session(sid) as resumed:  # the pin is stored
+            await resumed.prompt("and now?")
+        await runtime.aclose()
     sent = text_of(chat_requests(server)[-1])
     assert "always answer in French" in sent and "question 0:" not in sent
+    assert "[Pinned by the user" in sent
 
 
 async def test_a_summary_too_big_for_one_request_is_chunked(home: Path, work: Path) -> None:

@@ -201,3 +201,19 @@ def test_a_templates_own_mentions_are_not_attached(home: Path, work: Path) -> No
     assert done.returncode == 0, done.stderr
     sent = str(server.requests[0].body["messages"][-1]["content"])
     assert "MY CONTENT" in sent and "PRIVATE CONTENT" not in sent
+
+
+def test_pin_keeps_a_prompt_through_compact(home: Path, work: Path) -> None:
+    def answer(request: RecordedRequest) -> FakeReply:
+        system = str(request.body["messages"][0]["content"])
+        return FakeReply(text="SUMMARY" if system.startswith("You compact") else "ok")
+
+    with FakeLLMServer(default=answer) as server:
+        configure(home, server)
+        typed = "/pin\nuse tabs\n/pin\nsecond\n/compact\nthird\n"
+        done = chat(home, work, typed)
+    assert done.returncode == 0, done.stderr
+    assert "there is no prompt of yours to pin" in done.stderr
+    assert "pinned: use tabs" in done.stdout.splitlines()
+    head = server.requests[-1].body["messages"][1]["content"][0]["text"]
+    assert "[Pinned by the user" in head and head.endswith("use tabs")

@@ -1,5 +1,5 @@
 """Slash commands on the wire, advertised with ``available_commands_update``: the built-in
-``/compact``, which the agent does itself, then the skills (their expansion is
+``/compact`` and ``/pin``, which the agent does itself, then the skills (their expansion is
 ``openheim.skills.expand_command``), then the prompt templates (``openheim.prompts.commands``)."""
 
 from __future__ import annotations
@@ -11,9 +11,13 @@ from openheim.events import compaction_line
 from openheim.messages import Message, TextBlock
 from openheim.prompts import NamedPrompt, PromptLibrary
 from openheim.prompts.commands import expand_template_command, templates
+from openheim.runtime.compaction import pin_prompt, pinned_line
 from openheim.skills import SkillsManager, expand_command
 
-BUILTIN = {"compact": "Summarise the older turns now (the stored history keeps them)"}
+BUILTIN = {
+    "compact": "Summarise the older turns now (the stored history keeps them)",
+    "pin": "Keep your latest prompt verbatim when the session is compacted",
+}
 """The agent's own commands; a skill of the same name is not offered as a command."""
 
 
@@ -78,6 +82,7 @@ def builtin_command(message: Message) -> str | None:
 
 async def run_builtin(name: str, session: Session) -> str:
     """Do the built-in command ``name`` on ``session``; what to tell the user."""
-    assert name == "compact"  # the only one, as BUILTIN says
+    if name == "pin":
+        return pinned_line(pin_prompt(session))
     done = await session.compact()
     return "nothing to compact yet" if done is None else compaction_line(done)

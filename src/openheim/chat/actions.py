@@ -11,6 +11,7 @@ from openheim.chat.session import Chat
 from openheim.config.providers import provider_entries
 from openheim.errors import ConfigError
 from openheim.events import compaction_line
+from openheim.runtime.compaction import pin_prompt, pinned_line
 from openheim.runtime.replay import Replayed
 
 
@@ -54,6 +55,8 @@ async def execute(chat: Chat, command: Command) -> Outcome:
     if name == "compact":
         done = await chat.session.compact()
         return Outcome("nothing to compact yet" if done is None else compaction_line(done))
+    if name == "pin":
+        return Outcome(pinned_line(pin_prompt(chat.session)))
     return Outcome(f":{name} is only available in the terminal UI")
 
 

@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "memory": "long-term memory; `memory TEXT` searches it",
     "export": "`export [FILE]`: the session as Markdown",
     "compact": "summarise the older turns now (the history keeps them)",
+    "pin": "keep your latest prompt verbatim when the session is compacted",
     "clear": "clear the screen (the session goes on)",
 }
 ALIASES = {"q": "quit", "exit": "quit", "model": "models", "session": "sessions"}

@@ -5,7 +5,8 @@
 compacts: the oldest whole turns (a turn starts at a user prompt, so every tool call stays with
 its result) are summarised by the model (``compaction_model``, default the session's) and the
 summary takes their place at the head of the first turn kept. The system prompt, the tools,
-the latest turns and the user's pinned prompts (verbatim) are always sent.
+the latest turns and the user's pinned prompts (verbatim, ``pin_prompt``; the store keeps the
+pins) are always sent.
 
 It never wedges a session: when the summary fails or is not smaller than what it replaces,
 the turns are left out instead (a trim) and the event says why; a cancelled compaction
@@ -27,6 +28,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING
 
 from openheim.config.load import Settings
+from openheim.errors import ConfigError
 from openheim.events import ContextCompacted
 from openheim.messages import Message, TextBlock
 from openheim.providers.base import ModelRequest, Provider, ProviderSettings, StreamItem
@@ -74,6 +76,7 @@ class Compactor:
         self.pinned: set[int] = set()
         """Indices of user prompts sent verbatim even when compacted away."""
         self.record: Record | None = None
+        self.record_pin: Callable[[int], None] | None = None
 
     def restore(self, entry: Compaction | None, history_length: int) -> None:
         """Start from a stored compaction (ignored when the history is shorter than it)."""
@@ -115,6 +118,8 @@ class Compactor:
     def pin(self, index: int) -> None:
         """Keep the user prompt at ``index`` of the history verbatim in every compaction."""
         self.pinned.add(index)
+        if self.record_pin is not None:
+            self.record_pin(index)
 
     async def compact(
         self, request: ModelRequest, *, forced: bool = False
@@ -190,9 +195,34 @@ def attach(session: Session, compactor: Compactor) -> None:
         return
     log = store.compactions
     compactor.restore(log.latest(record.id), len(session.history))
+    compactor.pinned.update(log.pins(record.id))
+    compactor.record_pin = lambda index: log.pin(record.id, index)
     compactor.record = lambda entry: log.append(
         record.id, dataclasses.replace(entry, head=redact(entry.head))
     )
+
+
+def pin_prompt(session: Session, index: int | None = None) -> Message:
+    """Pin the user prompt at ``index`` of the session's history (default: the latest), so
+    compactions send it verbatim; the prompt pinned. ConfigError when there is no such prompt."""
+    history = session.history
+    prompts = turn_starts(history)
+    chosen = prompts[-1] if index is None and prompts else index
+    if chosen is None or chosen not in prompts or session.compactor is None:
+        raise ConfigError(
+            "there is no prompt of yours to pin"
+            if index is None
+            else f"message {index} is not a prompt of yours",
+            hint="pin a prompt you typed (the latest one by default)",
+        )
+    session.compactor.pin(chosen)
+    return history[chosen]
+
+
+def pinned_line(prompt: Message) -> str:
+    """What a surface says once ``prompt`` is pinned."""
+    text = " ".join(prompt.text.split())
+    return f"pinned: {text[:60]}{'…' if len(text) > 60 else ''}"
 
 
 def request_for(agent: Agent, history: Sequence[Message]) -> ModelRequest:

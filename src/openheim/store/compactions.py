@@ -1,10 +1,12 @@
-"""``CompactionLog``: the compactions of each session, kept beside its messages.
+"""``CompactionLog``: the compactions of each session and its pinned prompts, kept beside its
+messages.
 
 A compaction replaces a session's oldest messages, in what the model is sent, by a summary
 (or by a note that they were left out). The messages themselves stay in the store untouched,
 so an export or a replay still shows the whole conversation; this log records where each
 compaction cut and what replaced the messages before the cut, so a resumed session is sent
-what it was sent before. Entries go with the session when it is deleted.
+what it was sent before, and which user prompts are pinned (sent verbatim after a summary).
+Entries go with the session when it is deleted.
 """
 
 from __future__ import annotations
@@ -82,3 +84,20 @@ class CompactionLog:
         """The session's last compaction, if it has one."""
         found = self.entries(session_id)
         return found[-1] if found else None
+
+    def pin(self, session_id: str, message: int) -> None:
+        """Pin the message at index ``message`` of the session's history (pinning twice is
+        pinning once)."""
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO session_pins (session_id, message) VALUES (?, ?)",
+                (session_id, message),
+            )
+
+    def pins(self, session_id: str) -> list[int]:
+        """The indices of the session's pinned messages, in order."""
+        rows = self._read(
+            "SELECT message FROM session_pins WHERE session_id = ? ORDER BY message",
+            (session_id,),
+        )
+        return [int(row["message"]) for row in rows]
