@@ -17,7 +17,7 @@ def add_prompts_actions(prompts: argparse.ArgumentParser, parser_class: type) ->
     add.add_argument("name")
     add.add_argument("file", nargs="?", help="a Markdown file (default: stdin)")
     add.add_argument("--force", action="store_true", help="replace a prompt of that name")
-    new = sub.add_parser("new", help="write a prompt skeleton and open it in $EDITOR")
+    new = sub.add_parser("new", help="write a prompt skeleton to edit")
     new.add_argument("name")
     new.add_argument("--description", default="", help="its one-line description")
     sub.add_parser("rm", help="remove one of your prompts").add_argument("name")

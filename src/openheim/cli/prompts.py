@@ -4,9 +4,6 @@ makes of ``--prompt-name``, ``-s``, ``--template`` and ``--arg``."""
 from __future__ import annotations
 
 import argparse
-import os
-import shlex
-import subprocess
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -49,8 +46,7 @@ def prompts_command(args: argparse.Namespace) -> int:
         sys.stdout.write(f"added prompt {args.name} ({path})\n")
     elif action == "new":
         path = new_prompt(library, args.name, args.description)
-        sys.stdout.write(f"wrote {path}\n")
-        _edit(path)
+        sys.stdout.write(f"wrote {path}: edit it, then use it as --template or --prompt-name\n")
     else:
         path = remove_prompt(library, args.name)
         sys.stdout.write(f"removed prompt {args.name} ({path})\n")
@@ -66,13 +62,6 @@ def _text_of(file: str | None) -> str:
     if sys.stdin.isatty():
         raise ConfigError("no prompt text", hint="give a FILE, or pipe the prompt to stdin")
     return sys.stdin.read()
-
-
-def _edit(path: Path) -> None:
-    """Open ``path`` in ``$VISUAL`` or ``$EDITOR`` when one is set and this is a terminal."""
-    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
-    if editor and sys.stdin.isatty() and sys.stdout.isatty():
-        subprocess.run([*shlex.split(editor), str(path)], check=False)
 
 
 def run_prompt(
