@@ -157,12 +157,14 @@ def test_config_masks_keys_and_the_answer_never_shows_them(home: Path, work: Pat
     assert secret not in done.stdout and secret not in done.stderr
 
 
-def test_compact_summarises_the_older_turns(home: Path, work: Path) -> None:
-    def answer(request: RecordedRequest) -> FakeReply:
-        system = str(request.body["messages"][0]["content"])
-        return FakeReply(text="SUMMARY of one" if system.startswith("You compact") else "ok")
+def summariser(request: RecordedRequest) -> FakeReply:
+    """Answers "ok", and a summary request with "SUMMARY of one"."""
+    system = str(request.body["messages"][0]["content"])
+    return FakeReply(text="SUMMARY of one" if system.startswith("You compact") else "ok")
 
-    with FakeLLMServer(default=answer) as server:
+
+def test_compact_summarises_the_older_turns(home: Path, work: Path) -> None:
+    with FakeLLMServer(default=summariser) as server:
         configure(home, server)
         long = "tell me about it " * 30
         done = chat(home, work, f"/compact\none {long}\ntwo {long}\n/compact\nthree\n")
@@ -204,11 +206,7 @@ def test_a_templates_own_mentions_are_not_attached(home: Path, work: Path) -> No
 
 
 def test_pin_keeps_a_prompt_through_compact(home: Path, work: Path) -> None:
-    def answer(request: RecordedRequest) -> FakeReply:
-        system = str(request.body["messages"][0]["content"])
-        return FakeReply(text="SUMMARY" if system.startswith("You compact") else "ok")
-
-    with FakeLLMServer(default=answer) as server:
+    with FakeLLMServer(default=summariser) as server:
         configure(home, server)
         typed = "/pin\nuse tabs\n/pin\nsecond\n/compact\nthird\n"
         done = chat(home, work, typed)
