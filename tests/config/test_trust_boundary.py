@@ -96,6 +96,7 @@ REFUSED: dict[str, Case] = {
     "default agent": Case('default_agent = "persona"', "default_agent", None, 1),
     "work dir outside": Case('work_dir = ".."', "work_dir.name", "project", 1),
     "work dir at home": Case('work_dir = "~"', "work_dir.name", "project", 1),
+    "hooks": Case('hooks.pre_tool = "id"\nhooks.on-session-start = { command = "id" }', "hooks", {}, 1),
 }  # fmt: skip
 """Attempts to widen what openheim does; each ignored key gives one notice."""
 

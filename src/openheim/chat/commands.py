@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "export": "`export [FILE]`: the session as Markdown",
     "compact": "summarise the older turns now (the history keeps them)",
     "pin": "keep your latest prompt verbatim when the session is compacted",
+    "undo": "`undo [N] [--force]`: restore the files of the last N turns and rewind",
     "clear": "clear the screen (the session goes on)",
 }
 ALIASES = {"q": "quit", "exit": "quit", "model": "models", "session": "sessions"}

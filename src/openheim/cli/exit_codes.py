@@ -17,7 +17,7 @@ MAX_TOKENS = 3
 MAX_TURN_REQUESTS = 4
 """The run hit ``max_iterations`` or the loop guard (``max_turn_requests``)."""
 REFUSAL = 5
-"""The model refused (``refusal``)."""
+"""The model refused, or a ``user_prompt`` hook blocked the prompt (``refusal``)."""
 DENIED = 6
 """The run ended, but at least one tool call was denied by the approval gate."""
 CANCELLED = 130

@@ -23,6 +23,8 @@ from openheim.config.checks import (
     check_config,
     check_folder,
     check_max_iterations,
+    hook_entries,
+    hook_events,
     is_folder,
     resolved,
 )
@@ -31,6 +33,7 @@ from openheim.config.schema import (
     DEFAULT_PARALLEL_SUBAGENTS,
     CompactionEntry,
     ConfigFile,
+    HookEntry,
     McpServerEntry,
     MemoryEntry,
     PriceEntry,
@@ -105,6 +108,8 @@ class Settings:
     """``[server]`` for ``openheim serve`` (refused in an untrusted project's config)."""
     compaction: CompactionEntry = field(default_factory=CompactionEntry)
     """``[compaction]``: when and by which model older turns are summarised."""
+    hooks: dict[str, HookEntry] = field(default_factory=dict)
+    """``[hooks]`` by event name (refused in an untrusted project's config)."""
 
 
 def openheim_home(env: Mapping[str, str] | None = None) -> Path:
@@ -122,7 +127,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
         path, raw, ConfigFile, "see docs/configuration.md for the valid keys and values"
     )
     check_config(path, config)
-    return raw
+    return hook_events(path, raw)
 
 
 def _present(path: Path) -> bool:
@@ -251,6 +256,7 @@ def _finish(
         project_root=paths.project_root,
         server=config.server or ServerEntry(),
         compaction=config.compaction or CompactionEntry(),
+        hooks=hook_entries(config.hooks),
     )
 
 

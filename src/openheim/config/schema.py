@@ -120,6 +120,29 @@ class PriceEntry:
     cache_write: Dollars = None
 
 
+HOOK_EVENTS: tuple[str, ...] = (
+    "session_start", "session_end", "user_prompt", "pre_tool", "post_tool", "file_write", "stop",
+)  # fmt: skip
+"""The events a ``[hooks]`` entry may name."""
+HOOK_ALIASES: dict[str, str] = {
+    "on-session-start": "session_start",
+    "on-session-end": "session_end",
+    "on-file-write": "file_write",
+}
+"""Yips' hook names, accepted for the events they mean."""
+HOOK_TIMEOUT_MAX = 120.0
+
+
+@dataclass(frozen=True)
+class HookEntry:
+    """``[hooks] EVENT = { command = "...", timeout = 10, required = false }``."""
+
+    command: str
+    timeout: Annotated[float | None, Bounds(0, HOOK_TIMEOUT_MAX, above=True)] = None
+    required: bool = False
+    """Only for ``pre_tool``: a failing hook denies the call instead of warning."""
+
+
 @dataclass(frozen=True)
 class ConfigFile:
     """One parsed ``config.toml`` (user or project)."""
@@ -152,3 +175,4 @@ class ConfigFile:
     shell_env_allow: list[str] = field(default_factory=list)
     shell_sandbox: Literal["auto", "require", "off"] | None = None
     shell_network: bool | None = None
+    hooks: dict[str, str | HookEntry] = field(default_factory=dict)

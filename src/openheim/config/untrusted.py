@@ -30,6 +30,7 @@ from openheim.config.schema import (
     DEFAULT_PARALLEL_SUBAGENTS,
     CompactionEntry,
     ConfigFile,
+    HookEntry,
     McpServerEntry,
     MemoryEntry,
     PriceEntry,
@@ -58,7 +59,7 @@ TOP_LEVEL: dict[str, Trust] = {
     "save_sessions": R, "session_log": R, "file_changes": N, "web_fetch_allow": R,
     "approval": N, "default_agent": R, "max_parallel_subagents": N, "inline_subagents": N,
     "deny_read": N, "shell_env_allow": R, "shell_sandbox": R, "shell_network": R,
-    "server": R, "compaction": R,
+    "server": R, "compaction": R, "hooks": R,
 }  # fmt: skip
 PROVIDER_KEYS: dict[str, Trust] = {
     "kind": R, "api_base": R, "default_model": N, "models": R, "env_var": R, "api_key": R,
@@ -78,6 +79,7 @@ COMPACTION_KEYS = dict.fromkeys(("threshold", "model"), R)
 SERVER_KEYS = dict.fromkeys(
     ("token_file", "allowed_origins", "max_body_bytes", "max_frame_bytes"), R
 )
+HOOK_KEYS = dict.fromkeys(("command", "timeout", "required"), R)
 
 CLASSES: dict[type[Any], dict[str, Trust]] = {
     ConfigFile: TOP_LEVEL,
@@ -88,6 +90,7 @@ CLASSES: dict[type[Any], dict[str, Trust]] = {
     PriceEntry: PRICE_KEYS,
     ServerEntry: SERVER_KEYS,
     CompactionEntry: COMPACTION_KEYS,
+    HookEntry: HOOK_KEYS,
 }
 """Every table of the schema and the class of each of its keys."""
 

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from openheim.loop import Agent
     from openheim.providers.base import ProviderSettings
     from openheim.runtime.compaction import Compactor
+    from openheim.runtime.turn_watch import TurnWatch
     from openheim.store.base import Lease, SessionRecord, SessionStore
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,8 @@ class Session:
         self._on_close: list[Callable[[Session], None]] = []
         self.compactor: Compactor | None = None
         """What compacts the history in what the model is sent (``runtime.compaction``)."""
+        self.watch: TurnWatch | None = None
+        """Hooks and checkpoints around each prompt (``runtime.turn_watch``), if any."""
 
     @property
     def id(self) -> str | None:
@@ -182,8 +185,18 @@ class Session:
         given yet. The run's task is started before (it waits for the reader at its first
         event), so a cancel or a close while the news is read ends the run as at any event."""
         with self._lease() as lease:
+            watch = self.watch
+            if watch is not None:
+                message = await watch.prompt(message, len(self.history), cancel)
+                if watch.blocked is not None:  # by the user_prompt hook: no history, no run
+                    settled.set()
+                    for news in [*self._news(), *watch.refusal()]:
+                        yield news
+                    return
             self.history.append(message)
             run = self.agent.run(self.history, cancel=cancel, settled=settled)
+            if watch is not None:
+                run = watch.events(run)
             try:
                 async with contextlib.aclosing(run) as events:  # closed with us: repaired now
                     first = await anext(events, None)
