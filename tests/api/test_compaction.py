@@ -20,6 +20,7 @@ from openheim.providers.context import estimate_tokens
 from openheim.runtime.compaction import SUMMARY_HEAD, TRIM_NOTE, pin_prompt, request_for
 from openheim.runtime.session import Session
 from openheim.runtime.summary import SUMMARY_SYSTEM
+from openheim.runtime.undo import undo_stored
 from openheim.store import open_store, repair_history
 from openheim.store.export import export_json
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
@@ -346,3 +347,27 @@ async def test_the_stored_summary_is_redacted(home: Path, work: Path) -> None:
     with open_store(home) as store:
         [entry] = store.compactions.entries(sid)
     assert key not in entry.head and "[REDACTED]" in entry.head
+
+
+async def test_an_undo_below_the_cut_ends_the_compaction(home: Path, work: Path) -> None:
+    with FakeLLMServer(default=responder()) as server:
+        async with session_on(home, work, server, threshold=0) as session:
+            for n in range(4):
+                await session.prompt(prompt_text(n))
+            compacted = await session.compact()
+            assert compacted is not None and compacted.messages == 6
+            sid = session.id
+            assert sid is not None
+            _, report = undo_stored(home, sid, "", turns=3)  # back to after the first turn
+            del session.history[report.kept_messages :]  # as the chat's :undo does
+            for n in range(3):  # the history grows past the old cut again
+                await session.prompt(f"after the undo {n}")
+            live = text_of(chat_requests(server)[-1])
+        configure(home, server, threshold=0)
+        runtime = Runtime.from_config(cwd=work)
+        async with await runtime.resume_session(sid) as resumed:
+            await resumed.prompt("resumed")
+        await runtime.aclose()
+    resumed_text = text_of(chat_requests(server)[-1])
+    for sent in (live, resumed_text):
+        assert "[Summary" not in sent and "question 0:" in sent and "question 1:" not in sent

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
+import json
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING
@@ -35,7 +37,7 @@ from openheim.providers.base import ModelRequest, Provider, ProviderSettings, St
 from openheim.providers.context import estimate_tokens, turn_starts
 from openheim.providers.windows import context_window
 from openheim.runtime.summary import summarise
-from openheim.secrets import redact
+from openheim.secrets import redact, redact_message
 from openheim.store.compactions import Compaction, Method
 
 if TYPE_CHECKING:
@@ -77,11 +79,17 @@ class Compactor:
         """Indices of user prompts sent verbatim even when compacted away."""
         self.record: Record | None = None
         self.record_pin: Callable[[int], None] | None = None
+        self._anchor: Message | None = None
+        """The last covered message itself: while it is still in place, so is the history."""
 
-    def restore(self, entry: Compaction | None, history_length: int) -> None:
-        """Start from a stored compaction (ignored when the history is shorter than it)."""
-        if entry is not None and 0 < entry.covered < history_length:
+    def restore(self, entry: Compaction | None, history: Sequence[Message]) -> None:
+        """Start from a stored compaction, unless the history is no longer the one it
+        compacted (shorter, or rewound by an undo and grown again)."""
+        if entry is None or not 0 < entry.covered < len(history):
+            return
+        if prefix_digest(history[: entry.covered]) == entry.digest:
             self.covered, self.head = entry.covered, entry.head
+            self._anchor = history[entry.covered - 1]
 
     async def aclose(self) -> None:
         await self.inner.aclose()
@@ -98,7 +106,16 @@ class Compactor:
         return estimate_tokens(self.view(request)) > self.threshold * self.window(request.model)
 
     def view(self, request: ModelRequest) -> ModelRequest:
-        """The request as the model is sent it: the head in place of the covered messages."""
+        """The request as the model is sent it: the head in place of the covered messages.
+
+        A history rewound below the last message covered (an undo) ends the compaction: the
+        head no longer stands for what precedes the cut, so the next request compacts anew."""
+        messages = request.messages
+        if self.covered and not (
+            self.covered < len(messages) and messages[self.covered - 1] is self._anchor
+        ):
+            self.covered, self.head, self._anchor = 0, "", None
+            self.pinned = {i for i in self.pinned if i < len(messages)}
         return self._view(request, self.covered, self.head)
 
     def _view(self, request: ModelRequest, covered: int, head: str) -> ModelRequest:
@@ -138,9 +155,10 @@ class Compactor:
             head, method = self._trim_head(cut), "trim"
             reason = "the summary was not smaller than what it replaced"
             after = estimate_tokens(self._view(request, cut, head))
-        self.covered, self.head = cut, head
+        self.covered, self.head, self._anchor = cut, head, request.messages[cut - 1]
         if self.record is not None:
-            self.record(Compaction(cut, head, method, before, after, time.time()))
+            digest = prefix_digest(request.messages[:cut])
+            self.record(Compaction(cut, head, method, before, after, time.time(), digest))
         return ContextCompacted(before, after, cut, method, reason)
 
     def _cut(self, request: ModelRequest, forced: bool) -> int | None:
@@ -194,8 +212,8 @@ def attach(session: Session, compactor: Compactor) -> None:
     if store is None or record is None:
         return
     log = store.compactions
-    compactor.restore(log.latest(record.id), len(session.history))
-    compactor.pinned.update(log.pins(record.id))
+    compactor.restore(log.latest(record.id), session.history)
+    compactor.pinned.update(i for i in log.pins(record.id) if i < len(session.history))
     compactor.record_pin = lambda index: log.pin(record.id, index)
     compactor.record = lambda entry: log.append(
         record.id, dataclasses.replace(entry, head=redact(entry.head))
@@ -217,6 +235,12 @@ def pin_prompt(session: Session, index: int | None = None) -> Message:
         )
     session.compactor.pin(chosen)
     return history[chosen]
+
+
+def prefix_digest(messages: Sequence[Message]) -> str:
+    """SHA-256 of ``messages`` as the store keeps them (redacted, as JSON)."""
+    data = [redact_message(m).to_dict() for m in messages]
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
 def pinned_line(prompt: Message) -> str:

@@ -31,6 +31,9 @@ class Compaction:
     before_tokens: int
     after_tokens: int
     created_at: float = 0.0
+    digest: str = ""
+    """SHA-256 of the covered messages as stored, so a history rewound since (an undo) is told
+    apart from the one compacted."""
 
 
 class CompactionLog:
@@ -49,7 +52,8 @@ class CompactionLog:
         with self._tx() as conn:
             conn.execute(
                 "INSERT INTO session_compactions (session_id, covered, head, method,"
-                " before_tokens, after_tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                " before_tokens, after_tokens, created_at, digest)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     session_id,
                     entry.covered,
@@ -58,13 +62,14 @@ class CompactionLog:
                     entry.before_tokens,
                     entry.after_tokens,
                     entry.created_at,
+                    entry.digest,
                 ),
             )
 
     def entries(self, session_id: str) -> list[Compaction]:
         """The session's compactions, oldest first."""
         rows = self._read(
-            "SELECT covered, head, method, before_tokens, after_tokens, created_at"
+            "SELECT covered, head, method, before_tokens, after_tokens, created_at, digest"
             " FROM session_compactions WHERE session_id = ? ORDER BY id",
             (session_id,),
         )
@@ -76,6 +81,7 @@ class CompactionLog:
                 int(row["before_tokens"]),
                 int(row["after_tokens"]),
                 float(row["created_at"]),
+                str(row["digest"]),
             )
             for row in rows
         ]

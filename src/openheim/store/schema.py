@@ -87,7 +87,8 @@ _V3 = (
         method TEXT NOT NULL,
         before_tokens INTEGER NOT NULL,
         after_tokens INTEGER NOT NULL,
-        created_at REAL NOT NULL
+        created_at REAL NOT NULL,
+        digest TEXT NOT NULL
     )""",
     "CREATE INDEX session_compactions_by_session ON session_compactions(session_id, id)",
     """CREATE TABLE session_pins (
