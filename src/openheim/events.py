@@ -110,6 +110,21 @@ class ContextTrimmed:
     type: Literal["context_trimmed"] = "context_trimmed"
 
 
+@dataclass(frozen=True, slots=True)
+class ContextCompacted:
+    """The session's older messages were replaced in what the model sees: by a summary the
+    model wrote (``method`` ``summary``), or left out when no summary could be had (``trim``,
+    ``reason`` says why). ``messages`` is how many leading messages are now replaced; the
+    stored history is unchanged. Token counts are estimates of the whole request."""
+
+    before_tokens: int
+    after_tokens: int
+    messages: int
+    method: Literal["summary", "trim"]
+    reason: str | None = None
+    type: Literal["context_compacted"] = "context_compacted"
+
+
 NoticeKind: TypeAlias = Literal[
     "trust", "permissions", "mcp", "agents", "skills", "prompt", "sandbox", "provider", "loop"
 ]
@@ -194,6 +209,7 @@ Event: TypeAlias = (
     | CostUpdate
     | RetryNotice
     | ContextTrimmed
+    | ContextCompacted
     | Notice
     | SessionStarted
     | Finished
@@ -211,6 +227,15 @@ def notice_line(notice: Notice) -> str:
     """A notice as one line for a person: ``note: ...`` for the loop's own, else
     ``openheim: ...`` (as ``openheim run`` writes it to stderr)."""
     return f"{'note' if notice.kind == 'loop' else 'openheim'}: {notice.message}"
+
+
+def compaction_line(event: ContextCompacted) -> str:
+    """A compaction as one line for a person, saying why when it fell back to a trim."""
+    tokens = f"about {event.before_tokens} -> {event.after_tokens} tokens"
+    if event.method == "summary":
+        return f"compacted {event.messages} older messages into a summary ({tokens})"
+    why = f": {event.reason}" if event.reason else ""
+    return f"left {event.messages} older messages out instead of summarising ({tokens}){why}"
 
 
 def event_to_dict(event: Event) -> dict[str, Any]:

@@ -4,8 +4,9 @@ Sections, most stable first, so a provider's prompt cache keeps hitting:
 
 1. a short preamble: what openheim is, that tools are the way to act, the working directory
    (stable for a session; nothing time-dependent such as today's date appears anywhere);
-2. the identity: ``data_dir/system.md``, or a built-in default with a logged warning, given
-   once per data directory (a marker file there remembers it, so it does not repeat every run);
+2. the identity: ``identity`` when given (a run's named prompt or ``-s``), else
+   ``data_dir/system.md``, or a built-in default with a logged warning, given once per data
+   directory (a marker file there remembers it, so it does not repeat every run);
 3. project instructions: the nearest ``AGENTS.md``, else the nearest ``CODE.md`` or ``CLAUDE.md``,
    searched from the working directory up to the repository root (the folder holding ``.git``),
    or up to the filesystem root outside a repository;
@@ -119,6 +120,7 @@ class PromptBuilder:
         catalog: bool = True,
         compact: bool = False,
         warn: Callable[[str], None] | None = None,
+        identity: str | None = None,
     ) -> None:
         if active_skills and skills is None:
             raise ValueError("active_skills need a SkillsManager")
@@ -133,6 +135,7 @@ class PromptBuilder:
         self._compact = compact
         self._texts: MtimeCache[str] = MtimeCache(_read_text)
         self._tell = warn or _log_warning
+        self._own_identity = identity
         if skills is not None:
             skills.resolve(self._active)
 
@@ -155,6 +158,8 @@ class PromptBuilder:
         return [p for p in parts if p]
 
     def _identity(self) -> str:
+        if self._own_identity is not None:  # a named prompt or -s for this run
+            return self._own_identity.strip()
         text = self._read(self._system_file)
         if text is None or not text.strip():
             state = "is missing" if text is None else "is empty"

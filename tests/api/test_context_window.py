@@ -3,6 +3,9 @@ follows the model when the session switches to another one."""
 
 from __future__ import annotations
 
+import dataclasses
+
+from openheim.config.schema import CompactionEntry
 from openheim.events import ContextTrimmed
 from openheim.providers.context import CUT_NOTE
 from tests.api.conftest import MakeRuntime, Scripted
@@ -16,6 +19,8 @@ async def test_an_unconfigured_known_model_is_trimmed_to_its_window(
 ) -> None:
     scripted.provider.add("first", "second")
     runtime = make_runtime(model="gpt-3.5-turbo")  # 16,385 tokens; no context_window set
+    off = CompactionEntry(threshold=0)  # the fitter alone, without summaries
+    runtime.settings = dataclasses.replace(runtime.settings, compaction=off)
     async with await runtime.new_session() as session:
         await session.prompt(f"one {LONG}")
         result = await session.prompt(f"two {LONG}")

@@ -55,4 +55,4 @@ def test_a_version_1_database_gains_the_frame_table(tmp_path: Path) -> None:
         assert store.frames.last(sid) == 1
     finally:
         store.close()
-    assert len(MIGRATIONS) == 2
+    assert len(MIGRATIONS) == 3

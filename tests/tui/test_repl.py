@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import IO
 
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
+from openheim.testing.fake_replies import RecordedRequest
 from tests.tui.support import child_env, configure, run_openheim
 
 
@@ -154,3 +155,63 @@ def test_config_masks_keys_and_the_answer_never_shows_them(home: Path, work: Pat
     assert done.returncode == 0, done.stderr
     assert "[providers.fake]" in done.stdout and "key: set" in done.stdout
     assert secret not in done.stdout and secret not in done.stderr
+
+
+def summariser(request: RecordedRequest) -> FakeReply:
+    """Answers "ok", and a summary request with "SUMMARY of one"."""
+    system = str(request.body["messages"][0]["content"])
+    return FakeReply(text="SUMMARY of one" if system.startswith("You compact") else "ok")
+
+
+def test_compact_summarises_the_older_turns(home: Path, work: Path) -> None:
+    with FakeLLMServer(default=summariser) as server:
+        configure(home, server)
+        long = "tell me about it " * 30
+        done = chat(home, work, f"/compact\none {long}\ntwo {long}\n/compact\nthree\n")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "nothing to compact yet"
+    assert lines[3].startswith("compacted 2 older messages into a summary (about ")
+    first, *rest = server.requests[-1].body["messages"][1:]
+    head, second = first["content"]  # the summary, then the first turn kept
+    assert head["text"].endswith("compacted:]\nSUMMARY of one") and second["text"].startswith("two")
+    assert len(rest) == 2 and not any(str(m["content"]).startswith("one") for m in rest)
+
+
+def test_a_template_is_a_command(home: Path, work: Path) -> None:
+    (home / "prompts").mkdir()
+    (home / "prompts" / "fix.md").write_text(
+        "---\narguments: lang\n---\nFix this {{lang}}: {{input}}"
+    )
+    with FakeLLMServer(["fixed"]) as server:
+        configure(home, server)
+        done = chat(home, work, ":help\n/fix lang=go the loop\n/fix no language\n")
+    assert done.returncode == 0, done.stderr
+    assert "skills and templates as commands: /fix" in done.stdout
+    assert server.requests[0].body["messages"][-1]["content"] == "Fix this go: the loop"
+    assert "needs the argument lang" in done.stderr and len(server.requests) == 1
+
+
+def test_a_templates_own_mentions_are_not_attached(home: Path, work: Path) -> None:
+    (home / "prompts").mkdir()
+    (home / "prompts" / "peek.md").write_text("Look at @private.txt and {{input}}")
+    (work / "private.txt").write_text("PRIVATE CONTENT")
+    (work / "mine.txt").write_text("MY CONTENT")
+    with FakeLLMServer(["ok"]) as server:
+        configure(home, server)
+        done = chat(home, work, "/peek @mine.txt\n")
+    assert done.returncode == 0, done.stderr
+    sent = str(server.requests[0].body["messages"][-1]["content"])
+    assert "MY CONTENT" in sent and "PRIVATE CONTENT" not in sent
+
+
+def test_pin_keeps_a_prompt_through_compact(home: Path, work: Path) -> None:
+    with FakeLLMServer(default=summariser) as server:
+        configure(home, server)
+        typed = "/pin\nuse tabs\n/pin\nsecond\n/compact\nthird\n"
+        done = chat(home, work, typed)
+    assert done.returncode == 0, done.stderr
+    assert "there is no prompt of yours to pin" in done.stderr
+    assert "pinned: use tabs" in done.stdout.splitlines()
+    head = server.requests[-1].body["messages"][1]["content"][0]["text"]
+    assert "[Pinned by the user" in head and head.endswith("use tabs")

@@ -1,14 +1,64 @@
-"""Skills as slash commands on the wire: advertised with ``available_commands_update``; what a
-command does is ``openheim.skills.expand_command``."""
+"""Slash commands on the wire, advertised with ``available_commands_update``: the built-in
+``/compact`` and ``/pin``, which the agent does itself, then the skills (their expansion is
+``openheim.skills.expand_command``), then the prompt templates (``openheim.prompts.commands``)."""
 
 from __future__ import annotations
 
 from acp.schema import AvailableCommand, AvailableCommandInput, UnstructuredCommandInput
 
-from openheim.skills import SkillsManager
+from openheim.api import Session
+from openheim.events import compaction_line
+from openheim.messages import Message, TextBlock
+from openheim.prompts import NamedPrompt, PromptLibrary
+from openheim.prompts.commands import expand_template_command, templates
+from openheim.runtime.compaction import pin_prompt, pinned_line
+from openheim.skills import SkillsManager, expand_command
+
+BUILTIN = {
+    "compact": "Summarise the older turns now (the stored history keeps them)",
+    "pin": "Keep your latest prompt verbatim when the session is compacted",
+}
+"""The agent's own commands; a skill of the same name is not offered as a command."""
 
 
-def available_commands(skills: SkillsManager) -> list[AvailableCommand]:
+def available_commands(skills: SkillsManager, prompts: PromptLibrary) -> list[AvailableCommand]:
+    own = [AvailableCommand(name=name, description=about) for name, about in BUILTIN.items()]
+    return own + _skill_commands(skills) + _template_commands(prompts, skills)
+
+
+def _template_commands(prompts: PromptLibrary, skills: SkillsManager) -> list[AvailableCommand]:
+    taken = {*BUILTIN, *(info.name for info in skills.available())}
+    return [
+        AvailableCommand(
+            name=prompt.name,
+            description=_described(prompt),
+            input=AvailableCommandInput(
+                root=UnstructuredCommandInput(hint="[ARG=VALUE ...] the text for {{input}}")
+            ),
+        )
+        for prompt in templates(prompts, taken)
+    ]
+
+
+def _described(prompt: NamedPrompt) -> str:
+    about = prompt.description or f"The {prompt.name} prompt"
+    return about if prompt.trusted else f"{about} (untrusted project prompt)"
+
+
+def expand_slash(message: Message, skills: SkillsManager, prompts: PromptLibrary) -> Message:
+    """A ``/skill`` or ``/template`` prompt expanded (skills first); others as they are."""
+    message = expand_command(message, skills)
+    first = message.content[0] if message.content else None
+    if not isinstance(first, TextBlock):
+        return message
+    taken = {*BUILTIN, *(info.name for info in skills.available())}
+    expanded = expand_template_command(first.text, prompts, taken)
+    if expanded is None:
+        return message
+    return Message("user", (TextBlock(expanded), *message.content[1:]))
+
+
+def _skill_commands(skills: SkillsManager) -> list[AvailableCommand]:
     return [
         AvailableCommand(
             name=info.name,
@@ -18,4 +68,21 @@ def available_commands(skills: SkillsManager) -> list[AvailableCommand]:
             ),
         )
         for info in skills.available()
+        if info.name not in BUILTIN
     ]
+
+
+def builtin_command(message: Message) -> str | None:
+    """The built-in command a prompt is (only its text, ``/compact``), if any."""
+    if len(message.content) != 1 or not isinstance(message.content[0], TextBlock):
+        return None
+    text = message.content[0].text.strip()
+    return text[1:] if text.startswith("/") and text[1:] in BUILTIN else None
+
+
+async def run_builtin(name: str, session: Session) -> str:
+    """Do the built-in command ``name`` on ``session``; what to tell the user."""
+    if name == "pin":
+        return pinned_line(pin_prompt(session))
+    done = await session.compact()
+    return "nothing to compact yet" if done is None else compaction_line(done)

@@ -48,16 +48,23 @@ from openheim._version import __version__
 from openheim.acp import options
 from openheim.acp.blocks import prompt_message
 from openheim.acp.client_io import AcpClientIO
-from openheim.acp.commands import available_commands
+from openheim.acp.commands import (
+    available_commands,
+    builtin_command,
+    expand_slash,
+    run_builtin,
+)
 from openheim.acp.errors import busy, request_error
 from openheim.acp.mcp import mcp_servers
 from openheim.acp.permissions import PermissionAsker
-from openheim.acp.translate import replay_updates
+from openheim.acp.translate import event_update, replay_updates
 from openheim.acp.transport import LineTransport
 from openheim.acp.turn import Turn
 from openheim.api import Runtime, Session
 from openheim.errors import OpenheimError
-from openheim.skills import SkillsManager, expand_command, skills_for
+from openheim.events import TextDelta
+from openheim.prompts import prompts_for
+from openheim.skills import SkillsManager, skills_for
 
 log = logging.getLogger(__name__)
 
@@ -204,15 +211,31 @@ class OpenheimAgent:
     async def prompt(self, session_id: str, prompt: list[Any], **_: Any) -> PromptResponse:
         live = self._get(session_id)
         message = prompt_message(prompt)
-        message = expand_command(message, live.skills)
+        try:
+            message = expand_slash(message, live.skills, prompts_for(self.runtime.settings))
+        except OpenheimError as err:  # a template's missing argument
+            raise request_error(err) from None
         if live.session.busy:
             raise busy(session_id)
+        if (command := builtin_command(message)) is not None:
+            return await self._builtin(session_id, live.session, command)
         turn = Turn(self.conn, session_id, live.session, live.cwd)
         try:
             stop = await turn.run(message)
         except OpenheimError as err:
             raise request_error(err) from None
         return PromptResponse(stop_reason=stop)
+
+    async def _builtin(self, session_id: str, session: Session, name: str) -> PromptResponse:
+        """A built-in slash command: done here, its outcome sent as the agent's message."""
+        try:
+            said = await run_builtin(name, session)
+        except OpenheimError as err:
+            raise request_error(err) from None
+        update = event_update(TextDelta(said))
+        assert update is not None
+        await self.conn.session_update(session_id=session_id, update=update)
+        return PromptResponse(stop_reason="end_turn")
 
     async def fork_session(
         self,
@@ -293,8 +316,9 @@ class OpenheimAgent:
             raise request_error(err) from None
 
     def _announce(self, session_id: str, skills: SkillsManager) -> None:
-        """Send the skills as slash commands once the response naming the session is out."""
-        commands = available_commands(skills)
+        """Send the commands (``/compact``, skills, templates) once the response naming the
+        session is out."""
+        commands = available_commands(skills, prompts_for(self.runtime.settings))
         update = AvailableCommandsUpdate(
             session_update="available_commands_update", available_commands=commands
         )

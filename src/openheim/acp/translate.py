@@ -42,12 +42,14 @@ from acp.schema import (
 )
 
 from openheim.events import (
+    ContextCompacted,
     Event,
     Notice,
     TextDelta,
     ThinkingDelta,
     ToolCall,
     ToolResult,
+    compaction_line,
     notice_line,
 )
 from openheim.messages import (
@@ -238,6 +240,8 @@ def event_update(event: Event) -> AgentMessageChunk | AgentThoughtChunk | None:
         return update_agent_thought_text(event.text)
     if isinstance(event, Notice):
         return notice_update(event)
+    if isinstance(event, ContextCompacted):
+        return notice_update(Notice(compaction_line(event), "info"))
     return None
 
 

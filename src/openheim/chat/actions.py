@@ -11,6 +11,8 @@ from openheim.chat.commands import Command, help_text
 from openheim.chat.session import Chat
 from openheim.config.providers import provider_entries
 from openheim.errors import ConfigError
+from openheim.events import compaction_line
+from openheim.runtime.compaction import pin_prompt, pinned_line
 from openheim.runtime.replay import Replayed, replay_events
 from openheim.runtime.undo import undo_stored
 
@@ -52,6 +54,11 @@ async def execute(chat: Chat, command: Command) -> Outcome:
         return Outcome(f"skill {arg} is active")
     if name == "memory":
         return Outcome(await info.memory_text(chat.settings, arg))
+    if name == "compact":
+        done = await chat.session.compact()
+        return Outcome("nothing to compact yet" if done is None else compaction_line(done))
+    if name == "pin":
+        return Outcome(pinned_line(pin_prompt(chat.session)))
     if name == "undo":
         return await _undo(chat, arg)
     return Outcome(f":{name} is only available in the terminal UI")
@@ -69,7 +76,7 @@ def _export(chat: Chat, arg: str) -> str:
 
 
 _SIMPLE = {
-    "help": lambda chat, arg: help_text(chat.skill_names()),
+    "help": lambda chat, arg: help_text(chat.command_names()),
     "config": lambda chat, arg: info.config_text(chat.settings),
     "mcp": lambda chat, arg: info.mcp_text(chat),
     "cost": lambda chat, arg: info.cost_text(chat),

@@ -23,6 +23,8 @@ COMMANDS: dict[str, str] = {
     "cost": "tokens and cost of this session",
     "memory": "long-term memory; `memory TEXT` searches it",
     "export": "`export [FILE]`: the session as Markdown",
+    "compact": "summarise the older turns now (the history keeps them)",
+    "pin": "keep your latest prompt verbatim when the session is compacted",
     "undo": "`undo [N] [--force]`: restore the files of the last N turns and rewind",
     "clear": "clear the screen (the session goes on)",
 }
@@ -86,5 +88,5 @@ def help_text(skills: Iterable[str] = ()) -> str:
     lines += [f"  :{name:<9} {about}" for name, about in COMMANDS.items()]
     names = sorted(skills)
     if names:
-        lines.append("skills as commands: " + ", ".join(f"/{n}" for n in names))
+        lines.append("skills and templates as commands: " + ", ".join(f"/{n}" for n in names))
     return "\n".join(lines)

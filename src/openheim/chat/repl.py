@@ -102,7 +102,7 @@ class Repl:
 
     async def _line(self, line: str) -> None:
         self.history.add(line)
-        parsed = parse(line, self.chat.skill_names())
+        parsed = parse(line, self.chat.command_names())
         if isinstance(parsed, Unknown):
             self._say(parsed.message())
         elif isinstance(parsed, Command):

@@ -13,11 +13,14 @@ import re
 from pathlib import Path
 
 from openheim.approval import Resolver
+from openheim.chat.commands import COMMANDS
 from openheim.cli.prompt import attach
 from openheim.config.load import Settings
 from openheim.config.providers import provider_entries
 from openheim.errors import ConfigError
 from openheim.messages import Message
+from openheim.prompts import prompts_for
+from openheim.prompts.commands import expand_template_command, templates
 from openheim.runtime import PromptRun, Runtime, Session, SessionOptions
 from openheim.runtime.host import host_session
 from openheim.runtime.replay import Replayed, replay_events
@@ -61,6 +64,13 @@ class Chat:
 
     def skill_names(self) -> list[str]:
         return [info.name for info in self.skills.available()]
+
+    def command_names(self) -> list[str]:
+        """What ``/NAME`` may name besides the chat's commands: the skills, then the prompt
+        templates (``openheim.prompts.commands``); both are expanded into the prompt."""
+        skills = self.skill_names()
+        found = templates(prompts_for(self.settings), {*skills, *COMMANDS})
+        return [*skills, *(p.name for p in found)]
 
     @property
     def provider(self) -> str:
@@ -132,10 +142,13 @@ class Chat:
         await self.open()
 
     def prompt(self, text: str) -> PromptRun:
-        """The typed ``text`` as a prompt: ``@path`` mentions attached (deny-read applies) and
-        a ``/skill`` command expanded."""
+        """The typed ``text`` as a prompt: ``@path`` mentions attached (deny-read applies), a
+        ``/template`` command expanded (a template's own ``@`` words are never attached) and a
+        ``/skill`` command expanded."""
         cwd = self.settings.work_dir
         attached = [attach(raw, Path(cwd), self.policy) for raw in MENTION.findall(text)]
+        taken = {*self.skill_names(), *COMMANDS}
+        text = expand_template_command(text, prompts_for(self.settings), taken) or text
         message = expand_command(Message.user("\n\n".join([text, *attached])), self.skills)
         return self.session.prompt(message)
 

@@ -173,6 +173,7 @@ def _add_sessions(sessions: argparse.ArgumentParser) -> None:
     search.add_argument("--limit", type=int, default=20)
     imp = sub.add_parser("import", help="import Rust Openheim history or a JSON export")
     imp.add_argument("source", nargs="?", help="folder or file (default: data_dir/history)")
+    sub.add_parser("compact", help="summarise a session's older turns now").add_argument("id")
 
 
 def _add_models(models: argparse.ArgumentParser) -> None:
@@ -233,6 +234,15 @@ def _add_run(run: argparse.ArgumentParser) -> None:
     which = run.add_mutually_exclusive_group()
     add_resume_flags(which)
     which.add_argument("--no-session", action="store_true", help="do not store this session")
+    from openheim.cli.prompt_args import add_run_prompt_flags
+
+    add_run_prompt_flags(run)
+
+
+def _add_prompts(prompts: argparse.ArgumentParser) -> None:
+    from openheim.cli.prompt_args import add_prompts_actions
+
+    add_prompts_actions(prompts, _Parser)
 
 
 _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
@@ -244,11 +254,12 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "trust": ("let a project's .openheim/config.toml widen safety", _add_trust),
     "untrust": ("stop trusting a project folder", _add_untrust),
     "models": ("list models, or add a local GGUF model", _add_models),
-    "sessions": ("list, show, export and search sessions", _add_sessions),
+    "sessions": ("list, show, export, search and compact sessions", _add_sessions),
     "permissions": ("approval rules: list, add, check", _add_permissions),
     "agents": ("agent profiles for --agent and delegate_task", _add_agents),
     "mcp": ("MCP servers from config.toml, or serve openheim as one", _add_mcp),
     "setup": ("register openheim's MCP server with Claude Code, Codex, OpenCode", _add_setup),
+    "prompts": ("named prompts: list, show, add, new, rm", _add_prompts),
 }
 """Each command: its help line, and what adds its options and actions to its parser (its
 module is imported only when it runs: ``_handler``)."""

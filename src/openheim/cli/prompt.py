@@ -20,6 +20,13 @@ MAX_ATTACHMENT_BYTES = 1024 * 1024
 def attach(raw: str, cwd: Path, policy: SecretPolicy | None = None) -> str:
     """The contents of ``@path`` wrapped so the model knows where they came from; a file the
     deny-read ``policy`` (default: the default patterns) names is refused."""
+    text = read_attached(raw, cwd, policy)
+    return f'<file path="{raw}">\n{text}{"" if text.endswith(chr(10)) else chr(10)}</file>'
+
+
+def read_attached(raw: str, cwd: Path, policy: SecretPolicy | None = None) -> str:
+    """The text of the file ``@raw`` names (``attach``, ``-s @FILE``): a text file of at most
+    ``MAX_ATTACHMENT_BYTES`` that the deny-read ``policy`` does not name."""
     path = (cwd / raw).expanduser()
     _check_secret(raw, path, SecretPolicy.from_config() if policy is None else policy)
     try:
@@ -35,8 +42,7 @@ def attach(raw: str, cwd: Path, policy: SecretPolicy | None = None) -> str:
         )
     if b"\0" in data[:8192]:
         raise ConfigError(f"@{raw} is a binary file", hint="attach text files only")
-    text = data.decode("utf-8", "replace")
-    return f'<file path="{raw}">\n{text}{"" if text.endswith(chr(10)) else chr(10)}</file>'
+    return data.decode("utf-8", "replace")
 
 
 def _check_secret(raw: str, path: Path, policy: SecretPolicy) -> None:
@@ -57,9 +63,10 @@ def build_prompt(
     stdin: TextIO | None = None,
     *,
     policy: SecretPolicy | None = None,
+    required: bool = True,
 ) -> str:
     """Words joined by spaces, then attachments, then piped stdin, in that order; attachments
-    are checked against the deny-read ``policy``."""
+    are checked against the deny-read ``policy``. An empty prompt is an error if ``required``."""
     stdin = sys.stdin if stdin is None else stdin
     text = " ".join(w for w in words if not (w.startswith("@") and len(w) > 1))
     parts = [text] if text else []
@@ -69,7 +76,7 @@ def build_prompt(
         if piped.strip():
             parts.append(piped.rstrip("\n"))
     prompt = "\n\n".join(parts)
-    if not prompt.strip():
+    if required and not prompt.strip():
         raise ConfigError(
             "no prompt given", hint='pass one: openheim run "what does this project do?"'
         )

@@ -1,5 +1,6 @@
 """Render run events: the answer to stdout as it streams; the session line, notices and tool
-activity to stderr (``TextRenderer``), or every event as a JSON line (``JsonRenderer``).
+activity (with ``--tool-output``, the results' text too) to stderr (``TextRenderer``), or every
+event as a JSON line (``JsonRenderer``).
 
 Everything written is redacted (``openheim.secrets``). Text and thinking deltas pass through
 a ``StreamRedactor`` each, so a secret the model streams across several deltas is recognised
@@ -13,6 +14,7 @@ import json
 from typing import TextIO
 
 from openheim.events import (
+    ContextCompacted,
     ContextTrimmed,
     Event,
     Finished,
@@ -23,6 +25,7 @@ from openheim.events import (
     ThinkingDelta,
     ToolCall,
     ToolResult,
+    compaction_line,
     event_to_dict,
     notice_line,
 )
@@ -35,9 +38,11 @@ _MAX_ARGS_SHOWN = 120
 class TextRenderer:
     """Human output: answer text on ``out``, one line per tool call and result on ``err``."""
 
-    def __init__(self, out: TextIO, err: TextIO) -> None:
+    def __init__(self, out: TextIO, err: TextIO, *, tool_output: bool = False) -> None:
         self.out = out
         self.err = err
+        self.tool_output = tool_output
+        """Also write each tool result's text on ``err`` (``run --tool-output``)."""
         self._ends_with_newline = True
         self._text = StreamRedactor()
 
@@ -59,6 +64,8 @@ class TextRenderer:
             said = first.startswith(f"{event.status}:")  # a denial's text starts "denied:"
             detail = first[:200] if said else f"{event.status}: {first[:200]}"
             self._line(f"  {mark} {event.name}: {detail if event.is_error else _size(content)}")
+            if self.tool_output and content:
+                self._line("\n".join(f"    {line}" for line in content.splitlines()))
         elif isinstance(event, RetryNotice):
             of = f" of {event.max_retries}" if event.max_retries else ""
             self._line(
@@ -71,6 +78,8 @@ class TextRenderer:
                 self._line(f"openheim: session {event.session_id}")
         elif isinstance(event, ContextTrimmed):
             self._line(f"note: left {event.dropped} older messages out to fit the context window")
+        elif isinstance(event, ContextCompacted):
+            self._line(f"note: {compaction_line(event)}")
         elif isinstance(event, Finished):
             if not self._ends_with_newline:
                 self.out.write("\n")

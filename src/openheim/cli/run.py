@@ -13,7 +13,7 @@ from typing import Any, cast
 from openheim.api import Runtime
 from openheim.cli import exit_codes
 from openheim.cli.approve import TerminalResolver, open_terminal
-from openheim.cli.prompt import build_prompt
+from openheim.cli.prompts import run_prompt
 from openheim.cli.refusal import HeadlessRefusals, summary
 from openheim.cli.render import JsonRenderer, TextRenderer
 from openheim.cli.settings import settings_from_flags
@@ -35,7 +35,7 @@ def run_command(args: argparse.Namespace) -> int:
     schema = _output_schema(args)
     settings = settings_from_flags(args)
     policy = SecretPolicy.from_config(settings.deny_read, home=settings.home)
-    prompt = build_prompt(args.prompt, Path.cwd(), policy=policy)
+    prompt, system = run_prompt(args, settings, policy)
     options = SessionOptions(
         resume=args.session,
         continue_latest=args.continue_latest,
@@ -46,11 +46,20 @@ def run_command(args: argparse.Namespace) -> int:
         model=args.model,
         agent=args.agent,
         tool_choice=_tool_choice(args.tool_choice),
+        system_prompt=system,
     )
     output = None if schema is None else Output(schema, args.output_retries)
-    return asyncio.run(
-        _run(settings, options, prompt, json_mode=args.json, remember=args.remember, output=output)
-    )
+    mode = _Mode(json=args.json, remember=args.remember, tool_output=args.tool_output)
+    return asyncio.run(_run(settings, options, prompt, mode, output=output))
+
+
+@dataclass(frozen=True)
+class _Mode:
+    """How the run reports: ``--json`` events, ``--remember`` rules, ``--tool-output``."""
+
+    json: bool
+    remember: bool
+    tool_output: bool
 
 
 @dataclass(frozen=True)
@@ -97,13 +106,16 @@ async def _run(
     settings: Settings,
     options: SessionOptions,
     prompt: str,
+    mode: _Mode,
     *,
-    json_mode: bool,
-    remember: bool,
     output: Output | None,
 ) -> int:
     answer = sys.stdout if output is None else sys.stderr  # stdout is the JSON value's
-    render = JsonRenderer(sys.stdout) if json_mode else TextRenderer(answer, sys.stderr)
+    render = (
+        JsonRenderer(sys.stdout)
+        if mode.json
+        else TextRenderer(answer, sys.stderr, tool_output=mode.tool_output)
+    )
     cancel = asyncio.Event()
     terminal = open_terminal()
     refusals = HeadlessRefusals() if terminal is None else None
@@ -120,7 +132,7 @@ async def _run(
                     async for event in events:
                         render(event)
                         if isinstance(event, Finished):
-                            _remember(settings, session, remember)
+                            _remember(settings, session, mode.remember)
                             lines = summary(event.denied, refusals)
                             sys.stderr.writelines(f"{line}\n" for line in lines)
                             code = exit_codes.for_stop(event.stop_reason, event.denied)

@@ -1,5 +1,5 @@
-"""``openheim sessions``: list, show, delete, export, search and import stored sessions; undo
-turns and list checkpoints (``cli/undo.py``)."""
+"""``openheim sessions``: list, show, delete, export, search, import and compact stored
+sessions; undo turns and list checkpoints (``cli/undo.py``)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,10 @@ from openheim.store import SessionRecord, SQLiteStore, open_store
 
 
 def sessions_command(args: argparse.Namespace) -> int:
+    if args.sessions_command == "compact":
+        from openheim.cli.compact import compact_command
+
+        return compact_command(args.id)
     settings = load_settings()
     with open_store(settings.data_dir) as store:
         action = args.sessions_command or "list"

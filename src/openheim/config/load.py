@@ -32,6 +32,7 @@ from openheim.config.schema import (
     DEFAULT_MAX_ITERATIONS,
     DEFAULT_PARALLEL_SUBAGENTS,
     CliAgentsEntry,
+    CompactionEntry,
     ConfigFile,
     HookEntry,
     McpServeEntry,
@@ -108,6 +109,8 @@ class Settings:
     """``[server]`` for ``openheim serve`` (refused in an untrusted project's config)."""
     mcp_server: McpServeEntry = field(default_factory=McpServeEntry)
     """``[mcp_server]`` for ``openheim mcp serve`` (refused in an untrusted project's config)."""
+    compaction: CompactionEntry = field(default_factory=CompactionEntry)
+    """``[compaction]``: when and by which model older turns are summarised."""
     hooks: dict[str, HookEntry] = field(default_factory=dict)
     """``[hooks]`` by event name (refused in an untrusted project's config)."""
     cli_agents: CliAgentsEntry = field(default_factory=CliAgentsEntry)
@@ -224,7 +227,6 @@ def _finish(
         DEFAULT_MAX_ITERATIONS,
     )
     check_max_iterations(max_iterations, "max_iterations")
-    tui_theme = config.tui.theme_color if config.tui else None
     return Settings(
         home=paths.home,
         data_dir=paths.data_dir,
@@ -237,7 +239,7 @@ def _finish(
         providers=dict(config.providers),
         mcp_servers=dict(config.mcp_servers),
         memory=config.memory or MemoryEntry(),
-        theme_color=tui_theme or config.theme_color,
+        theme_color=(config.tui.theme_color if config.tui else None) or config.theme_color,
         theme=config.tui.theme if config.tui else None,
         prices=dict(config.prices),
         max_cost=config.max_cost,
@@ -258,13 +260,14 @@ def _finish(
         sources=sources,
         notices=tuple(Notice(line, "warning", "trust") for line in notices),
         project_root=paths.project_root,
-        **_surface_tables(config),
+        **_feature_tables(config),
     )
 
 
-def _surface_tables(config: ConfigFile) -> dict[str, Any]:
-    """The tables of the surfaces and their helpers: serve, mcp serve, hooks, CLI agents."""
+def _feature_tables(config: ConfigFile) -> dict[str, Any]:
+    """The tables of features: serve, mcp serve, hooks, CLI agents, compaction."""
     return {
+        "compaction": config.compaction or CompactionEntry(),
         "server": config.server or ServerEntry(),
         "mcp_server": config.mcp_server or McpServeEntry(),
         "hooks": hook_entries(config.hooks),

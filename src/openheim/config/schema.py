@@ -120,6 +120,16 @@ class McpServeEntry:
 
 
 @dataclass(frozen=True)
+class CompactionEntry:
+    """``[compaction]``: when and by which model a session's older turns are summarised."""
+
+    threshold: Annotated[float, Bounds(0, 1)] = 0.8
+    """Share of the context window that triggers a compaction; 0 turns it off."""
+    model: str | None = None
+    """The model (of the session's provider) that writes summaries; default the session's."""
+
+
+@dataclass(frozen=True)
 class PriceEntry:
     """``[prices."MODEL"]``: US dollars per million tokens."""
 
@@ -170,6 +180,7 @@ class ConfigFile:
     server: ServerEntry | None = None
     cli_agents: CliAgentsEntry | None = None
     mcp_server: McpServeEntry | None = None
+    compaction: CompactionEntry | None = None
     prices: dict[str, PriceEntry] = field(default_factory=dict)
     max_cost: Dollars = None
     max_tokens_per_session: Count = None

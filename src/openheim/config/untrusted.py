@@ -29,6 +29,7 @@ from openheim.config.schema import (
     DEFAULT_MAX_ITERATIONS,
     DEFAULT_PARALLEL_SUBAGENTS,
     CliAgentsEntry,
+    CompactionEntry,
     ConfigFile,
     HookEntry,
     McpServeEntry,
@@ -60,7 +61,7 @@ TOP_LEVEL: dict[str, Trust] = {
     "save_sessions": R, "session_log": R, "file_changes": N, "web_fetch_allow": R,
     "approval": N, "default_agent": R, "max_parallel_subagents": N, "inline_subagents": N,
     "deny_read": N, "shell_env_allow": R, "shell_sandbox": R, "shell_network": R,
-    "server": R, "mcp_server": R, "hooks": R, "cli_agents": R,
+    "server": R, "mcp_server": R, "hooks": R, "cli_agents": R, "compaction": R,
 }  # fmt: skip
 PROVIDER_KEYS: dict[str, Trust] = {
     "kind": R, "api_base": R, "default_model": N, "models": R, "env_var": R, "api_key": R,
@@ -77,6 +78,7 @@ MCP_SERVER_KEYS = dict.fromkeys(
 MEMORY_KEYS = dict.fromkeys(("embedding_provider", "embedding_model", "db_path", "top_k"), R)
 PRICE_KEYS = dict.fromkeys(("input", "output", "cache_read", "cache_write"), R)
 CLI_AGENTS_KEYS = dict.fromkeys(("timeout_secs", "env_allow"), R)
+COMPACTION_KEYS = dict.fromkeys(("threshold", "model"), R)
 SERVER_KEYS = dict.fromkeys(
     ("token_file", "allowed_origins", "max_body_bytes", "max_frame_bytes"), R
 )
@@ -92,6 +94,7 @@ CLASSES: dict[type[Any], dict[str, Trust]] = {
     PriceEntry: PRICE_KEYS,
     ServerEntry: SERVER_KEYS,
     McpServeEntry: MCP_SERVE_KEYS,
+    CompactionEntry: COMPACTION_KEYS,
     HookEntry: HOOK_KEYS,
     CliAgentsEntry: CLI_AGENTS_KEYS,
 }

@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from openheim.errors import ProviderProtocolError
-from openheim.events import ContextTrimmed, Notice, RetryNotice, TextDelta, ThinkingDelta
+from openheim.events import (
+    ContextCompacted,
+    ContextTrimmed,
+    Notice,
+    RetryNotice,
+    TextDelta,
+    ThinkingDelta,
+)
 from openheim.messages import FinishReason, Message, Usage
 
 
@@ -69,7 +76,13 @@ class ModelResponse:
 
 
 StreamItem: TypeAlias = (
-    TextDelta | ThinkingDelta | RetryNotice | ContextTrimmed | Notice | ModelResponse
+    TextDelta
+    | ThinkingDelta
+    | RetryNotice
+    | ContextTrimmed
+    | ContextCompacted
+    | Notice
+    | ModelResponse
 )
 
 

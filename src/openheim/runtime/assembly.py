@@ -29,6 +29,7 @@ from openheim.loop import Agent
 from openheim.messages import Message
 from openheim.prompt import PromptBuilder
 from openheim.providers.base import ProviderSettings
+from openheim.runtime.compaction import attach, compacting
 from openheim.runtime.history import PersistentHistory
 from openheim.runtime.hook_gate import HookGate
 from openheim.runtime.hooks import Hooks
@@ -104,7 +105,7 @@ async def open_session(
         store = open_session_store(settings, options, stack)
         record = find_record(store, settings, options)
         parts = await _parts(settings, options, record, stack, store, tools, client, notices)
-        provider = build_provider(settings, parts.chosen)
+        provider = compacting(build_provider(settings, parts.chosen), settings, parts.chosen)
         stack.push_async_callback(provider.aclose)
         profile = parts.profile
         policy = gate or policy_gate(settings, parts.context.sandbox, notices)
@@ -126,6 +127,7 @@ async def open_session(
             tool_rounds=parts.chosen.tool_rounds,
         )
         session = _session(agent, store, record, parts, notices)
+        attach(session, provider)
         parts.spawner.parent, parts.spawner.session_id = agent, session.id
         watch = watch_session(hooks, session.id, settings.data_dir, parts.context.cwd)
         session.watch = parts.context.watch = watch
@@ -178,7 +180,9 @@ async def _parts(
     policy = SecretPolicy.from_config(settings.deny_read, home=settings.home)
     shell = await _shell_sandbox(settings, policy, "execute_command" in offered, notices)
     register_env_files(work_dir)
-    system = _system_prompt(settings, skills, names, offered, profile, notices, chosen.small)
+    system = _system_prompt(
+        settings, skills, names, offered, profile, notices, chosen.small, options.system_prompt
+    )
     context = ToolContext(
         PathSandbox(work_dir),
         work_dir,
@@ -198,9 +202,11 @@ def _system_prompt(
     profile: AgentProfile | None,
     notices: list[Notice],
     compact: bool,
+    identity: str | None = None,
 ) -> str:
-    """The system prompt: built from files, or a main profile's own (the builder checks the
-    active skills' names either way); ``compact`` for a small model."""
+    """The system prompt: built from files (``identity`` instead of ``system.md`` when given),
+    or a main profile's own (the builder checks the active skills' names either way);
+    ``compact`` for a small model."""
     work_dir = Path(settings.work_dir)
     prompt = PromptBuilder(
         data_dir=settings.data_dir,
@@ -210,6 +216,7 @@ def _system_prompt(
         catalog=any(spec.name == LOAD_SKILL for spec in offered.specs),
         compact=compact,
         warn=_teller(notices, "prompt"),
+        identity=identity,
     )
     if profile is not None:
         return f"{profile.system_prompt.strip()}\n\nWorking directory: {work_dir}"

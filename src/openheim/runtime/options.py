@@ -43,6 +43,9 @@ class SessionOptions:
     inside ``work_dir``."""
     mcp_servers: Mapping[str, McpServerEntry] = field(default_factory=dict)
     """MCP servers for this session only (an ACP client's), besides the configured ones."""
+    system_prompt: str | None = None
+    """The system prompt's identity for this session instead of ``system.md`` (``run
+    --prompt-name``, ``-s``)."""
 
 
 def session_settings(settings: Settings, options: SessionOptions) -> Settings:

@@ -29,7 +29,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mappi
 from typing import TYPE_CHECKING, Any
 
 from openheim.errors import SessionBusy
-from openheim.events import Event, IterationStart, Notice, SessionStarted
+from openheim.events import ContextCompacted, Event, IterationStart, Notice, SessionStarted
 from openheim.messages import Message
 from openheim.runtime.prompt_run import PromptRun
 from openheim.tools.base import Tool, ToolSet
@@ -37,6 +37,7 @@ from openheim.tools.base import Tool, ToolSet
 if TYPE_CHECKING:
     from openheim.loop import Agent
     from openheim.providers.base import ProviderSettings
+    from openheim.runtime.compaction import Compactor
     from openheim.runtime.turn_watch import TurnWatch
     from openheim.store.base import Lease, SessionRecord, SessionStore
 
@@ -80,6 +81,8 @@ class Session:
         self._idle.set()
         self._all_tools = agent.tools
         self._on_close: list[Callable[[Session], None]] = []
+        self.compactor: Compactor | None = None
+        """What compacts the history in what the model is sent (``runtime.compaction``)."""
         self.watch: TurnWatch | None = None
         """Hooks and checkpoints around each prompt (``runtime.turn_watch``), if any."""
 
@@ -170,6 +173,18 @@ class Session:
         if read_only:
             tools = ToolSet(t for t in tools if t.capabilities.read_only)
         self.agent.tools = tools
+
+    async def compact(self) -> ContextCompacted | None:
+        """Compact the conversation now, keeping its latest turn; None when there is nothing
+        older to compact. The history itself keeps every message (``runtime.compaction``)."""
+        if self.compactor is None:
+            return None
+        if self._running is not None:
+            raise SessionBusy(self.id or "unsaved", pid=os.getpid(), host=socket.gethostname())
+        from openheim.runtime.compaction import request_for
+
+        with self._lease():
+            return await self.compactor.compact(request_for(self.agent, self.history), forced=True)
 
     def claim(self, run: PromptRun) -> None:
         """Mark ``run`` as the running prompt; a second concurrent prompt is refused."""

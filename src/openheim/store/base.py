@@ -24,6 +24,7 @@ from openheim.errors import StoreError as StoreError
 from openheim.messages import Message, ToolResultBlock, Usage
 
 if TYPE_CHECKING:
+    from openheim.store.compactions import CompactionLog
     from openheim.store.frames import FrameLog
 
 TITLE_MAX = 80
@@ -100,9 +101,11 @@ class Lease(ABC):
 
 class SessionStore(Protocol):
     """Sessions, their append-only messages, full-text search, per-session leases and the
-    numbered frames a server sent for each session (``frames``, a ``FrameLog``)."""
+    numbered frames a server sent for each session (``frames``, a ``FrameLog``) and where its
+    context was compacted (``compactions``, a ``CompactionLog``)."""
 
     frames: FrameLog
+    compactions: CompactionLog
 
     def create(
         self,

@@ -9,7 +9,9 @@ message, numbered by ``seq`` from 0 within its session), ``messages_fts`` (FTS5 
 each message, ``rowid`` = ``messages.id``, written in the same transaction as the message),
 ``leases`` (the prompt lease of a busy session), ``legacy_imports`` (Rust history files
 already imported, with the mtime they had) and ``session_frames`` (the numbered frames a server
-sent for a session, for clients that re-attach; version 2).
+sent for a session, for clients that re-attach; version 2) and ``session_compactions`` (where
+each compaction of a session cut and what replaced the messages before the cut) and
+``session_pins`` (the user prompts pinned, kept verbatim by compactions; both version 3).
 """
 
 from __future__ import annotations
@@ -76,7 +78,27 @@ _V2 = (
     ) WITHOUT ROWID""",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
+_V3 = (
+    """CREATE TABLE session_compactions (
+        id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        covered INTEGER NOT NULL,
+        head TEXT NOT NULL,
+        method TEXT NOT NULL,
+        before_tokens INTEGER NOT NULL,
+        after_tokens INTEGER NOT NULL,
+        created_at REAL NOT NULL,
+        digest TEXT NOT NULL
+    )""",
+    "CREATE INDEX session_compactions_by_session ON session_compactions(session_id, id)",
+    """CREATE TABLE session_pins (
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        message INTEGER NOT NULL,
+        PRIMARY KEY (session_id, message)
+    ) WITHOUT ROWID""",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3)
 
 
 def migrate(conn: sqlite3.Connection) -> int:

@@ -21,7 +21,6 @@ import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from types import TracebackType
 from typing import Any, NamedTuple, Self
 
 from openheim.errors import SessionBusy, SessionNotFound, StoreError
@@ -36,6 +35,7 @@ from openheim.store.base import (
     repair_history,
     title_from,
 )
+from openheim.store.compactions import CompactionLog
 from openheim.store.frames import FrameLog
 from openheim.store.schema import migrate
 
@@ -78,6 +78,7 @@ class SQLiteStore:
         with _failures(self.path):
             self._conn = _connect(self.path, busy_timeout)
         self.frames = FrameLog(self._tx, self._read)
+        self.compactions = CompactionLog(self._tx, self._read)
 
     def create(
         self,
@@ -275,12 +276,7 @@ class SQLiteStore:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     @contextmanager

@@ -170,7 +170,7 @@ class ChatApp(App[int]):
         if not self.ready:
             self.notify("the session is still opening", severity="warning")
             return
-        parsed = parse(text, self.chat.skill_names())
+        parsed = parse(text, self.chat.command_names())
         if isinstance(parsed, Unknown):
             self.run_worker(self.conversation.line(parsed.message(), "error"))
         elif isinstance(parsed, Command):
@@ -255,7 +255,7 @@ class ChatApp(App[int]):
         if not self.ready:
             return []
         if not head and word[:1] in (":", "/"):
-            return complete(word, self.chat.skill_names())
+            return complete(word, self.chat.command_names())
         names = self._arguments(head.strip()[1:]) if head[:1] in (":", "/") else None
         if names is not None:
             return [name for name in names if name.startswith(word)]

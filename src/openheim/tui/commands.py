@@ -20,8 +20,8 @@ KEYS = """keys:
   Enter send · Shift+Enter / Ctrl+J newline · Ctrl+U clear · Up/Down history · Tab complete
   @ attach a file · Ctrl+C cancel the turn, twice quit · Ctrl+Q quit
   PgUp/PgDn, wheel, j/k (in the conversation) scroll · Esc close an overlay"""
-RESHAPING = {"new", "sessions", "models", "agent", "skill", "undo"}
-"""Commands that reopen or rewind the session: refused while a turn runs."""
+RESHAPING = {"new", "sessions", "models", "agent", "skill", "compact", "undo"}
+"""Commands that reopen, rewind or compact the session: refused while a turn runs."""
 
 
 async def run_command(app: ChatApp, command: Command) -> None:
@@ -58,7 +58,7 @@ async def _ui_command(app: ChatApp, command: Command) -> Outcome | None:
     """The commands the UI does itself; None for the others."""
     name, arg = command.name, command.argument
     if name == "help":
-        return Outcome(help_text(app.chat.skill_names()) + "\n" + KEYS)
+        return Outcome(help_text(app.chat.command_names()) + "\n" + KEYS)
     if name == "verbose":
         app.conversation.set_verbose(not app.conversation.verbose)
         return Outcome(f"tool items {'shown' if app.conversation.verbose else 'hidden'}")

@@ -14,6 +14,7 @@ from textual.containers import VerticalScroll
 from textual.widget import Widget
 
 from openheim.events import (
+    ContextCompacted,
     ContextTrimmed,
     Event,
     Failed,
@@ -24,6 +25,7 @@ from openheim.events import (
     ThinkingDelta,
     ToolCall,
     ToolResult,
+    compaction_line,
     notice_line,
 )
 from openheim.tui.items import AnswerItem, NoticeItem, ThinkingItem, ToolItem, UserItem
@@ -45,6 +47,8 @@ def event_line(event: Event) -> tuple[str, str] | None:
             f"retrying in {event.delay:.1f} s (attempt {event.attempt}{of}): {event.error}",
             "retry",
         )
+    if isinstance(event, ContextCompacted):
+        return compaction_line(event), "info" if event.method == "summary" else "warning"
     if isinstance(event, ContextTrimmed):
         return (
             f"left {event.dropped} of {event.total} older messages out to fit the context window",
