@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from openheim.tools.base import ToolContext
-from openheim.tools.decorator import tool
+from openheim.tools.decorator import FunctionTool, tool
 
 
 @tool
@@ -34,3 +34,30 @@ def test_argument_descriptions_and_continuations() -> None:
     assert props["limit"]["description"] == "Most words to count."
     assert props["mode"]["description"] == "What to count."
     assert set(props) == {"path", "limit", "mode"}
+
+
+def _made(default: int, tags: tuple[str, ...] = ()) -> FunctionTool:
+    """A tool made anew, as a session makes its closures over its own state."""
+
+    @tool
+    def pick(limit: int = default) -> str:
+        """Pick some."""
+        return str((limit, tags))
+
+    return pick
+
+
+def test_a_function_made_again_reuses_its_argument_model() -> None:
+    first, second = _made(3), _made(3)
+    assert first is not second
+    assert first.args_model is second.args_model
+    assert first.parameters is second.parameters
+
+
+def test_a_different_default_gets_its_own_model() -> None:
+    three, four, true = _made(3), _made(4), _made(True)
+    assert three.args_model is not four.args_model
+    assert three.parse({}).limit == 3
+    assert four.parse({}).limit == 4
+    assert true.parse({}).limit is True  # 1 == True: the default's type is part of the key
+

@@ -65,27 +65,13 @@ class FunctionTool(Tool):
         doc_description, param_docs = _parse_docstring(fn.__doc__ or "")
         self.description = description or doc_description or self.name
         self.capabilities = capabilities
-        self._ctx_param: str | None = None
-        self.args_model = self._build_model(fn, param_docs)
-
-    def _build_model(self, fn: Callable[..., Any], docs: dict[str, str]) -> type[Any]:
-        hints = typing.get_type_hints(fn, include_extras=True)
-        specs: list[tuple[str, Any, Any]] = []
-        for param in inspect.signature(fn).parameters.values():
-            hint = hints.get(param.name, Any)
-            if hint is ToolContext:
-                self._ctx_param = param.name
-                continue
-            if param.name in docs and typing.get_origin(hint) is not Annotated:
-                hint = Annotated[hint, docs[param.name]]
-            default = (
-                dataclasses.field()
-                if param.default is inspect.Parameter.empty
-                else dataclasses.field(default=param.default)
-            )
-            specs.append((param.name, hint, default))
-        model_name = "".join(part.title() for part in self.name.split("_")) + "Args"
-        return dataclasses.make_dataclass(model_name, specs, frozen=True)
+        key = _model_key(fn, self.name)
+        built = _MODELS.get(key) if key is not None else None
+        if built is None:
+            built = _build_model(fn, self.name, param_docs)
+            if key is not None:
+                _remember(key, built)
+        self.args_model, self._ctx_param = built
 
     async def call(self, args: Any, ctx: ToolContext) -> ToolOutput:
         kwargs = {f.name: getattr(args, f.name) for f in dataclasses.fields(args)}
@@ -96,6 +82,56 @@ class FunctionTool(Tool):
         else:  # plain functions may block: keep them off the event loop
             result = await asyncio.to_thread(self.fn, **kwargs)
         return result if isinstance(result, ToolOutput) else ToolOutput(str(result))
+
+
+_Built = tuple[type[Any], str | None]
+"""A function's argument model, and the name of its ``ToolContext`` parameter (if any)."""
+_MODELS: dict[tuple[Any, ...], _Built] = {}
+MAX_MODELS = 512
+"""Argument models kept for reuse; a function made anew for each session (a closure over the
+session's store) has the same signature every time, and building a dataclass costs about a
+millisecond and a few KiB, so each session would otherwise pay that per tool."""
+
+
+def _model_key(fn: Callable[..., Any], name: str) -> tuple[Any, ...] | None:
+    """What the model of ``fn`` depends on (code, name, docstring, annotations, defaults with
+    their types), or None when any of them cannot be hashed (a mutable default)."""
+    given: dict[int | str, Any] = dict(enumerate(fn.__defaults__ or ()))
+    given.update(fn.__kwdefaults__ or {})
+    defaults = tuple((k, type(v), v) for k, v in given.items())
+    key = (fn.__code__, name, fn.__doc__, tuple(fn.__annotations__.items()), defaults)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _remember(key: tuple[Any, ...], built: _Built) -> None:
+    if len(_MODELS) >= MAX_MODELS:
+        _MODELS.clear()
+    _MODELS[key] = built
+
+
+def _build_model(fn: Callable[..., Any], name: str, docs: dict[str, str]) -> _Built:
+    hints = typing.get_type_hints(fn, include_extras=True)
+    specs: list[tuple[str, Any, Any]] = []
+    ctx_param: str | None = None
+    for param in inspect.signature(fn).parameters.values():
+        hint = hints.get(param.name, Any)
+        if hint is ToolContext:
+            ctx_param = param.name
+            continue
+        if param.name in docs and typing.get_origin(hint) is not Annotated:
+            hint = Annotated[hint, docs[param.name]]
+        default = (
+            dataclasses.field()
+            if param.default is inspect.Parameter.empty
+            else dataclasses.field(default=param.default)
+        )
+        specs.append((param.name, hint, default))
+    model_name = "".join(part.title() for part in name.split("_")) + "Args"
+    return dataclasses.make_dataclass(model_name, specs, frozen=True), ctx_param
 
 
 @overload
