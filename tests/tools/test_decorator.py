@@ -60,4 +60,3 @@ def test_a_different_default_gets_its_own_model() -> None:
     assert three.parse({}).limit == 3
     assert four.parse({}).limit == 4
     assert true.parse({}).limit is True  # 1 == True: the default's type is part of the key
-
