@@ -174,11 +174,18 @@ class FakeLLMServer:
         return f"call_fake_{next(self._ids)}"
 
 
+LISTEN_BACKLOG = 4096
+"""Connections the kernel queues before the server accepts them (the kernel caps it at
+``net.core.somaxconn``). ``socketserver``'s default of 5 drops a burst of connections (a test
+or benchmark with many clients at once) into SYN retries of 1 s and more."""
+
+
 class _HTTPServer(ThreadingHTTPServer):
     """Keeps track of open connections so ``close`` can end keep-alive and hung ones."""
 
     daemon_threads = True
     block_on_close = False
+    request_queue_size = LISTEN_BACKLOG
 
     def __init__(self, address: tuple[str, int], fake: FakeLLMServer) -> None:
         self.fake = fake
