@@ -240,4 +240,4 @@ class Hub:
     async def close_all(self) -> None:
         for key in list(self.sessions):
             await self.forget(key)
-        self.writer.flush()
+        await self.writer.aclose()
