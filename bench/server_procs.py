@@ -57,9 +57,6 @@ def fake_llm(conn: Connection) -> None:
         handler.wfile = _Tap(handler.wfile, sent)
 
     fake_server._Handler.setup = tapped  # type: ignore[method-assign,assignment]
-    # socketserver's listen backlog is 5: a thousand prompts connecting at once would wait
-    # for SYN retransmits (1 s, 3 s, ...), which is the fake's cost, not the server's
-    fake_server._HTTPServer.request_queue_size = 4096
 
     def reply(request: RecordedRequest) -> FakeReply:
         prompt = str(request.body["messages"][-1]["content"])

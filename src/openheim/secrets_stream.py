@@ -7,6 +7,10 @@ CLI renderers, an editor over ACP, a server) keeps one per stream.
 
 from __future__ import annotations
 
+import re
+import weakref
+from typing import NamedTuple
+
 from openheim.secrets import REDACTOR, Hit, Redactor, replace_hits
 
 
@@ -33,7 +37,17 @@ class StreamRedactor:
     def feed(self, piece: str) -> str:
         """The redacted text that ``piece`` lets out now (often all of it, maybe nothing)."""
         self._pending += piece
+        text = self._context + self._pending
+        if _quiet(text, self._redactor):  # the common case, decided without the full search
+            out, self._pending = self._pending, ""
+            self._context = text[-self.CONTEXT :]
+            return out
         return self._emit(flush=False)
+
+    @property
+    def idle(self) -> bool:
+        """Nothing held and no context: ``flush`` would return nothing and change nothing."""
+        return not self._pending and not self._context
 
     def flush(self) -> str:
         """The redacted rest, held back so far; the stream starts afresh."""
@@ -96,3 +110,56 @@ def _open_trigger(lowered: str, trigger: str, begin: int, stops: str) -> int:
         if lowered.endswith(trigger[:size]):
             return end - size
     return end
+
+
+class _Marks(NamedTuple):
+    """What ``_quiet`` looks for, made once per redactor from its formats."""
+
+    triggers: re.Pattern[str]
+    """Any trigger of any format."""
+    beginnings: dict[str, tuple[str, ...]]
+    """The proper beginnings of the triggers, by their last character."""
+
+
+_MARKS: weakref.WeakKeyDictionary[Redactor, _Marks] = weakref.WeakKeyDictionary()
+
+
+def _marks(redactor: Redactor) -> _Marks:
+    found = _MARKS.get(redactor)
+    if found is None:
+        triggers = [t for fmt in redactor.formats for t in fmt.triggers]
+        beginnings: dict[str, tuple[str, ...]] = {}
+        for begun in {t[:size] for t in triggers for size in range(1, len(t))}:
+            beginnings[begun[-1]] = (*beginnings.get(begun[-1], ()), begun)
+        pattern = "|".join(map(re.escape, triggers)) or "(?!)"
+        found = _MARKS[redactor] = _Marks(re.compile(pattern), beginnings)
+    return found
+
+
+def _quiet(text: str, redactor: Redactor) -> bool:
+    """Whether ``text`` holds no secret and no beginning of one at its end: no trigger of a
+    format anywhere, no registered value, no beginning of a trigger or of a value at the end.
+    Then ``_emit`` would let all of it out unchanged; this asks less (one search and a few
+    suffix checks for a typical delta instead of a pass per format and trigger), and says
+    False whenever it is unsure, leaving the decision to ``_emit``."""
+    if not text:
+        return True
+    marks = _marks(redactor)
+    lowered = text.lower()
+    if marks.triggers.search(lowered) is not None:
+        return False
+    if any(lowered.endswith(b) for b in marks.beginnings.get(lowered[-1], ())):
+        return False
+    values = redactor.values
+    return not values or not (redactor.finds(text) or any(_ends_in(text, v) for v in values))
+
+
+def _ends_in(text: str, value: str) -> bool:
+    """Whether ``text`` (not empty) ends with a proper beginning of ``value``."""
+    last = text[-1]
+    at = value.find(last, 0, len(value) - 1)
+    while at != -1:
+        if text.endswith(value[: at + 1]):
+            return True
+        at = value.find(last, at + 1, len(value) - 1)
+    return False

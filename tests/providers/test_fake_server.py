@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import signal
 import subprocess
@@ -190,3 +191,29 @@ def test_cli_without_a_script_explains_itself() -> None:
     )
     assert result.returncode == 2
     assert "pass --demo or at least one --reply" in result.stderr
+
+
+def test_a_burst_of_connections_waits_in_the_listen_queue() -> None:
+    """200 clients connecting before the server accepts any all get through the handshake
+    (a backlog of 5 would leave most of them in SYN retries of a second and more)."""
+    import select
+    import socket
+    import time
+
+    from openheim.testing import fake_server
+
+    httpd = fake_server._HTTPServer(("127.0.0.1", 0), FakeLLMServer())  # not serving yet
+    clients = [socket.socket() for _ in range(200)]
+    try:
+        for client in clients:
+            client.setblocking(False)
+            assert client.connect_ex(httpd.server_address) in (0, errno.EINPROGRESS)
+        pending, deadline = set(clients), time.monotonic() + 0.5
+        while pending and time.monotonic() < deadline:
+            _, ready, _ = select.select([], list(pending), [], 0.05)
+            pending -= {c for c in ready if c.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0}
+        assert not pending, f"{len(pending)} of 200 connections were not accepted by the kernel"
+    finally:
+        for client in clients:
+            client.close()
+        httpd.server_close()

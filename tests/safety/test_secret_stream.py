@@ -118,3 +118,24 @@ def test_json_renderer_joined_deltas_are_redacted_in_order() -> None:
     text = "".join(line["text"] for line in lines if line["type"] == "text_delta")
     assert (thinking, text) == (f"thinking of {REDACTED}", f"Use {REDACTED} now")
     assert all(line["text"] for line in lines if line["type"].endswith("_delta"))
+
+
+def test_plain_deltas_skip_the_full_search(
+    redactor: Redactor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A delta with no trigger, no registered value and no beginning of one at its end goes
+    out without the pass per format; one that ends in a trigger's beginning does not."""
+    searched: list[str] = []
+    full = StreamRedactor._emit
+
+    def counted(self: StreamRedactor, *, flush: bool) -> str:
+        searched.append(self._pending)
+        return full(self, flush=flush)
+
+    monkeypatch.setattr(StreamRedactor, "_emit", counted)
+    stream = StreamRedactor(redactor)
+    assert stream.feed("s12.3| ") == "s12.3| "
+    assert stream.feed("plain words. ") == "plain words. "
+    assert searched == []
+    assert stream.feed("then ask") == "then a"  # "sk" may begin "sk-"
+    assert searched == ["then ask"]

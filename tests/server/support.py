@@ -22,7 +22,6 @@ from openheim.server.auth import Auth
 from openheim.server.context import ServerContext
 from openheim.server.guard import Policy
 from openheim.server.hub import Hub
-from openheim.store import open_store
 from openheim.testing import FakeLLMServer
 
 TOKEN = "test-token-0123456789abcdef"
@@ -83,7 +82,7 @@ async def served(
 
     runtime = Runtime(settings=settings)
     auth = Auth(TOKEN, generated=False)
-    store = open_store(settings.data_dir)
+    store = runtime.shared.borrow_store(settings.data_dir)
     context = ServerContext(runtime, store, auth, Hub(runtime, store), max_frame)
     app = create_app(context, Policy(auth, frozenset(origins), max_body))
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

@@ -44,6 +44,7 @@ from openheim.runtime.options import (
 from openheim.runtime.policy import policy_gate, staged_gate
 from openheim.runtime.provider import build_provider
 from openheim.runtime.session import Session
+from openheim.runtime.shared import Shared
 from openheim.runtime.subagents import Spawner, main_profile, profile_provider, profiles_for
 from openheim.runtime.tools import ToolRequest, session_tools
 from openheim.runtime.turn_watch import watch_session
@@ -92,17 +93,19 @@ async def open_session(
     resolver: Resolver | None = None,
     tools: Sequence[Tool] = (),
     client: ClientIO | None = None,
+    shared: Shared | None = None,
 ) -> AsyncIterator[Session]:
     """A new or resumed session with its agent; everything it opened is closed on exit.
 
     ``tools`` are offered besides the configured ones; ``client`` is the file and terminal
-    access of the surface's client (an ACP editor), if it offers any. The session's notices
+    access of the surface's client (an ACP editor), if it offers any; ``shared`` lends what
+    the sessions of one runtime use in common (the store connection). The session's notices
     start with the settings' own, then those found while it opens."""
     options = options or SessionOptions()
     notices = list(settings.notices)
     settings = session_settings(settings, options)
     async with contextlib.AsyncExitStack() as stack:
-        store = open_session_store(settings, options, stack)
+        store = open_session_store(settings, options, stack, shared)
         record = find_record(store, settings, options)
         parts = await _parts(settings, options, record, stack, store, tools, client, notices)
         provider = compacting(build_provider(settings, parts.chosen), settings, parts.chosen)

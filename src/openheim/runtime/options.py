@@ -15,6 +15,7 @@ from openheim.config.providers import resolve_provider
 from openheim.config.schema import McpServerEntry
 from openheim.errors import ConfigError
 from openheim.providers.base import ProviderSettings, ToolChoice
+from openheim.runtime.shared import Shared
 from openheim.store import SessionRecord, SessionStore
 
 
@@ -72,9 +73,13 @@ def session_settings(settings: Settings, options: SessionOptions) -> Settings:
 
 
 def open_session_store(
-    settings: Settings, options: SessionOptions, stack: contextlib.AsyncExitStack
+    settings: Settings,
+    options: SessionOptions,
+    stack: contextlib.AsyncExitStack,
+    shared: Shared | None = None,
 ) -> SessionStore | None:
-    """The session store (closed with ``stack``), or None when the session is not saved."""
+    """The session store (closed with ``stack``; borrowed from ``shared`` and given back with
+    ``stack`` when given), or None when the session is not saved."""
     if not (options.persist and settings.save_sessions):
         if options.resume or options.continue_latest:
             raise ConfigError(
@@ -82,10 +87,14 @@ def open_session_store(
                 hint="drop --no-session, or set save_sessions = true in config.toml",
             )
         return None
-    from openheim.store.sqlite import open_store
+    if shared is not None:
+        store = shared.borrow_store(settings.data_dir)
+        stack.callback(shared.give_back, store)
+    else:
+        from openheim.store.sqlite import open_store
 
-    store = open_store(settings.data_dir)
-    stack.callback(store.close)
+        store = open_store(settings.data_dir)
+        stack.callback(store.close)
     history = settings.data_dir / "history"
     if history.is_dir():
         from openheim.store.importer import import_rust_history

@@ -19,6 +19,7 @@ from openheim.runtime.options import SessionOptions
 from openheim.runtime.session import Session
 from openheim.runtime.settings import Choices, McpServers, apply_choices, mcp_entries
 from openheim.runtime.settings import programmatic_settings as _programmatic
+from openheim.runtime.shared import Shared
 from openheim.store import SessionRecord, open_store
 from openheim.tools.base import Tool
 from openheim.tools.client_io import ClientIO
@@ -67,6 +68,8 @@ class Runtime:
         self.tools: list[Tool] = list(tools)
         self._resolver = _callback_resolver(approval) if callable(approval) else None
         self._sessions: set[Session] = set()
+        self.shared = Shared()
+        """What this runtime's sessions use in common (one store connection)."""
 
     @classmethod
     def from_config(
@@ -124,6 +127,7 @@ class Runtime:
             resolver=resolver or self._resolver,
             tools=self.tools,
             client=client,
+            shared=self.shared,
         ) as session:
             yield session
 

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import socket
 import warnings
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from openheim.errors import SessionBusy
 from openheim.events import ContextCompacted, Event, IterationStart, Notice, SessionStarted
@@ -42,6 +43,9 @@ if TYPE_CHECKING:
     from openheim.store.base import Lease, SessionRecord, SessionStore
 
 log = logging.getLogger(__name__)
+
+_A = TypeVar("_A")
+_T = TypeVar("_T")
 
 CLOSE_WAIT = 10.0
 """Seconds ``close()`` waits for a cancelled prompt to finish writing its history."""
@@ -183,7 +187,7 @@ class Session:
             raise SessionBusy(self.id or "unsaved", pid=os.getpid(), host=socket.gethostname())
         from openheim.runtime.compaction import request_for
 
-        with self._lease():
+        with await self._lease():
             return await self.compactor.compact(request_for(self.agent, self.history), forced=True)
 
     def claim(self, run: PromptRun) -> None:
@@ -214,7 +218,7 @@ class Session:
         The news comes first: on the first prompt ``SessionStarted``, then every notice not
         given yet. The run's task is started before (it waits for the reader at its first
         event), so a cancel or a close while the news is read ends the run as at any event."""
-        with self._lease() as lease:
+        with await self._lease() as lease:
             watch = self.watch
             if watch is not None:
                 message = await watch.prompt(message, len(self.history), cancel)
@@ -223,7 +227,7 @@ class Session:
                     for news in [*self._news(), *watch.refusal()]:
                         yield news
                     return
-            self.history.append(message)
+            await self._record(message)
             run = self.agent.run(self.history, cancel=cancel, settled=settled)
             if watch is not None:
                 run = watch.events(run)
@@ -246,10 +250,18 @@ class Session:
         self._started, self._told = None, len(self._notices)
         return news
 
-    def _lease(self) -> contextlib.AbstractContextManager[Lease | None]:
+    async def _lease(self) -> contextlib.AbstractContextManager[Lease | None]:
+        """The prompt's lease on a stored session (taken off the event loop)."""
         if self.store is None or self.record is None:
             return contextlib.nullcontext()
-        return self.store.acquire(self.record.id)
+        return await _off_loop(self.store.acquire, self.record.id, undo=_release)
+
+    async def _record(self, message: Message) -> None:
+        """Append the prompt's message to the history (a stored one off the event loop)."""
+        if self.store is None:
+            self.history.append(message)
+        else:
+            await _off_loop(self.history.append, message)
 
     def _store_totals(self) -> None:
         if self.store is not None and self.record is not None:
@@ -308,6 +320,31 @@ class Session:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+async def _off_loop(
+    call: Callable[[_A], _T], arg: _A, *, undo: Callable[[_T], None] | None = None
+) -> _T:
+    """``call(arg)``, a store write at a prompt's start, on a worker thread: SQLite works
+    without the interpreter lock, so a server starting many prompts at once goes on streaming
+    the others' events meanwhile. Cancelled while it runs, the write still completes, and
+    ``undo`` is applied to its result (a lease taken is given back)."""
+    future = asyncio.ensure_future(asyncio.to_thread(call, arg))
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        if undo is not None:
+            future.add_done_callback(functools.partial(_undo, undo))
+        raise
+
+
+def _undo(undo: Callable[[_T], None], done: asyncio.Future[_T]) -> None:
+    if not done.cancelled() and done.exception() is None:
+        undo(done.result())
+
+
+def _release(lease: Lease) -> None:
+    lease.release()
 
 
 async def _wait(event: asyncio.Event) -> None:

@@ -1,7 +1,8 @@
 """The Starlette application of ``openheim serve``: the page, the login, REST, ``/ws``, ``/acp``.
 
 ``create_app(context, policy)`` builds it; the ``Guard`` middleware (token, origins, sizes)
-wraps everything. Closing the app (its lifespan's end) closes the open sessions and the store.
+wraps everything. Closing the app (its lifespan's end) closes the open sessions and gives the
+store back to the runtime.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def create_app(context: ServerContext, policy: Policy) -> Starlette:
             yield
         finally:
             await context.hub.close_all()
-            context.store.close()
+            context.runtime.shared.give_back(context.store)
 
     routes = [
         Route("/", index),

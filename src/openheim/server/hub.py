@@ -47,6 +47,48 @@ CHOICES: dict[str, Allow | Deny] = {
 }
 
 
+START_PER_TURN = 4
+"""Prompts that may begin in one turn of the event loop (see ``StartGate``)."""
+
+
+class StartGate:
+    """Lets at most ``per_turn`` prompts begin in each turn of the event loop.
+
+    Beginning a prompt costs a few milliseconds of the loop's time (its request, its
+    connection, its records); a thousand begun in the same turn would hold every running
+    stream's next frame back for seconds. Waiting prompts go in arrival order, a few per turn,
+    between the frames of the streams already running."""
+
+    def __init__(self, per_turn: int = START_PER_TURN) -> None:
+        self.per_turn = per_turn
+        self.waiting: deque[asyncio.Future[None]] = deque()
+        self._planned = False
+
+    async def wait(self) -> None:
+        """Return in a turn with room for this prompt."""
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.waiting.append(turn)
+        self._plan()
+        await turn
+
+    def _plan(self) -> None:
+        if not self._planned:
+            self._planned = True
+            asyncio.get_running_loop().call_soon(self.open)
+
+    def open(self) -> None:
+        """Let the next ``per_turn`` waiting prompts begin (called once per turn)."""
+        self._planned = False
+        let = 0
+        while self.waiting and let < self.per_turn:
+            turn = self.waiting.popleft()
+            if not turn.done():  # a prompt whose task was cancelled meanwhile takes no room
+                turn.set_result(None)
+                let += 1
+        if self.waiting:
+            self._plan()
+
+
 class Subscriber(Protocol):
     """A connection attached to a session: it gets each new frame as JSON text."""
 
@@ -72,6 +114,8 @@ class Live:
         self.subscribers: set[Subscriber] = set()
         self.pending: dict[str, tuple[int, str, asyncio.Future[Allow | Deny]]] = {}
         self.task: asyncio.Task[None] | None = None
+        self.gate: StartGate | None = None
+        self._stop = asyncio.Event()
 
     @property
     def busy(self) -> bool:
@@ -146,13 +190,18 @@ class Live:
         """Run a prompt in a task of its own; SessionBusy while one runs."""
         if self.busy:
             raise SessionBusy(self.key, pid=0, host="this server")
+        self._stop = asyncio.Event()
         self.task = asyncio.create_task(self._run(message))
 
     async def _run(self, message: Message) -> None:
+        """The prompt, once the gate lets it begin (cancelled while it waits, it ends at once
+        as cancelled, as at any other moment)."""
         assert self.session is not None
         try:
+            if self.gate is not None:
+                await self.gate.wait()
             redacted = EventRedactor()
-            async for event in self.session.prompt(message):
+            async for event in self.session.prompt(message, cancel=self._stop):
                 for shown in redacted(event):
                     self.publish("event", {"event": shown})
         except OpenheimError as err:
@@ -165,7 +214,9 @@ class Live:
             asyncio.get_running_loop().call_soon(self.watch_idle)  # once this task is done
 
     def cancel(self) -> None:
-        """Cancel the running prompt; a pending approval counts as rejected."""
+        """Cancel the running prompt (or the one waiting to begin); a pending approval counts
+        as rejected."""
+        self._stop.set()
         if self.session is not None:
             self.session.cancel()
         for _, _, future in list(self.pending.values()):
@@ -194,6 +245,7 @@ class Hub:
         self.runtime = runtime
         self.store = store
         self.writer = FrameWriter(store)
+        self.gate = StartGate()
         self.max_log = max_log
         self.idle_close = idle_close
         self._closing: set[asyncio.Task[None]] = set()
@@ -203,6 +255,7 @@ class Hub:
         """Open (or resume) a session that lives until ``close`` or the server stops."""
         live = Live(self.max_log, self.idle_close)
         live.on_idle = self._idle
+        live.gate = self.gate
         runtime = self.runtime
 
         def opener() -> contextlib.AbstractAsyncContextManager[Session]:
@@ -240,4 +293,4 @@ class Hub:
     async def close_all(self) -> None:
         for key in list(self.sessions):
             await self.forget(key)
-        self.writer.flush()
+        await self.writer.aclose()

@@ -43,13 +43,12 @@ def build(settings: Settings, *, public: bool) -> tuple[ServerContext, Policy]:
     """The server's shared state and guard policy for ``settings``."""
     from openheim.runtime import Runtime
     from openheim.server.hub import Hub
-    from openheim.store import open_store
 
     auth = load_auth(settings, public=public)
     runtime = Runtime(settings=settings)
     server = settings.server
     max_frame = server.max_frame_bytes or DEFAULT_MAX_FRAME
-    store = open_store(settings.data_dir)
+    store = runtime.shared.borrow_store(settings.data_dir)  # the sessions' own connection
     context = ServerContext(runtime, store, auth, Hub(runtime, store), max_frame)
     max_body = server.max_body_bytes or DEFAULT_MAX_BODY
     policy = Policy(auth, frozenset(server.allowed_origins), max_body)

@@ -26,7 +26,7 @@ class EventRedactor:
     def __call__(self, event: Event) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         for kind, stream in self.streams.items():
-            if not isinstance(event, kind) and (held := stream.flush()):
+            if not isinstance(event, kind) and not stream.idle and (held := stream.flush()):
                 out.append(event_to_dict(kind(held)))
         if isinstance(event, TextDelta | ThinkingDelta):
             text = self.streams[type(event)].feed(event.text)

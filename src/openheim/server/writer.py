@@ -2,16 +2,21 @@
 
 One writer serves the whole server: frames wait at most ``FLUSH_DELAY`` and go to the store in
 one transaction, so that streaming many sessions costs one write now and then instead of one
-per frame. The write runs on the event loop's thread, as every other write of this process
-does: SQLite lets one writer in at a time, and a write from another thread would make the
-loop's own writes wait for its lock. A reader that needs every frame so far in the store (a
-client re-attaching) calls ``flush()`` first.
+per frame. The write runs on a thread of its own: SQLite does its work (and the WAL
+checkpoints that writes trigger now and then) without the interpreter lock, so the event loop
+goes on delivering frames meanwhile instead of stopping for each batch (a few milliseconds for
+a thousand streaming sessions). Batches are written one at a time, in order, through the
+store's one connection, whose lock makes any write of the loop's own wait at most for the
+batch in progress. A reader that needs every frame so far in the store (a client
+re-attaching) calls ``flush()`` first, which waits for that batch and writes the rest itself.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 from openheim.errors import OpenheimError
 from openheim.store import SessionStore
@@ -21,29 +26,60 @@ log = logging.getLogger(__name__)
 FLUSH_DELAY = 0.05
 """Seconds a frame may wait before it is written (with those that follow it)."""
 
+Row = tuple[str, int, str]
+"""``(session_id, seq, text)``."""
+
 
 class FrameWriter:
     """Batches ``(session_id, seq, text)`` frames into the store; see the module docstring."""
 
     def __init__(self, store: SessionStore) -> None:
         self.store = store
-        self.rows: list[tuple[str, int, str]] = []
+        self.rows: list[Row] = []
         self._timer: asyncio.TimerHandle | None = None
+        self._lock = threading.Lock()
+        self._thread: ThreadPoolExecutor | None = None
+        self._writing: set[asyncio.Future[None]] = set()
 
     def add(self, session_id: str, seq: int, text: str) -> None:
         self.rows.append((session_id, seq, text))
         if self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(FLUSH_DELAY, self.flush)
+            self._timer = asyncio.get_running_loop().call_later(FLUSH_DELAY, self._hand_over)
+
+    def _hand_over(self) -> None:
+        """Give the frames added so far to the writing thread."""
+        self._timer = None
+        batch, self.rows = self.rows, []
+        if not batch:
+            return
+        if self._thread is None:
+            self._thread = ThreadPoolExecutor(1, thread_name_prefix="openheim-frames")
+        future = asyncio.get_running_loop().run_in_executor(self._thread, self._write, batch)
+        self._writing.add(future)
+        future.add_done_callback(self._writing.discard)
 
     def flush(self) -> None:
-        """Write every frame added so far."""
+        """Write every frame added so far (after the batch being written, if any)."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         batch, self.rows = self.rows, []
-        if not batch:
-            return
-        try:
-            self.store.frames.append(batch)
-        except OpenheimError:
-            log.warning("%d session frames were not stored", len(batch), exc_info=True)
+        self._write(batch)
+
+    async def aclose(self) -> None:
+        """Write every frame added so far and wait for the thread's batches."""
+        self.flush()
+        if self._writing:
+            await asyncio.gather(*self._writing)
+        if self._thread is not None:
+            self._thread.shutdown()
+            self._thread = None
+
+    def _write(self, batch: list[Row]) -> None:
+        with self._lock:
+            if not batch:
+                return
+            try:
+                self.store.frames.append(batch)
+            except OpenheimError:
+                log.warning("%d session frames were not stored", len(batch), exc_info=True)

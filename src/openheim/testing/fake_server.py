@@ -181,6 +181,7 @@ class _HTTPServer(ThreadingHTTPServer):
 
     daemon_threads = True
     block_on_close = False
+    request_queue_size = 4096  # the listen backlog; the default 5 puts bursts into SYN retries
 
     def __init__(self, address: tuple[str, int], fake: FakeLLMServer) -> None:
         self.fake = fake

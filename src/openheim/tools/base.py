@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import logging
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -27,6 +28,8 @@ from openheim.typed import TypeCheckError, from_mapping, json_schema
 log = logging.getLogger(__name__)
 
 MAX_RESULT_BYTES = 128 * 1024
+_SCHEMAS: weakref.WeakKeyDictionary[type[Any], dict[str, Any]] = weakref.WeakKeyDictionary()
+"""Each argument model's JSON schema (see ``Tool.parameters``)."""
 
 
 class ToolKind(StrEnum):
@@ -132,7 +135,12 @@ class Tool(ABC):
 
     @cached_property
     def parameters(self) -> dict[str, Any]:
-        return json_schema(self.args_model)
+        """The JSON schema of ``args_model``, made once per model class (every session builds
+        its own tool objects over the same classes); callers only read it."""
+        schema = _SCHEMAS.get(self.args_model)
+        if schema is None:
+            schema = _SCHEMAS[self.args_model] = json_schema(self.args_model)
+        return schema
 
     @property
     def spec(self) -> ToolSpec:

@@ -1,0 +1,53 @@
+"""``Shared``: what the sessions of one ``Runtime`` use in common instead of each opening its own.
+
+A server keeps hundreds of sessions open at once; a SQLite connection costs about 120 KiB and
+opening one runs the schema check, so every session of a runtime borrows one store connection
+per data dir. The connection is opened by the first session that needs it and closed (after
+``PRAGMA optimize``) when the last one that borrowed it is closed, so a single ``openheim run``
+opens and closes its store exactly as before. ``SQLiteStore`` serialises its calls behind a
+lock, and each write is one transaction, so sessions sharing it cannot interleave inside one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from openheim.store.base import SessionStore
+    from openheim.store.sqlite import SQLiteStore
+
+
+class Shared:
+    """Store connections lent to sessions, one per data dir, counted."""
+
+    def __init__(self) -> None:
+        self._stores: dict[Path, tuple[SQLiteStore, int]] = {}
+
+    def borrow_store(self, data_dir: Path) -> SQLiteStore:
+        """The store of ``data_dir``, opened if no session holds it; ``give_back`` it later."""
+        key = data_dir.resolve()
+        found = self._stores.get(key)
+        if found is None:
+            from openheim.store.sqlite import open_store
+
+            found = (open_store(data_dir), 0)
+        self._stores[key] = (found[0], found[1] + 1)
+        return found[0]
+
+    def give_back(self, store: SessionStore) -> None:
+        """One borrower is done with ``store``; the last one closes it."""
+        for key, (held, count) in list(self._stores.items()):
+            if held is not store:
+                continue
+            if count > 1:
+                self._stores[key] = (held, count - 1)
+            else:
+                del self._stores[key]
+                held.close()
+            return
+
+    @property
+    def open_stores(self) -> int:
+        """How many store connections are open now."""
+        return len(self._stores)

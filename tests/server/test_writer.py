@@ -1,0 +1,84 @@
+"""``FrameWriter``: frames reach the store's frame log in batches written off the event loop;
+``flush`` and ``aclose`` leave nothing behind."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from openheim.server import writer as frame_writer
+from openheim.server.writer import FrameWriter
+from openheim.store.sqlite import SQLiteStore, open_store
+
+WAIT = 10.0
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SQLiteStore]:
+    with open_store(tmp_path) as opened:
+        yield opened
+
+
+def _session(store: SQLiteStore) -> str:
+    return store.create(cwd="/w", provider="p", model="m").id
+
+
+async def test_frames_are_written_by_another_thread(store: SQLiteStore) -> None:
+    sid = _session(store)
+    threads: list[str] = []
+    append = store.frames.append
+
+    def noted(batch: Sequence[tuple[str, int, str]]) -> None:
+        threads.append(threading.current_thread().name)
+        append(batch)
+
+    store.frames.append = noted  # type: ignore[method-assign,assignment]
+    out = FrameWriter(store)
+    for seq in (1, 2, 3):
+        out.add(sid, seq, f"frame {seq}")
+    deadline = asyncio.get_running_loop().time() + WAIT
+    while store.frames.last(sid) < 3 and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(frame_writer.FLUSH_DELAY)
+    assert [text for _, text in store.frames.after(sid, 0)] == ["frame 1", "frame 2", "frame 3"]
+    assert threads and all(name.startswith("openheim-frames") for name in threads)
+    await out.aclose()
+
+
+async def test_flush_writes_at_once_after_the_batch_in_progress(store: SQLiteStore) -> None:
+    sid = _session(store)
+    started, release = threading.Event(), threading.Event()
+    append = store.frames.append
+
+    def slow(batch: Sequence[tuple[str, int, str]]) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            started.set()
+            assert release.wait(WAIT)
+        append(batch)
+
+    store.frames.append = slow  # type: ignore[method-assign,assignment]
+    out = FrameWriter(store)
+    out.add(sid, 1, "in the thread")
+    out._hand_over()  # the timer's work, now
+    assert await asyncio.to_thread(started.wait, WAIT)
+    out.add(sid, 2, "flushed")
+    threading.Timer(0.1, release.set).start()
+    out.flush()  # waits for the thread's batch, then writes its own
+    assert [seq for seq, _ in store.frames.after(sid, 0)] == [1, 2]
+    await out.aclose()
+
+
+async def test_aclose_waits_for_every_batch(store: SQLiteStore) -> None:
+    sid = _session(store)
+    out = FrameWriter(store)
+    for seq in range(1, 101):
+        out.add(sid, seq, "x")
+        if seq % 10 == 0:
+            out._hand_over()
+    out.add(sid, 101, "last, never handed over")
+    await out.aclose()
+    assert store.frames.last(sid) == 101
+    assert len(list(store.frames.after(sid, 0))) == 101
