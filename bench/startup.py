@@ -13,7 +13,11 @@ changes much less with the load than wall time does. The warm-up rounds write th
 caches an installed package has (``PYTHONDONTWRITEBYTECODE`` is left out of the commands'
 environment); the load average is printed, since on a busy machine every figure grows.
 
-    .venv/bin/python bench/startup.py [--runs 30] [--no-hyperfine]
+With ``--instructions`` (and valgrind installed) each command also runs once under callgrind,
+after the timed runs wrote the bytecode caches, and its instruction count is printed beside
+``python -c pass``'s: a figure that a busy machine does not change, for comparing two versions.
+
+    .venv/bin/python bench/startup.py [--runs 30] [--no-hyperfine] [--instructions]
 """
 
 from __future__ import annotations
@@ -76,7 +80,25 @@ def perf_counter_runs(
     return times, cpu
 
 
-def main(runs: int, use_hyperfine: bool) -> int:
+def instructions(argv: list[str], env: dict[str, str]) -> float:
+    """Millions of instructions ``argv`` executes, counted by valgrind's callgrind."""
+    args = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv]
+    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600, check=True)
+    line = next(x for x in done.stderr.splitlines() if "Collected" in x)
+    return int(line.split()[-1]) / 1e6
+
+
+def print_instructions(commands: dict[str, list[str]], env: dict[str, str]) -> None:
+    counted = {
+        name: instructions(argv, {**env, "PYTHONHASHSEED": "0"}) for name, argv in commands.items()
+    }
+    base = counted["python -c pass"]
+    print(f"{'command':<22}{'instructions (M)':>18}{'vs python':>11}")
+    for name, value in counted.items():
+        print(f"{name:<22}{value:>18.1f}{value / base:>10.2f}x")
+
+
+def main(runs: int, use_hyperfine: bool, count: bool = False) -> int:
     use_hyperfine = use_hyperfine and shutil.which("hyperfine") is not None
     openheim = str(Path(sys.executable).parent / "openheim")
     with tempfile.TemporaryDirectory() as tmp, FakeLLMServer(default="ok") as server:
@@ -98,6 +120,8 @@ def main(runs: int, use_hyperfine: bool) -> int:
             times = hyperfine(commands, runs, env, Path(tmp) / "out.json")
         else:
             times, cpu = perf_counter_runs(commands, runs, env)
+        if count and shutil.which("valgrind"):
+            print_instructions(commands, env)
     base = statistics.median(times["python -c pass"])
     method = "hyperfine" if use_hyperfine else "time.perf_counter around subprocess.run"
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -126,5 +150,8 @@ if __name__ == "__main__":
         action="store_true",
         help="time with perf_counter even if hyperfine is there",
     )
+    parser.add_argument(
+        "--instructions", action="store_true", help="also count instructions with valgrind"
+    )
     arguments = parser.parse_args()
-    sys.exit(main(arguments.runs, not arguments.no_hyperfine))
+    sys.exit(main(arguments.runs, not arguments.no_hyperfine, arguments.instructions))
