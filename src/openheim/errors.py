@@ -20,8 +20,9 @@ Hierarchy::
     ├── SessionExists              a restore or import would overwrite a stored session
     ├── InvalidExport              the text to import is not a session export this version reads
     ├── SchemaError                the session database was written by a newer openheim
-    └── StoreError                 the session store's backend failed (locked past its timeout,
-                                   disk full, unreadable file)
+    ├── StoreError                 the session store's backend failed (locked past its timeout,
+    │                              disk full, unreadable file)
+    └── PlatformError              a chat platform refused the gateway or could not be reached
     ScriptError                    an ``AssertionError``: a scripted test provider was driven off
                                    its script
 
@@ -191,6 +192,11 @@ class SchemaError(OpenheimError):
 
 class StoreError(OpenheimError):
     """The storage backend failed in a way the caller cannot fix by changing its request."""
+
+
+class PlatformError(OpenheimError):
+    """A chat platform (Telegram, Discord, WhatsApp) refused a request of the gateway, or could
+    not be reached after every retry."""
 
 
 class ScriptError(AssertionError):

@@ -30,6 +30,7 @@ from openheim.config.schema import (
     DEFAULT_MAX_ITERATIONS,
     DEFAULT_PARALLEL_SUBAGENTS,
     ConfigFile,
+    GatewayEntry,
     McpServerEntry,
     MemoryEntry,
     PriceEntry,
@@ -102,6 +103,8 @@ class Settings:
     project_root: Path | None = None
     server: ServerEntry = field(default_factory=ServerEntry)
     """``[server]`` for ``openheim serve`` (refused in an untrusted project's config)."""
+    gateway: GatewayEntry = field(default_factory=GatewayEntry)
+    """``[gateway]`` for ``openheim gateway`` (from the user's own config only)."""
 
 
 def openheim_home(env: Mapping[str, str] | None = None) -> Path:
@@ -170,6 +173,8 @@ def load_settings(
             project = read_config_file(project_file)
             sources.append(project_file)
         trusted = is_trusted(root, data_dir)
+        if trusted and project.pop("gateway", None) is not None:
+            notices.append(f"{project_file}: [gateway] ignored: only your own config sets it")
         if not trusted:
             project = untrusted_view(project, Context(merged, root, work_dir), notices)
         where = root / ".openheim"
@@ -248,6 +253,7 @@ def _finish(
         notices=tuple(Notice(line, "warning", "trust") for line in notices),
         project_root=paths.project_root,
         server=config.server or ServerEntry(),
+        gateway=config.gateway or GatewayEntry(),
     )
 
 

@@ -29,12 +29,16 @@ from openheim.config.schema import (
     DEFAULT_MAX_ITERATIONS,
     DEFAULT_PARALLEL_SUBAGENTS,
     ConfigFile,
+    DiscordEntry,
+    GatewayEntry,
     McpServerEntry,
     MemoryEntry,
     PriceEntry,
     ProviderEntry,
     ServerEntry,
+    TelegramEntry,
     TuiEntry,
+    WhatsAppEntry,
 )
 from openheim.secrets import DEFAULT_DENY_READ
 
@@ -57,7 +61,7 @@ TOP_LEVEL: dict[str, Trust] = {
     "save_sessions": R, "session_log": R, "file_changes": N, "web_fetch_allow": R,
     "approval": N, "default_agent": R, "max_parallel_subagents": N, "inline_subagents": N,
     "deny_read": N, "shell_env_allow": R, "shell_sandbox": R, "shell_network": R,
-    "server": R,
+    "server": R, "gateway": R,
 }  # fmt: skip
 PROVIDER_KEYS: dict[str, Trust] = {
     "kind": R, "api_base": R, "default_model": N, "models": R, "env_var": R, "api_key": R,
@@ -76,6 +80,18 @@ PRICE_KEYS = dict.fromkeys(("input", "output", "cache_read", "cache_write"), R)
 SERVER_KEYS = dict.fromkeys(
     ("token_file", "allowed_origins", "max_body_bytes", "max_frame_bytes"), R
 )
+GATEWAY_KEYS = dict.fromkeys(
+    ("provider", "model", "models", "agent", "work_dir", "approval", "passphrase", "rate_limit",
+     "rate_window_secs", "queue", "webhook_host", "webhook_port", "telegram", "discord",
+     "whatsapp"),
+    R,
+)  # fmt: skip
+TELEGRAM_KEYS = dict.fromkeys(("token", "api_base", "allowed_users", "mode", "webhook_secret"), R)
+DISCORD_KEYS = dict.fromkeys(("token", "api_base", "gateway_url", "allowed_users"), R)
+WHATSAPP_KEYS = dict.fromkeys(
+    ("token", "app_secret", "verify_token", "phone_number_id", "api_base", "allowed_users"), R
+)
+"""The gateway answers strangers on chat platforms: no project config may configure it."""
 
 CLASSES: dict[type[Any], dict[str, Trust]] = {
     ConfigFile: TOP_LEVEL,
@@ -85,6 +101,10 @@ CLASSES: dict[type[Any], dict[str, Trust]] = {
     MemoryEntry: MEMORY_KEYS,
     PriceEntry: PRICE_KEYS,
     ServerEntry: SERVER_KEYS,
+    GatewayEntry: GATEWAY_KEYS,
+    TelegramEntry: TELEGRAM_KEYS,
+    DiscordEntry: DISCORD_KEYS,
+    WhatsAppEntry: WHATSAPP_KEYS,
 }
 """Every table of the schema and the class of each of its keys."""
 

@@ -1,0 +1,99 @@
+"""``openheim gateway`` running: the platforms' clients, the pipeline between them and the
+runtime, and the webhook app for the platforms that push (served by uvicorn, on loopback
+unless configured otherwise), until cancelled."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from collections.abc import Mapping, Sequence
+
+from openheim.config.load import Settings
+from openheim.errors import PlatformError
+from openheim.gateway.auth import Authoriser
+from openheim.gateway.inbound import Platform
+from openheim.gateway.pipeline import AgentChoice, Gateway
+from openheim.gateway.ratelimit import RateLimiter
+from openheim.gateway.setup import (
+    DEFAULT_QUEUE,
+    DEFAULT_RATE_LIMIT,
+    DEFAULT_RATE_WINDOW,
+    allowed_users,
+    build_platform,
+    read_secret,
+    session_settings,
+)
+from openheim.gateway.state import GatewayState
+from openheim.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+
+def build_gateway(
+    settings: Settings,
+    platforms: Mapping[str, Platform],
+    state: GatewayState,
+    env: Mapping[str, str],
+) -> Gateway:
+    """The pipeline over the gateway's own session settings."""
+    entry = settings.gateway
+    passphrase = read_secret(entry.passphrase, "passphrase", env, required=False) or None
+    auth = Authoriser(allowed_users(entry), passphrase, state)
+    limiter = RateLimiter(
+        state, entry.rate_limit or DEFAULT_RATE_LIMIT, entry.rate_window_secs or DEFAULT_RATE_WINDOW
+    )
+    return Gateway(
+        Runtime(settings=session_settings(settings)),
+        state,
+        auth,
+        limiter,
+        platforms,
+        choice=AgentChoice(entry.agent, tuple(entry.models)),
+        queue=DEFAULT_QUEUE if entry.queue is None else entry.queue,
+    )
+
+
+async def serve(
+    settings: Settings,
+    names: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    webhook_socket: socket.socket | None = None,
+    ready: asyncio.Event | None = None,
+) -> None:
+    """Serve the platforms ``names`` until cancelled; a platform that refuses the gateway (a
+    bad token) ends it with that ``PlatformError``."""
+    state = GatewayState(settings.data_dir / "gateway.db")
+    platforms: dict[str, Platform] = {}
+    try:
+        for name in names:
+            platforms[name] = build_platform(name, settings, state, env)
+        gateway = build_gateway(settings, platforms, state, env)
+        try:
+            await _run(gateway, platforms, ready)
+        finally:
+            await gateway.aclose()
+    finally:
+        for platform in platforms.values():
+            await platform.aclose()
+        state.close()
+
+
+async def _run(
+    gateway: Gateway, platforms: Mapping[str, Platform], ready: asyncio.Event | None
+) -> None:
+    try:
+        async with asyncio.TaskGroup() as group:
+            for name, platform in platforms.items():
+                if count := gateway.resume(name):
+                    log.info(
+                        "%s: %d message(s) left unanswered last time, handling them", name, count
+                    )
+                group.create_task(platform.receive(gateway.deliver))
+            group.create_task(asyncio.Event().wait())  # runs until cancelled
+            log.info("gateway: serving %s", ", ".join(platforms))
+            if ready is not None:
+                ready.set()
+    except* PlatformError as group_error:
+        raise group_error.exceptions[0] from None
