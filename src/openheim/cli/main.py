@@ -94,6 +94,12 @@ def _add_serve(serve: argparse.ArgumentParser) -> None:
     add_serve(serve)
 
 
+def _add_gateway(gateway: argparse.ArgumentParser) -> None:
+    from openheim.cli.gateway import add_gateway
+
+    add_gateway(gateway)
+
+
 def _add_chat(chat: argparse.ArgumentParser) -> None:
     from openheim.cli.chat_args import add_chat_arguments
 
@@ -225,6 +231,7 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "permissions": ("approval rules: list, add, check", _add_permissions),
     "agents": ("agent profiles for --agent and delegate_task", _add_agents),
     "mcp": ("MCP servers from config.toml, or serve openheim as one", _add_mcp),
+    "gateway": ("answer on Telegram, Discord and WhatsApp", _add_gateway),
 }
 """Each command: its help line, and what adds its options and actions to its parser (its
 module is imported only when it runs: ``_handler``)."""
