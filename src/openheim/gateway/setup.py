@@ -131,4 +131,17 @@ def build_platform(
         token = read_secret(telegram.token, "telegram.token", env, required=True)
         polling = (telegram.mode or "polling") == "polling"
         return Telegram(token, state, api_base=telegram.api_base or API_BASE, poll=polling)
+    if name == "discord":
+        from openheim.gateway.discord import API_BASE as DISCORD_API
+        from openheim.gateway.discord import Discord
+        from openheim.gateway.discord_gateway import GATEWAY_URL
+
+        discord = settings.gateway.discord
+        assert discord is not None
+        token = read_secret(discord.token, "discord.token", env, required=True)
+        return Discord(
+            token,
+            api_base=discord.api_base or DISCORD_API,
+            gateway_url=discord.gateway_url or GATEWAY_URL,
+        )
     raise ConfigError(f"the {name} gateway is not available in this version")
