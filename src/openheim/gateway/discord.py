@@ -79,6 +79,10 @@ class Discord:
         self.gateway = DiscordGateway(self._token, self._gateway_url, on_dispatch, self._sleep)
         await self.gateway.run()
 
+    def webhook_routes(self, deliver: Deliver) -> list[Any]:
+        """None: Discord's events come over the gateway connection."""
+        return []
+
     async def send(self, to: Inbound, text: str) -> None:
         """One message in the channel, as a reply, pinging no one."""
         body: dict[str, Any] = {"content": text, "allowed_mentions": {"parse": []}}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,11 @@ class Platform(Protocol):
     async def receive(self, deliver: Deliver) -> None:
         """Deliver each inbound message until cancelled (a webhook platform returns at once:
         its deliveries arrive through the webhook app)."""
+        ...
+
+    def webhook_routes(self, deliver: Deliver) -> list[Any]:
+        """The routes of the webhook app this platform pushes to (none for a client that
+        polls or holds a connection)."""
         ...
 
     async def send(self, to: Inbound, text: str) -> None:

@@ -8,9 +8,11 @@ import asyncio
 import logging
 import socket
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from openheim.config.load import Settings
-from openheim.errors import PlatformError
+from openheim.config.schema import GatewayEntry
+from openheim.errors import ConfigError, PlatformError
 from openheim.gateway.auth import Authoriser
 from openheim.gateway.inbound import Platform
 from openheim.gateway.pipeline import AgentChoice, Gateway
@@ -28,6 +30,9 @@ from openheim.gateway.state import GatewayState
 from openheim.runtime import Runtime
 
 log = logging.getLogger(__name__)
+
+DEFAULT_WEBHOOK_HOST = "127.0.0.1"
+DEFAULT_WEBHOOK_PORT = 8090
 
 
 def build_gateway(
@@ -70,21 +75,51 @@ async def serve(
         for name in names:
             platforms[name] = build_platform(name, settings, state, env)
         gateway = build_gateway(settings, platforms, state, env)
+        routes = [r for p in platforms.values() for r in p.webhook_routes(gateway.deliver)]
+        if routes and webhook_socket is None:
+            webhook_socket = listen(settings.gateway)
         try:
-            await _run(gateway, platforms, ready)
+            await _run(gateway, platforms, (routes, webhook_socket), ready)
         finally:
             await gateway.aclose()
+            if webhook_socket is not None:
+                webhook_socket.close()
     finally:
         for platform in platforms.values():
             await platform.aclose()
         state.close()
 
 
+def listen(entry: GatewayEntry) -> socket.socket:
+    """The webhook app's socket, bound to ``webhook_host:webhook_port`` (default loopback)."""
+    host = entry.webhook_host or DEFAULT_WEBHOOK_HOST
+    port = DEFAULT_WEBHOOK_PORT if entry.webhook_port is None else entry.webhook_port
+    try:
+        info = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(info[0], socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(info[4])
+    except OSError as err:
+        raise ConfigError(
+            f"the webhook app cannot listen on {host}:{port} ({err.strerror or err})",
+            hint="set gateway.webhook_host and gateway.webhook_port to a free address",
+        ) from None
+    return sock
+
+
 async def _run(
-    gateway: Gateway, platforms: Mapping[str, Platform], ready: asyncio.Event | None
+    gateway: Gateway,
+    platforms: Mapping[str, Platform],
+    webhooks: tuple[list[Any], socket.socket | None],
+    ready: asyncio.Event | None,
 ) -> None:
+    routes, sock = webhooks
     try:
         async with asyncio.TaskGroup() as group:
+            if routes and sock is not None:
+                from openheim.gateway.webhooks import serve_webhooks
+
+                group.create_task(serve_webhooks(routes, sock))
             for name, platform in platforms.items():
                 if count := gateway.resume(name):
                     log.info(

@@ -129,8 +129,14 @@ def build_platform(
         telegram = settings.gateway.telegram
         assert telegram is not None
         token = read_secret(telegram.token, "telegram.token", env, required=True)
-        polling = (telegram.mode or "polling") == "polling"
-        return Telegram(token, state, api_base=telegram.api_base or API_BASE, poll=polling)
+        secret = None
+        if telegram.mode == "webhook":
+            key = "telegram.webhook_secret"
+            secret = read_secret(telegram.webhook_secret, key, env, required=True)
+        api_base = telegram.api_base or API_BASE
+        return Telegram(token, state, api_base=api_base, webhook_secret=secret)
+    if name == "whatsapp":
+        return _whatsapp(settings, env)
     if name == "discord":
         from openheim.gateway.discord import API_BASE as DISCORD_API
         from openheim.gateway.discord import Discord
@@ -145,3 +151,22 @@ def build_platform(
             gateway_url=discord.gateway_url or GATEWAY_URL,
         )
     raise ConfigError(f"the {name} gateway is not available in this version")
+
+
+def _whatsapp(settings: Settings, env: Mapping[str, str]) -> Platform:
+    from openheim.gateway.whatsapp import API_BASE, WhatsApp
+
+    whatsapp = settings.gateway.whatsapp
+    assert whatsapp is not None
+    if not whatsapp.phone_number_id:
+        raise ConfigError(
+            "gateway.whatsapp.phone_number_id is not set",
+            hint="copy it from the WhatsApp API set-up page of your Meta app",
+        )
+    return WhatsApp(
+        read_secret(whatsapp.token, "whatsapp.token", env, required=True),
+        read_secret(whatsapp.app_secret, "whatsapp.app_secret", env, required=True),
+        read_secret(whatsapp.verify_token, "whatsapp.verify_token", env, required=True),
+        whatsapp.phone_number_id,
+        api_base=whatsapp.api_base or API_BASE,
+    )

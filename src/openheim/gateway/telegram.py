@@ -23,7 +23,11 @@ POLL_TIMEOUT = 30
 """Seconds a ``getUpdates`` long poll waits for news."""
 MAX_BACKOFF = 60.0
 _CURSOR = "telegram.offset"
-_FATAL = {401: "the bot token was refused", 404: "the bot token was refused"}
+_FATAL = {
+    401: "the bot token was refused",
+    404: "the bot token was refused",
+    409: "another client polls this bot, or a webhook is set (deleteWebhook, or mode = webhook)",
+}
 
 
 def normalise_update(update: Any) -> Inbound | None:
@@ -59,20 +63,21 @@ class Telegram:
         state: GatewayState,
         *,
         api_base: str = API_BASE,
-        poll: bool = True,
+        webhook_secret: str | None = None,
         poll_timeout: int = POLL_TIMEOUT,
         sleep: Sleep = asyncio.sleep,
     ) -> None:
         self._base = f"{api_base.rstrip('/')}/bot{token}"
         self._state = state
-        self._poll = poll
+        self._webhook_secret = webhook_secret
         self._poll_timeout = poll_timeout
         self._sleep = sleep
         self._client = httpx.AsyncClient(timeout=poll_timeout + 30)
 
     async def receive(self, deliver: Deliver) -> None:
-        """Poll until cancelled; an outage is retried with backoff, a refused token ends it."""
-        if not self._poll:
+        """Poll until cancelled; an outage is retried with backoff, a refused token ends it.
+        With a webhook secret, updates come through the webhook app instead."""
+        if self._webhook_secret is not None:
             return
         raw = self._state.cursor(_CURSOR)
         offset = int(raw) if raw is not None else None
@@ -95,6 +100,14 @@ class Telegram:
                     await deliver(message)
                 offset = int(update["update_id"]) + 1
                 self._state.set_cursor(_CURSOR, str(offset))
+
+    def webhook_routes(self, deliver: Deliver) -> list[Any]:
+        """``/telegram`` when the bot is set up for a webhook, else none."""
+        if self._webhook_secret is None:
+            return []
+        from openheim.gateway.webhooks import telegram_routes
+
+        return telegram_routes(self._webhook_secret, deliver)
 
     async def _updates(self, offset: int | None) -> list[dict[str, Any]]:
         """One long poll: the updates after ``offset`` (which acknowledges those before)."""
