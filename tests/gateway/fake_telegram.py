@@ -39,6 +39,8 @@ class FakeTelegram:
     throttle: list[float] = field(default_factory=list)
     """``retry_after`` seconds of the 429s to answer the next ``sendMessage`` calls with."""
     refused_at: list[float] = field(default_factory=list)
+    outage: dict[str, int] = field(default_factory=dict)
+    """Method name -> how many of its next calls answer 502 Bad Gateway."""
     history: list[dict[str, Any]] = field(default_factory=list)
     """Every update ever queued."""
     _next_update: int = 1000
@@ -88,6 +90,9 @@ class FakeTelegram:
             return _error(401, "Unauthorized")
         body = await request.json()
         method = request.path_params["method"]
+        if self.outage.get(method):
+            self.outage[method] -= 1
+            return _error(502, "Bad Gateway")
         if method == "getUpdates":
             return await self._get_updates(body)
         if method == "sendMessage":

@@ -3,6 +3,7 @@ being refused (the gateway has no one to ask)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -76,7 +77,7 @@ async def test_stop_cancels_the_turn_and_a_busy_conversation_says_so(
         configure(home, llm, url, "queue = 0")
         async with running(home, work, ("telegram",), ENV):
             await fake.message(ANN, "a hard question")
-            await _wait_requests(llm, 1)
+            await asyncio.to_thread(llm.wait_for_requests, 1)
             await fake.message(ANN, "are you there?")
             await fake.wait_sent(1)
             await fake.message(ANN, "/stop")
@@ -86,9 +87,3 @@ async def test_stop_cancels_the_turn_and_a_busy_conversation_says_so(
     assert sent[0].text.startswith("Busy with your earlier messages")
     assert sorted(s.text for s in sent[1:3]) == ["Stopped.", "Stopping."]
     assert sent[3].text == "after the stop"
-
-
-async def _wait_requests(llm: FakeLLMServer, count: int) -> None:
-    import asyncio
-
-    await asyncio.to_thread(llm.wait_for_requests, count)
