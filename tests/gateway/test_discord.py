@@ -3,17 +3,20 @@ loopback and answers with ``FakeLLMServer`` as the model."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
+from openheim.errors import PlatformError
 from openheim.gateway.format import render
+from openheim.gateway.service import serve
 from openheim.testing import FakeLLMServer
 from tests.gateway.fake_discord import BOT_ID, TOKEN, FakeDiscord
 from tests.gateway.loopback import serving
-from tests.gateway.support import running, write_config
+from tests.gateway.support import running, settings_for, write_config
 
 ANN = "300000000000000042"
 DM = "500000000000000001"
@@ -115,3 +118,15 @@ async def test_mentions_are_made_inert_and_long_replies_split_at_2000(
     assert words == [f"word{i}" for i in range(300)] * 2  # no word broken or lost
     lines = re.findall(r"line_\d+ = \d+", joined)
     assert lines == [f"line_{i} = {i}" for i in range(120)]
+
+
+async def test_a_refused_token_ends_the_gateway(
+    home: Path, work: Path, discord: FakeDiscord
+) -> None:
+    with FakeLLMServer([]) as llm:
+        configure(home, llm, discord)
+        run = serve(settings_for(home, work), ["discord"], {"DC_TOKEN": "not-the-token"})
+        with pytest.raises(PlatformError) as raised:
+            await asyncio.wait_for(run, 10)
+    assert str(raised.value).startswith("Discord: the bot token was refused (close code 4004)")
+    assert discord.identifies == 0

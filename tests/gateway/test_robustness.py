@@ -4,23 +4,12 @@ acknowledged is lost, and the conversation's session stays valid."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
-
-import pytest
 
 from openheim.testing import FakeLLMServer, FakeReply
 from tests.gateway.fake_telegram import FakeTelegram
-from tests.gateway.loopback import serving
 from tests.gateway.support import running
 from tests.gateway.test_telegram import ANN, ENV, configure
-
-
-@pytest.fixture
-async def telegram() -> AsyncIterator[tuple[FakeTelegram, str]]:
-    fake = FakeTelegram()
-    async with serving(fake.app()) as url:
-        yield fake, url
 
 
 async def test_an_outage_is_retried_until_the_platform_answers(

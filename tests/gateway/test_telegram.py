@@ -3,25 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
-
-import pytest
 
 from openheim.testing import FakeLLMServer
 from tests.gateway.fake_telegram import TOKEN, FakeTelegram
-from tests.gateway.loopback import serving
 from tests.gateway.support import running, write_config
 
 ANN, BOB = 111, 222
 ENV = {"TG_TOKEN": TOKEN, "GW_PASS": "open sesame"}
-
-
-@pytest.fixture
-async def telegram() -> AsyncIterator[tuple[FakeTelegram, str]]:
-    fake = FakeTelegram()
-    async with serving(fake.app()) as url:
-        yield fake, url
 
 
 def configure(home: Path, llm: FakeLLMServer, url: str, extra: str = "") -> None:

@@ -4,23 +4,12 @@ being refused (the gateway has no one to ask)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
-
-import pytest
 
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from tests.gateway.fake_telegram import FakeTelegram
-from tests.gateway.loopback import serving
 from tests.gateway.support import running
 from tests.gateway.test_telegram import ANN, ENV, configure
-
-
-@pytest.fixture
-async def telegram() -> AsyncIterator[tuple[FakeTelegram, str]]:
-    fake = FakeTelegram()
-    async with serving(fake.app()) as url:
-        yield fake, url
 
 
 async def test_a_tool_call_that_would_ask_is_denied(
@@ -87,3 +76,15 @@ async def test_stop_cancels_the_turn_and_a_busy_conversation_says_so(
     assert sent[0].text.startswith("Busy with your earlier messages")
     assert sorted(s.text for s in sent[1:3]) == ["Stopped.", "Stopping."]
     assert sent[3].text == "after the stop"
+
+
+async def test_the_gateways_own_model_is_used(
+    home: Path, work: Path, telegram: tuple[FakeTelegram, str]
+) -> None:
+    fake, url = telegram
+    with FakeLLMServer(["small talk"]) as llm:
+        configure(home, llm, url, 'model = "fake-small"')
+        async with running(home, work, ("telegram",), ENV):
+            await fake.message(ANN, "hi")
+            await fake.wait_sent(1)
+        assert llm.requests[0].body["model"] == "fake-small"
