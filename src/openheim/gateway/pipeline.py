@@ -203,8 +203,14 @@ class Gateway:
             log.warning("%s: a turn failed: %s", message.platform, err)
             await self._reply(message, f"Sorry, the agent failed: {redact(str(err))}")
             return
+        except Exception:  # a bug must not leave the conversation stuck
+            log.warning("%s: a turn failed", message.platform, exc_info=True)
+            await self._reply(message, "Sorry, something went wrong. Try again, or send /new.")
+            return
         finally:
             conversation.cancel = None
+        if result.denied:
+            log.info("%s: %d tool call(s) refused", message.platform, result.denied)
         if generation == conversation.generation:
             stored = self._state.conversation(message.key)
             self._state.save(Conversation(message.key, result.session_id, stored.model))
