@@ -75,6 +75,12 @@ class FakeDiscord:
         assert socket is not None
         await socket.close(code=4000)
 
+    async def ask_to_reconnect(self) -> None:
+        """Send RECONNECT (op 7), as Discord does before it moves a session."""
+        socket, self._socket = self._socket, None
+        assert socket is not None
+        await socket.send_json({"op": 7, "d": None})
+
     async def wait(self, what: str, predicate: Any, timeout: float = 10.0) -> None:
         async with asyncio.timeout(timeout), self._changed:
             await self._changed.wait_for(predicate)

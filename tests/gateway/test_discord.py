@@ -94,6 +94,21 @@ async def test_a_dropped_connection_is_resumed_without_losing_a_message(
     assert discord.events[-1]["t"] == "RESUMED"
 
 
+async def test_a_reconnect_request_is_followed_by_a_resume(
+    home: Path, work: Path, discord: FakeDiscord
+) -> None:
+    with FakeLLMServer(["moved"]) as llm:
+        configure(home, llm, discord)
+        async with running(home, work, ("discord",), ENV):
+            await discord.wait("ready", lambda: discord.identifies == 1)
+            seen = len(discord.events)
+            await discord.ask_to_reconnect()
+            await discord.message(ANN, DM, "are you back?")
+            created = await discord.wait_created(1)
+    assert [c.content for c in created] == ["moved"]
+    assert discord.identifies == 1 and discord.resumes == [seen]
+
+
 async def test_mentions_are_made_inert_and_long_replies_split_at_2000(
     home: Path, work: Path, discord: FakeDiscord
 ) -> None:

@@ -136,5 +136,14 @@ async def test_info_logs_hold_no_token_and_no_message(home: Path, work: Path) ->
             code, err = await _ended(process)
     assert sent[0].text == f"you said: {SECRET_WORDS}"
     assert code == 143
+    assert "openheim gateway: serving (Ctrl-C stops)" in err
     assert "telegram: message 111:" in err  # the run was logged at info
     assert TOKEN not in err and SECRET_WORDS not in err
+
+
+def test_an_unknown_provider_stops_it_at_once(home: Path, work: Path) -> None:
+    configure(home, None, extra='[gateway]\nprovider = "nope"\n[gateway.telegram]\n')
+    done = openheim("gateway", home=home, cwd=work, TELEGRAM_BOT_TOKEN=TOKEN)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "nope" in done.stderr
+    assert TOKEN not in done.stderr

@@ -9,6 +9,8 @@ import asyncio
 import os
 import sys
 import time
+from collections.abc import Coroutine
+from typing import Any
 
 from openheim.cli import exit_codes
 from openheim.config.load import Settings, load_settings
@@ -39,9 +41,21 @@ def gateway_command(args: argparse.Namespace) -> int:
             hint="pip install 'openheim[server]'",
         ) from None
     names = chosen_platforms(settings.gateway, [n for n in PLATFORMS if getattr(args, n)])
-    sys.stderr.write(f"openheim gateway: serving {', '.join(names)} (Ctrl-C stops)\n")
-    asyncio.run(serve(settings, names, os.environ))
+    asyncio.run(_serve(serve(settings, names, os.environ, ready=(ready := asyncio.Event())), ready))
     return exit_codes.OK
+
+
+async def _serve(serving: Coroutine[Any, Any, None], ready: asyncio.Event) -> None:
+    """Run ``serving``, saying on stderr once it is ready (after its checks passed)."""
+    task = asyncio.create_task(serving)
+    waiter = asyncio.create_task(ready.wait())
+    try:
+        await asyncio.wait([task, waiter], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+    if ready.is_set():
+        sys.stderr.write("openheim gateway: serving (Ctrl-C stops)\n")
+    await task
 
 
 def _grants(settings: Settings, revoke: str | None) -> int:

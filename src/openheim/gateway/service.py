@@ -11,8 +11,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from openheim.config.load import Settings
+from openheim.config.providers import resolve_provider
 from openheim.config.schema import GatewayEntry
-from openheim.errors import ConfigError, PlatformError
+from openheim.errors import ConfigError, OpenheimError
 from openheim.gateway.auth import Authoriser
 from openheim.gateway.inbound import Platform
 from openheim.gateway.pipeline import AgentChoice, Gateway
@@ -41,15 +42,18 @@ def build_gateway(
     state: GatewayState,
     env: Mapping[str, str],
 ) -> Gateway:
-    """The pipeline over the gateway's own session settings."""
+    """The pipeline over the gateway's own session settings (its provider checked now, so a
+    wrong one stops the command instead of failing every turn)."""
     entry = settings.gateway
+    sessions = session_settings(settings)
+    resolve_provider(sessions)
     passphrase = read_secret(entry.passphrase, "passphrase", env, required=False) or None
     auth = Authoriser(allowed_users(entry), passphrase, state)
     limiter = RateLimiter(
         state, entry.rate_limit or DEFAULT_RATE_LIMIT, entry.rate_window_secs or DEFAULT_RATE_WINDOW
     )
     return Gateway(
-        Runtime(settings=session_settings(settings)),
+        Runtime(settings=sessions),
         state,
         auth,
         limiter,
@@ -68,7 +72,7 @@ async def serve(
     ready: asyncio.Event | None = None,
 ) -> None:
     """Serve the platforms ``names`` until cancelled; a platform that refuses the gateway (a
-    bad token) ends it with that ``PlatformError``."""
+    bad token) ends it with that ``PlatformError``, a failing database with its error."""
     state = GatewayState(settings.data_dir / "gateway.db")
     platforms: dict[str, Platform] = {}
     try:
@@ -130,5 +134,5 @@ async def _run(
             log.info("gateway: serving %s", ", ".join(platforms))
             if ready is not None:
                 ready.set()
-    except* PlatformError as group_error:
+    except* OpenheimError as group_error:
         raise group_error.exceptions[0] from None
