@@ -147,3 +147,11 @@ def test_an_unknown_provider_stops_it_at_once(home: Path, work: Path) -> None:
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "nope" in done.stderr
     assert TOKEN not in done.stderr
+
+
+def test_a_base_url_that_would_send_the_token_in_clear_is_refused(home: Path, work: Path) -> None:
+    table = '[gateway.telegram]\napi_base = "http://api.example.com"\n'
+    configure(home, None, extra=table)
+    done = openheim("gateway", home=home, cwd=work, TELEGRAM_BOT_TOKEN=TOKEN)
+    assert done.returncode == 2
+    assert "gateway.telegram.api_base 'http://api.example.com' is not an https://" in done.stderr

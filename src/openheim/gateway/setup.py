@@ -8,6 +8,7 @@ import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from openheim.config.load import Settings
 from openheim.config.schema import GatewayEntry
@@ -15,6 +16,7 @@ from openheim.errors import ConfigError
 from openheim.gateway.inbound import Platform
 from openheim.gateway.state import GatewayState
 from openheim.secrets import register_secret
+from openheim.urls import is_loopback
 
 PLATFORMS = ("telegram", "discord", "whatsapp")
 DEFAULT_RATE_LIMIT = 20
@@ -65,6 +67,21 @@ def _read_file(path: Path, where: str) -> str:
         raise ConfigError(
             f"{where}: cannot read {path} ({type(err).__name__})", hint="fix the path"
         ) from None
+
+
+def base_url(raw: str | None, key: str, default: str) -> str:
+    """``gateway.KEY`` (or ``default``): an https or wss URL, or http/ws to this machine only,
+    since the platform's token travels with every request."""
+    url = raw or default
+    parts = urlsplit(url)
+    secure = parts.scheme in ("https", "wss")
+    local = parts.scheme in ("http", "ws") and is_loopback(url)
+    if not parts.netloc or not (secure or local):
+        raise ConfigError(
+            f"gateway.{key} {url!r} is not an https:// (or wss://) URL",
+            hint="plain http:// and ws:// are allowed only to 127.0.0.1 or localhost",
+        )
+    return url
 
 
 def chosen_platforms(gateway: GatewayEntry, asked: Sequence[str]) -> list[str]:
@@ -133,7 +150,7 @@ def build_platform(
         if telegram.mode == "webhook":
             key = "telegram.webhook_secret"
             secret = read_secret(telegram.webhook_secret, key, env, required=True)
-        api_base = telegram.api_base or API_BASE
+        api_base = base_url(telegram.api_base, "telegram.api_base", API_BASE)
         return Telegram(token, state, api_base=api_base, webhook_secret=secret)
     if name == "whatsapp":
         return _whatsapp(settings, env)
@@ -147,8 +164,8 @@ def build_platform(
         token = read_secret(discord.token, "discord.token", env, required=True)
         return Discord(
             token,
-            api_base=discord.api_base or DISCORD_API,
-            gateway_url=discord.gateway_url or GATEWAY_URL,
+            api_base=base_url(discord.api_base, "discord.api_base", DISCORD_API),
+            gateway_url=base_url(discord.gateway_url, "discord.gateway_url", GATEWAY_URL),
         )
     raise ConfigError(f"the {name} gateway is not available in this version")
 
@@ -168,5 +185,5 @@ def _whatsapp(settings: Settings, env: Mapping[str, str]) -> Platform:
         read_secret(whatsapp.app_secret, "whatsapp.app_secret", env, required=True),
         read_secret(whatsapp.verify_token, "whatsapp.verify_token", env, required=True),
         whatsapp.phone_number_id,
-        api_base=whatsapp.api_base or API_BASE,
+        api_base=base_url(whatsapp.api_base, "whatsapp.api_base", API_BASE),
     )

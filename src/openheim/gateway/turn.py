@@ -1,7 +1,6 @@
 """One headless agent turn of a conversation: its stored session resumed (or a new one), the
 message prompted, the final text returned. A tool call the approval policy would ask about is
-refused, since no one can be asked; applying a staged change with its token remains the
-explicit approval the policy already knows."""
+refused, since no one can be asked; what the policy allows (by mode or rules) runs."""
 
 from __future__ import annotations
 
