@@ -63,19 +63,22 @@ async def test_stop_cancels_the_turn_and_a_busy_conversation_says_so(
     fake, url = telegram
     stalled = FakeReply(text="thinking very hard about it", hang_at=2)
     with FakeLLMServer([stalled, "after the stop"]) as llm:
-        configure(home, llm, url, "queue = 0")
+        configure(home, llm, url, "queue = 1")
         async with running(home, work, ("telegram",), ENV):
             await fake.message(ANN, "a hard question")
             await asyncio.to_thread(llm.wait_for_requests, 1)
-            await fake.message(ANN, "are you there?")
+            await fake.message(ANN, "queued behind it")
+            await fake.message(ANN, "one too many")
             await fake.wait_sent(1)
             await fake.message(ANN, "/stop")
             await fake.wait_sent(3)
-            await fake.message(ANN, "next")
+            await fake.message(ANN, "next")  # queued if the stopped turn is still ending
             sent = await fake.wait_sent(4)
+        prompts = [r.messages[-1]["content"] for r in llm.requests]
     assert sent[0].text.startswith("Busy with your earlier messages")
     assert sorted(s.text for s in sent[1:3]) == ["Stopped.", "Stopping."]
     assert sent[3].text == "after the stop"
+    assert prompts == ["a hard question", "next"]  # /stop dropped the queued message
 
 
 async def test_the_gateways_own_model_is_used(

@@ -11,9 +11,10 @@ the next start, in the same conversation.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections import deque
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,6 +75,8 @@ class Gateway:
         self._queue = queue
         self._conversations: dict[str, _Conversation] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._replies: dict[str, asyncio.Task[None]] = {}
+        """Each conversation's last queued reply, which the next one waits for."""
 
     async def deliver(self, message: Inbound) -> None:
         """Store ``message`` and decide what to do with it; a duplicate is dropped."""
@@ -201,11 +204,11 @@ class Gateway:
             result = await self._run(message, cancel)
         except OpenheimError as err:
             log.warning("%s: a turn failed: %s", message.platform, err)
-            await self._reply(message, f"Sorry, the agent failed: {redact(str(err))}")
+            await self._queue_reply(message, f"Sorry, the agent failed: {redact(str(err))}")
             return
         except Exception:  # a bug must not leave the conversation stuck
             log.warning("%s: a turn failed", message.platform, exc_info=True)
-            await self._reply(message, "Sorry, something went wrong. Try again, or send /new.")
+            await self._queue_reply(message, "Sorry, something went wrong. Try again, or /new.")
             return
         finally:
             conversation.cancel = None
@@ -218,7 +221,7 @@ class Gateway:
             text = "Stopped."
         else:
             text = result.text or f"(no answer: {result.stop_reason})"
-        await self._reply(message, text)
+        await self._queue_reply(message, text)
 
     async def _run(self, message: Inbound, cancel: asyncio.Event) -> TurnResult:
         stored = self._state.conversation(message.key)
@@ -235,12 +238,39 @@ class Gateway:
 
     def _answer(self, message: Inbound, text: str | None) -> None:
         """Reply ``text`` (if any) in a task of its own; the message is then handled."""
-        self._spawn(self._answer_now(message, text))
+        self._queue_reply(message, text, handled=True)
 
-    async def _answer_now(self, message: Inbound, text: str | None) -> None:
+    def _queue_reply(
+        self, message: Inbound, text: str | None, *, handled: bool = False
+    ) -> asyncio.Task[None]:
+        """A task that sends ``text`` once every reply queued before in the conversation has
+        been sent, so a conversation's replies arrive in the order they were decided."""
+        previous = self._replies.get(message.key)
+        task = asyncio.create_task(self._reply_after(previous, message, text, handled))
+        self._replies[message.key] = task
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(functools.partial(self._sent, message.key))
+        return task
+
+    def _sent(self, key: str, task: asyncio.Task[None]) -> None:
+        """``task`` ended: forget it when it is the conversation's last queued reply."""
+        if self._replies.get(key) is task:
+            del self._replies[key]
+
+    async def _reply_after(
+        self,
+        previous: asyncio.Task[None] | None,
+        message: Inbound,
+        text: str | None,
+        handled: bool,
+    ) -> None:
+        if previous is not None:
+            await asyncio.wait([previous])
         if text:
             await self._reply(message, text)
-        self._state.handled(message)
+        if handled:
+            self._state.handled(message)
 
     async def _reply(self, message: Inbound, text: str) -> None:
         platform = self._platforms[message.platform]
@@ -250,8 +280,3 @@ class Gateway:
             except OpenheimError as err:
                 log.warning("%s: a reply could not be sent: %s", message.platform, err)
                 return
-
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
