@@ -10,7 +10,7 @@ from pathlib import Path
 from openheim.config.load import load_settings
 from openheim.config.trust import set_trust
 from openheim.gateway.state import GatewayState
-from openheim.testing import FakeLLMServer
+from openheim.testing import FakeLLMServer, FakeReply
 from tests.gateway.fake_telegram import TOKEN, FakeTelegram
 from tests.gateway.loopback import WAIT, serving
 from tests.gateway.support import write_config
@@ -155,3 +155,36 @@ def test_a_base_url_that_would_send_the_token_in_clear_is_refused(home: Path, wo
     done = openheim("gateway", home=home, cwd=work, TELEGRAM_BOT_TOKEN=TOKEN)
     assert done.returncode == 2
     assert "gateway.telegram.api_base 'http://api.example.com' is not an https://" in done.stderr
+
+
+async def _start(home: Path, work: Path) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "openheim", "gateway",
+        cwd=work, env=env_for(home, TELEGRAM_BOT_TOKEN=TOKEN), stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+
+
+async def test_a_killed_gateway_answers_at_its_next_start(home: Path, work: Path) -> None:
+    fake = FakeTelegram()
+    stalled = FakeReply(text="an answer cut short", hang_at=2)
+    async with serving(fake.app()) as url:
+        with FakeLLMServer([stalled, "answered after the crash", "same session"]) as llm:
+            write_config(
+                home, llm, f'[gateway.telegram]\napi_base = "{url}"\nallowed_users = ["111"]'
+            )
+            crashed = await _start(home, work)
+            await fake.message(111, "a question")
+            await asyncio.to_thread(llm.wait_for_requests, 1, WAIT * 2)
+            crashed.kill()
+            await _ended(crashed)
+            restarted = await _start(home, work)
+            await fake.wait_sent(1, timeout=WAIT * 2)
+            await fake.message(111, "a follow-up")
+            sent = await fake.wait_sent(2, timeout=WAIT * 2)
+            restarted.terminate()
+            code, err = await _ended(restarted)
+        follow_up = [m.get("content") for m in llm.requests[2].messages]
+    assert [s.text for s in sent] == ["answered after the crash", "same session"]
+    assert code == 143, err
+    assert "a question" in follow_up and "answered after the crash" in follow_up
