@@ -28,6 +28,21 @@ async def test_a_tool_call_that_would_ask_is_denied(
     assert result is not None and "no one to ask" in result
 
 
+async def test_a_call_an_allow_rule_covers_runs(
+    home: Path, work: Path, telegram: tuple[FakeTelegram, str]
+) -> None:
+    fake, url = telegram
+    (home / "permissions.toml").write_text("[rules]\nallow = ['path \"notes/**\"']\n")
+    write = FakeToolCall("write_file", {"path": "notes/todo.txt", "content": "milk"})
+    with FakeLLMServer([FakeReply(tool_calls=[write]), "Noted."]) as llm:
+        configure(home, llm, url)
+        async with running(home, work, ("telegram",), ENV):
+            await fake.message(ANN, "note: milk")
+            sent = await fake.wait_sent(1)
+    assert sent[0].text == "Noted."
+    assert (work / "notes" / "todo.txt").read_text() == "milk"
+
+
 async def test_help_new_and_model(
     home: Path, work: Path, telegram: tuple[FakeTelegram, str]
 ) -> None:
