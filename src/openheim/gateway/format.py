@@ -52,34 +52,46 @@ def _outside_code(text: str, convert: Callable[[str], str]) -> str:
     return "".join([*out, convert(text[last:])])
 
 
-def _plain_inline(text: str) -> str:
-    text = _HEADING.sub(r"\1", text)
-    text = _LINK.sub(r"\1 (\2)", text)
-    text = _BOLD.sub(r"\2", text)
-    text = _STRIKE.sub(r"\1", text)
-    text = _ITALIC.sub(r"\1", text)
-    return _CODE.sub(r"\1", text)
+Rules = tuple[tuple[re.Pattern[str], str], ...]
+_PLAIN: Rules = (
+    (_HEADING, r"\1"),
+    (_LINK, r"\1 (\2)"),
+    (_BOLD, r"\2"),
+    (_STRIKE, r"\1"),
+    (_ITALIC, r"\1"),
+    (_CODE, r"\1"),
+)
+_WHATSAPP: Rules = (  # italic before bold and headings, which become *...*
+    (_LINK, r"\1 (\2)"),
+    (_ITALIC, r"_\1_"),
+    (_BOLD, r"*\2*"),
+    (_HEADING, r"*\1*"),
+    (_STRIKE, r"~\1~"),
+)
+
+
+def _rewrite(rules: Rules) -> Callable[[str], str]:
+    """A function applying ``rules`` (pattern, replacement) in order."""
+
+    def rewrite(text: str) -> str:
+        for pattern, replacement in rules:
+            text = pattern.sub(replacement, text)
+        return text
+
+    return rewrite
 
 
 def to_plain(text: str) -> str:
     """Markdown stripped: emphasis, headings and inline code marks off, links as ``text (url)``,
     fenced blocks without their fences (their content untouched)."""
-    converted = _outside_code(text, _plain_inline)
+    converted = _outside_code(text, _rewrite(_PLAIN))
     return _FENCE.sub(lambda m: m.group(2).rstrip("\n"), converted)
-
-
-def _whatsapp_inline(text: str) -> str:
-    text = _LINK.sub(r"\1 (\2)", text)
-    text = _ITALIC.sub(r"_\1_", text)
-    text = _BOLD.sub(r"*\2*", text)
-    text = _HEADING.sub(r"*\1*", text)
-    return _STRIKE.sub(r"~\1~", text)
 
 
 def to_whatsapp(text: str) -> str:
     """Markdown in WhatsApp's dialect: ``*bold*``, ``_italic_``, ``~strike~``, headings bold,
     links as ``text (url)``; code blocks kept as ```` ``` ```` blocks (which WhatsApp shows)."""
-    return _FENCE.sub(lambda m: f"```\n{m.group(2)}```", _outside_code(text, _whatsapp_inline))
+    return _FENCE.sub(lambda m: f"```\n{m.group(2)}```", _outside_code(text, _rewrite(_WHATSAPP)))
 
 
 _DIALECTS: dict[str, Callable[[str], str]] = {
