@@ -188,3 +188,10 @@ async def test_a_killed_gateway_answers_at_its_next_start(home: Path, work: Path
     assert [s.text for s in sent] == ["answered after the crash", "same session"]
     assert code == 143, err
     assert "a question" in follow_up and "answered after the crash" in follow_up
+
+
+def test_a_passphrase_named_but_unset_is_refused(home: Path, work: Path) -> None:
+    configure(home, None, extra='[gateway]\npassphrase = "env:GW_PASS"\n[gateway.telegram]\n')
+    done = openheim("gateway", home=home, cwd=work, TELEGRAM_BOT_TOKEN=TOKEN)
+    assert done.returncode == 2
+    assert "gateway.passphrase is not set: env:GW_PASS is empty" in done.stderr

@@ -47,7 +47,8 @@ def build_gateway(
     entry = settings.gateway
     sessions = session_settings(settings)
     resolve_provider(sessions)
-    passphrase = read_secret(entry.passphrase, "passphrase", env, required=False) or None
+    named = entry.passphrase is not None  # a passphrase named but empty is a mistake
+    passphrase = read_secret(entry.passphrase, "passphrase", env, required=named) or None
     auth = Authoriser(allowed_users(entry), passphrase, state)
     limiter = RateLimiter(
         state, entry.rate_limit or DEFAULT_RATE_LIMIT, entry.rate_window_secs or DEFAULT_RATE_WINDOW
