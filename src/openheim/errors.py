@@ -22,6 +22,8 @@ Hierarchy::
     ├── SchemaError                the session database was written by a newer openheim
     ├── StoreError                 the session store's backend failed (locked past its timeout,
     │                              disk full, unreadable file)
+    ├── UndoRefused                an undo would overwrite files changed since their checkpoint
+    │                              (names them), or there is nothing to undo
     └── PlatformError              a chat platform refused the gateway or could not be reached
     ScriptError                    an ``AssertionError``: a scripted test provider was driven off
                                    its script
@@ -192,6 +194,15 @@ class SchemaError(OpenheimError):
 
 class StoreError(OpenheimError):
     """The storage backend failed in a way the caller cannot fix by changing its request."""
+
+
+class UndoRefused(OpenheimError):
+    """An undo did not run: files changed outside openheim since their checkpoint (``paths``),
+    or the session has no such turn. Nothing was restored or rewound."""
+
+    def __init__(self, message: str, *, hint: str | None = None, paths: tuple[str, ...] = ()):
+        super().__init__(message, hint=hint)
+        self.paths = paths
 
 
 class PlatformError(OpenheimError):

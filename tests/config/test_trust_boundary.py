@@ -69,6 +69,9 @@ REFUSED: dict[str, Case] = {
     "host port reuse": Case(f'{FAKE}host = "127.0.0.1"\n{FAKE}port = 8081\n{FAKE}port_policy = "reuse"', "chosen", SAFE, 3),
     "api_base": Case(f'{FAKE}api_base = "http://127.0.0.1:1/v1"', "chosen", SAFE, 1),
     "kind": Case(f'{FAKE}kind = "llama_server"', "chosen", SAFE, 1),
+    "cli kind": Case(f'{FAKE}kind = "claude_cli"', "chosen", SAFE, 1),
+    "cli program": Case(f'{FAKE}cli_path = "./evil"\n{FAKE}cli_env_allow = ["*"]', "providers.fake.cli_path", None, 2),
+    "cli provider": Case('default_provider = "cc"\nproviders.cc.kind = "claude_cli"', "chosen", SAFE, 2),
     "key variable": Case(f'{FAKE}env_var = "HOME"\n{FAKE}api_key = "sk-planted"', "chosen", SAFE, 2),
     "model file": Case('default_provider = "local"\nproviders.local.model_path = "evil.gguf"', "chosen", SAFE, 2),
     "model not the user's": Case(f'{FAKE}default_model = "evil.gguf"', "chosen", SAFE, 1),
@@ -96,6 +99,7 @@ REFUSED: dict[str, Case] = {
     "default agent": Case('default_agent = "persona"', "default_agent", None, 1),
     "work dir outside": Case('work_dir = ".."', "work_dir.name", "project", 1),
     "work dir at home": Case('work_dir = "~"', "work_dir.name", "project", 1),
+    "hooks": Case('hooks.pre_tool = "id"\nhooks.on-session-start = { command = "id" }', "hooks", {}, 1),
 }  # fmt: skip
 """Attempts to widen what openheim does; each ignored key gives one notice."""
 
@@ -203,7 +207,7 @@ def test_every_config_key_has_a_trust_class() -> None:
     + [("MemoryEntry", k) for k in ("db_path", "embedding_provider")]
     + [("ConfigFile", k) for k in ("data_dir", "mcp_servers", "memory", "prices")]
     + [("ConfigFile", k) for k in ("web_fetch_allow", "shell_env_allow", "default_agent")]
-    + [("ConfigFile", "server")]
+    + [("ConfigFile", "server"), ("ConfigFile", "mcp_server"), ("McpServeEntry", "schema")]
     + [("ServerEntry", k) for k in ("token_file", "allowed_origins", "max_body_bytes")],
 )
 def test_commands_hosts_paths_and_kinds_are_refused(table: str, key: str) -> None:

@@ -3,6 +3,7 @@ handles its own commands first (a picker, a theme) and hands the rest here."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 from openheim.chat import info
@@ -10,7 +11,8 @@ from openheim.chat.commands import Command, help_text
 from openheim.chat.session import Chat
 from openheim.config.providers import provider_entries
 from openheim.errors import ConfigError
-from openheim.runtime.replay import Replayed
+from openheim.runtime.replay import Replayed, replay_events
+from openheim.runtime.undo import undo_stored
 
 
 @dataclass
@@ -50,6 +52,8 @@ async def execute(chat: Chat, command: Command) -> Outcome:
         return Outcome(f"skill {arg} is active")
     if name == "memory":
         return Outcome(await info.memory_text(chat.settings, arg))
+    if name == "undo":
+        return await _undo(chat, arg)
     return Outcome(f":{name} is only available in the terminal UI")
 
 
@@ -102,3 +106,24 @@ def split_model(chat: Chat, arg: str) -> tuple[str, str]:
     if rest and head in provider_entries(chat.settings):
         return head, rest
     return chat.provider, arg
+
+
+async def _undo(chat: Chat, arg: str) -> Outcome:
+    """``undo [N] [--force]``: the last N turns' files restored, the conversation rewound."""
+    words = arg.split()
+    force = "--force" in words
+    counts = [w for w in words if w != "--force"]
+    if len(counts) > 1 or (counts and not counts[0].isdigit()):
+        raise ConfigError(f"undo takes a number of turns, got {arg!r}", hint="e.g. :undo 2")
+    session = chat.session
+    if session.id is None:
+        raise ConfigError(
+            "this session is not stored, so it has no checkpoints",
+            hint="undo needs save_sessions = true",
+        )
+    turns = int(counts[0]) if counts else 1
+    _, report = await asyncio.to_thread(
+        undo_stored, chat.settings.data_dir, session.id, "", turns=turns, force=force
+    )
+    del session.history[report.kept_messages :]  # the store is rewound already
+    return Outcome(report.summary(), clear=True, replay=list(replay_events(session.history)))

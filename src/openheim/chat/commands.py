@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "cost": "tokens and cost of this session",
     "memory": "long-term memory; `memory TEXT` searches it",
     "export": "`export [FILE]`: the session as Markdown",
+    "undo": "`undo [N] [--force]`: restore the files of the last N turns and rewind",
     "clear": "clear the screen (the session goes on)",
 }
 ALIASES = {"q": "quit", "exit": "quit", "model": "models", "session": "sessions"}

@@ -17,9 +17,12 @@ MAX_TOKENS = 3
 MAX_TURN_REQUESTS = 4
 """The run hit ``max_iterations`` or the loop guard (``max_turn_requests``)."""
 REFUSAL = 5
-"""The model refused (``refusal``)."""
+"""The model refused, or a ``user_prompt`` hook blocked the prompt (``refusal``)."""
 DENIED = 6
 """The run ended, but at least one tool call was denied by the approval gate."""
+NO_VALID_OUTPUT = 7
+"""``run --output-schema``: the run ended, but without a JSON value valid against the schema
+after every attempt."""
 CANCELLED = 130
 """Interrupted (Ctrl-C, SIGINT; or "cancel" at a terminal approval question), as shells report
 SIGINT."""

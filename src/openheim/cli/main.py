@@ -165,6 +165,11 @@ def _add_sessions(sessions: argparse.ArgumentParser) -> None:
     listing.add_argument("--limit", type=int, default=20, help="how many (default 20)")
     sub.add_parser("show", help="a session as Markdown").add_argument("id")
     sub.add_parser("delete", help="delete a session").add_argument("id")
+    undo = sub.add_parser("undo", help="restore the files of the last turns and rewind to them")
+    undo.add_argument("id", nargs="?", help="session id or prefix (default: latest in this dir)")
+    undo.add_argument("--turns", type=int, default=1, help="how many turns (default 1)")
+    undo.add_argument("--force", action="store_true", help="overwrite files changed since")
+    sub.add_parser("checkpoints", help="a session's checkpoints for undo").add_argument("id")
     export = sub.add_parser("export", help="a session as Markdown or JSON")
     export.add_argument("id")
     export.add_argument("--format", choices=["md", "json"], default="md")
@@ -184,6 +189,12 @@ def _add_models(models: argparse.ArgumentParser) -> None:
     add.add_argument("--sha256", help="expected checksum; the file is refused if it differs")
 
 
+def _add_setup(setup: argparse.ArgumentParser) -> None:
+    from openheim.cli.setup import add_setup
+
+    add_setup(setup)
+
+
 def _add_run(run: argparse.ArgumentParser) -> None:
     run.add_argument("prompt", nargs="*", help="the prompt; @path arguments attach files")
     run.add_argument("-m", "--model", help="model name (default: the provider's default_model)")
@@ -201,6 +212,18 @@ def _add_run(run: argparse.ArgumentParser) -> None:
         help="first model call: auto (default), required, none, or a tool name",
     )
     run.add_argument("--agent", help="run an agent profile (data_dir/agents/NAME.md) as the agent")
+    run.add_argument(
+        "--output-schema",
+        metavar="FILE",
+        help="the answer must be JSON valid against this JSON schema; printed on stdout",
+    )
+    run.add_argument(
+        "--output-retries",
+        type=int,
+        default=3,
+        metavar="N",
+        help="with --output-schema: attempts after the first (default 3)",
+    )
     run.add_argument(
         "--approve",
         choices=["ask", "auto", "deny"],
@@ -231,6 +254,7 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "permissions": ("approval rules: list, add, check", _add_permissions),
     "agents": ("agent profiles for --agent and delegate_task", _add_agents),
     "mcp": ("MCP servers from config.toml, or serve openheim as one", _add_mcp),
+    "setup": ("register openheim's MCP server with Claude Code, Codex, OpenCode", _add_setup),
     "gateway": ("answer on Telegram, Discord and WhatsApp", _add_gateway),
 }
 """Each command: its help line, and what adds its options and actions to its parser (its

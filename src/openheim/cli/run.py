@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from openheim.api import Runtime
 from openheim.cli import exit_codes
@@ -20,9 +22,9 @@ from openheim.config.load import Settings
 from openheim.errors import ConfigError, OpenheimError
 from openheim.events import Finished
 from openheim.providers.base import NamedTool, ToolChoice
-from openheim.runtime import Session, SessionOptions
+from openheim.runtime import PromptRun, Session, SessionOptions
 from openheim.runtime.policy import remember_rules
-from openheim.secrets import SecretPolicy
+from openheim.secrets import SecretPolicy, redact
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -30,6 +32,7 @@ def run_command(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"--max-iterations must be at least 1, got {args.max_iterations}", hint="use 1 or more"
         )
+    schema = _output_schema(args)
     settings = settings_from_flags(args)
     policy = SecretPolicy.from_config(settings.deny_read, home=settings.home)
     prompt = build_prompt(args.prompt, Path.cwd(), policy=policy)
@@ -44,7 +47,40 @@ def run_command(args: argparse.Namespace) -> int:
         agent=args.agent,
         tool_choice=_tool_choice(args.tool_choice),
     )
-    return asyncio.run(_run(settings, options, prompt, json_mode=args.json, remember=args.remember))
+    output = None if schema is None else Output(schema, args.output_retries)
+    return asyncio.run(
+        _run(settings, options, prompt, json_mode=args.json, remember=args.remember, output=output)
+    )
+
+
+@dataclass(frozen=True)
+class Output:
+    """``--output-schema``: the schema the answer must match, and the retries allowed."""
+
+    schema: dict[str, Any]
+    retries: int
+
+
+def _output_schema(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The schema of ``--output-schema FILE``; an unreadable file, one that is not JSON, or a
+    schema that is not valid is a ``ConfigError`` (exit 2)."""
+    if args.output_schema is None:
+        return None
+    if args.json:
+        raise ConfigError(
+            "--output-schema prints the JSON value itself on stdout, not events",
+            hint="drop --json, or drop --output-schema",
+        )
+    if args.output_retries < 0:
+        raise ConfigError(
+            f"--output-retries must be 0 or more, got {args.output_retries}", hint="use 0 or more"
+        )
+    from openheim.runtime.structured import output_schema
+    from openheim.schema_check import load_schema
+
+    schema = load_schema(Path(args.output_schema), "--output-schema")
+    output_schema(schema, args.output_retries)  # the checks of the library's own
+    return schema
 
 
 def _tool_choice(raw: str) -> ToolChoice:
@@ -58,9 +94,16 @@ def _split(raw: str | None) -> list[str] | None:
 
 
 async def _run(
-    settings: Settings, options: SessionOptions, prompt: str, *, json_mode: bool, remember: bool
+    settings: Settings,
+    options: SessionOptions,
+    prompt: str,
+    *,
+    json_mode: bool,
+    remember: bool,
+    output: Output | None,
 ) -> int:
-    render = JsonRenderer(sys.stdout) if json_mode else TextRenderer(sys.stdout, sys.stderr)
+    answer = sys.stdout if output is None else sys.stderr  # stdout is the JSON value's
+    render = JsonRenderer(sys.stdout) if json_mode else TextRenderer(answer, sys.stderr)
     cancel = asyncio.Event()
     terminal = open_terminal()
     refusals = HeadlessRefusals() if terminal is None else None
@@ -72,16 +115,16 @@ async def _run(
             async with runtime.open_session(options, resolver=resolver) as session:
                 opened = True
                 stop.prompting()
-                async with session.prompt(prompt, cancel=cancel) as events:
+                run = _prompt(session, prompt, cancel, output)
+                async with run as events:
                     async for event in events:
                         render(event)
                         if isinstance(event, Finished):
                             _remember(settings, session, remember)
                             lines = summary(event.denied, refusals)
                             sys.stderr.writelines(f"{line}\n" for line in lines)
-                            return stop.exit_code(
-                                exit_codes.for_stop(event.stop_reason, event.denied)
-                            )
+                            code = exit_codes.for_stop(event.stop_reason, event.denied)
+                            return stop.exit_code(_print_output(run, event, code))
         except OpenheimError:
             if not opened:  # the session's notices never came: give the settings' own
                 for notice in settings.notices:
@@ -97,6 +140,32 @@ async def _run(
             if terminal is not None:
                 terminal.close()
     return exit_codes.ERROR
+
+
+def _prompt(
+    session: Session, prompt: str, cancel: asyncio.Event, output: Output | None
+) -> PromptRun:
+    if output is None:
+        return session.prompt(prompt, cancel=cancel)
+    return session.prompt(
+        prompt, cancel=cancel, output_schema=output.schema, output_retries=output.retries
+    )
+
+
+def _print_output(run: PromptRun, finished: Finished, code: int) -> int:
+    """With ``--output-schema``: the value as JSON on stdout, or why there is none on stderr
+    (exit ``NO_VALID_OUTPUT`` when the run itself ended normally)."""
+    if run.attempts is None:
+        return code
+    from openheim.runtime.structured import NoValidOutput
+
+    try:
+        value = run.attempts.outcome(finished.stop_reason)
+    except NoValidOutput as err:
+        sys.stderr.write(f"openheim: error: {redact(str(err))}\n")
+        return exit_codes.NO_VALID_OUTPUT if finished.stop_reason == "end_turn" else code
+    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
+    return code
 
 
 def _remember(settings: Settings, session: Session, remember: bool) -> None:

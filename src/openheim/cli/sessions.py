@@ -1,4 +1,5 @@
-"""``openheim sessions``: list, show, delete, export, search and import stored sessions."""
+"""``openheim sessions``: list, show, delete, export, search and import stored sessions; undo
+turns and list checkpoints (``cli/undo.py``)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,14 @@ def sessions_command(args: argparse.Namespace) -> int:
         elif action == "delete":
             record = store.get(args.id)
             store.delete(record.id)
+            from openheim.cli.undo import drop_checkpoints
+
+            drop_checkpoints(settings, record.id)
             sys.stdout.write(f"deleted {record.id} ({record.title or 'untitled'})\n")
+        elif action in ("undo", "checkpoints"):
+            from openheim.cli.undo import undo_command
+
+            undo_command(store, settings, args)
         elif action == "export":
             _export(store, args.id, args.format, args.output)
         elif action == "search":

@@ -6,8 +6,16 @@ change.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from openheim.config.schema import APPROVAL_MODES, MAX_ITERATIONS_LIMIT, ConfigFile
+from openheim.config.schema import (
+    APPROVAL_MODES,
+    HOOK_ALIASES,
+    HOOK_EVENTS,
+    MAX_ITERATIONS_LIMIT,
+    ConfigFile,
+    HookEntry,
+)
 from openheim.errors import ConfigError
 
 
@@ -60,6 +68,42 @@ def check_config(path: Path, config: ConfigFile) -> None:
                 f"{path}: web_fetch_allow entry {entry!r} {problem}",
                 hint="write host, host:port or [IPv6]:port, with a port from 1 to 65535",
             )
+
+
+def hook_events(path: Path, raw: dict[str, Any]) -> dict[str, Any]:
+    """``raw`` with the keys of its ``[hooks]`` table as event names (Yips' aliases mapped);
+    a ConfigError for a name that is no event, an event named twice, or ``required`` on a hook
+    other than ``pre_tool``."""
+    table = raw.get("hooks")
+    if not table:
+        return raw
+    events: dict[str, Any] = {}
+    for name, entry in table.items():
+        event = HOOK_ALIASES.get(name, name)
+        if event not in HOOK_EVENTS:
+            raise ConfigError(
+                f"{path}: [hooks] has no event {name!r}",
+                hint=f"use one of: {', '.join([*HOOK_EVENTS, *HOOK_ALIASES])}",
+            )
+        if event in events:
+            raise ConfigError(
+                f"{path}: [hooks] names the event {event!r} twice", hint="keep one of them"
+            )
+        if event != "pre_tool" and isinstance(entry, dict) and entry.get("required"):
+            raise ConfigError(
+                f"{path}: [hooks] {name}: only a pre_tool hook can be required",
+                hint="remove required = true",
+            )
+        events[event] = entry
+    return {**raw, "hooks": events}
+
+
+def hook_entries(table: dict[str, str | HookEntry]) -> dict[str, HookEntry]:
+    """Every configured hook as a ``HookEntry`` (a bare string is its command)."""
+    return {
+        event: HookEntry(entry) if isinstance(entry, str) else entry
+        for event, entry in table.items()
+    }
 
 
 def host_port_problem(entry: str) -> str | None:

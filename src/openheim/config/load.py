@@ -23,14 +23,19 @@ from openheim.config.checks import (
     check_config,
     check_folder,
     check_max_iterations,
+    hook_entries,
+    hook_events,
     is_folder,
     resolved,
 )
 from openheim.config.schema import (
     DEFAULT_MAX_ITERATIONS,
     DEFAULT_PARALLEL_SUBAGENTS,
+    CliAgentsEntry,
     ConfigFile,
     GatewayEntry,
+    HookEntry,
+    McpServeEntry,
     McpServerEntry,
     MemoryEntry,
     PriceEntry,
@@ -103,6 +108,12 @@ class Settings:
     project_root: Path | None = None
     server: ServerEntry = field(default_factory=ServerEntry)
     """``[server]`` for ``openheim serve`` (refused in an untrusted project's config)."""
+    mcp_server: McpServeEntry = field(default_factory=McpServeEntry)
+    """``[mcp_server]`` for ``openheim mcp serve`` (refused in an untrusted project's config)."""
+    hooks: dict[str, HookEntry] = field(default_factory=dict)
+    """``[hooks]`` by event name (refused in an untrusted project's config)."""
+    cli_agents: CliAgentsEntry = field(default_factory=CliAgentsEntry)
+    """``[cli_agents]`` for the CLI tools of ``openheim mcp serve`` (refused likewise)."""
     gateway: GatewayEntry = field(default_factory=GatewayEntry)
     """``[gateway]`` for ``openheim gateway`` (from the user's own config only)."""
 
@@ -122,7 +133,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
         path, raw, ConfigFile, "see docs/configuration.md for the valid keys and values"
     )
     check_config(path, config)
-    return raw
+    return hook_events(path, raw)
 
 
 def _present(path: Path) -> bool:
@@ -208,9 +219,8 @@ def _finish(
     raw_work = overrides.work_dir or env.get("OPENHEIM_WORK_DIR")
     if raw_work:
         work_dir = _dir_setting(raw_work, paths.cwd, "work_dir", None) or work_dir
-    allow_shell = _first(overrides.allow_shell, _env_bool(env, "OPENHEIM_ALLOW_SHELL"))
-    if allow_shell is None:
-        allow_shell = bool(config.allow_shell)
+    shell_env = _env_bool(env, "OPENHEIM_ALLOW_SHELL")
+    allow_shell = _first(overrides.allow_shell, shell_env, bool(config.allow_shell))
     max_iterations = _first(
         overrides.max_iterations,
         _env_int(env, "OPENHEIM_MAX_ITERATIONS"),
@@ -252,9 +262,20 @@ def _finish(
         sources=sources,
         notices=tuple(Notice(line, "warning", "trust") for line in notices),
         project_root=paths.project_root,
-        server=config.server or ServerEntry(),
-        gateway=config.gateway or GatewayEntry(),
+        **_surface_tables(config),
     )
+
+
+def _surface_tables(config: ConfigFile) -> dict[str, Any]:
+    """The tables of the surfaces and their helpers: serve, mcp serve, hooks, CLI agents,
+    gateway."""
+    return {
+        "server": config.server or ServerEntry(),
+        "mcp_server": config.mcp_server or McpServeEntry(),
+        "hooks": hook_entries(config.hooks),
+        "cli_agents": config.cli_agents or CliAgentsEntry(),
+        "gateway": config.gateway or GatewayEntry(),
+    }
 
 
 def _approval(overrides: Overrides, env: Mapping[str, str], config: ConfigFile) -> str:

@@ -47,6 +47,9 @@ BUILTIN_PROVIDERS: dict[str, ProviderEntry] = {
 HTTP_KINDS = frozenset({"openai", "openai_compatible", "anthropic", "gemini"})
 """Kinds that speak to a server at ``api_base`` (custom kinds may need none)."""
 LOCAL_KINDS = frozenset({"llama_cpp", "llama_server"})
+CLI_KINDS = frozenset({"claude_cli", "codex_cli", "opencode_cli"})
+"""Kinds that run a coding-agent CLI; their model defaults to the CLI's own (``default``)."""
+CLI_TIMEOUT_SECS = 300.0
 SHIPPED_MODEL_TOOL_ROUNDS = 1
 SHIPPED_MODEL_TEMPERATURE = 0.0
 SHIPPED_MODEL_MAX_TOKENS = 256
@@ -110,14 +113,15 @@ def resolve_provider(
         raise ConfigError(
             f"provider {name!r} has no api_base", hint=f"set api_base in [providers.{name}]"
         )
-    model = _model(name, entry, wanted_model)
+    model = _model(name, entry, wanted_model, "default" if kind in CLI_KINDS else None)
     return ProviderSettings(
         name=name,
         kind=kind,
         api_base=(entry.api_base or "").rstrip("/"),
         model=model,
         api_key=_api_key(name, kind, entry, env),
-        timeout_secs=entry.timeout_secs or DEFAULT_TIMEOUT_SECS,
+        timeout_secs=entry.timeout_secs
+        or (CLI_TIMEOUT_SECS if kind in CLI_KINDS else DEFAULT_TIMEOUT_SECS),
         max_tokens=_max_tokens(kind, entry, model),
         context_window=entry.context_window,
         thinking=entry.thinking,
@@ -139,6 +143,8 @@ def resolve_provider(
         small=kind in LOCAL_KINDS if entry.small is None else entry.small,
         tool_rounds=_tool_rounds(kind, entry, model),
         prefix_cache_mb=256 if entry.prefix_cache_mb is None else entry.prefix_cache_mb,
+        cli_path=entry.cli_path,
+        cli_env_allow=tuple(entry.cli_env_allow),
     )
 
 
@@ -194,8 +200,8 @@ def embedded_model_available() -> bool:
     return importlib.util.find_spec("llama_cpp") is not None and shipped_model_path() is not None
 
 
-def _model(name: str, entry: ProviderEntry, wanted: str | None) -> str:
-    model = wanted or entry.default_model
+def _model(name: str, entry: ProviderEntry, wanted: str | None, fallback: str | None) -> str:
+    model = wanted or entry.default_model or fallback
     if not model:
         raise ConfigError(
             f"no model chosen for provider {name!r}",

@@ -55,6 +55,8 @@ class ProviderEntry:
     small: bool | None = None
     tool_rounds: Annotated[int | None, Bounds(1, 1000)] = None
     prefix_cache_mb: Annotated[int | None, Bounds(0, 1_000_000)] = None
+    cli_path: str | None = None
+    cli_env_allow: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -159,6 +161,23 @@ class GatewayEntry:
 
 
 @dataclass(frozen=True)
+class CliAgentsEntry:
+    """``[cli_agents]``: the coding-agent CLI tools of ``openheim mcp serve``."""
+
+    timeout_secs: Seconds = None
+    env_allow: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class McpServeEntry:
+    """``[mcp_server]``: ``openheim mcp serve`` (taken from the user's own config only)."""
+
+    schema: str | None = None
+    """A JSON schema file (relative to the config's folder) for the JSON-schema tools, used when
+    a call passes no ``schema``."""
+
+
+@dataclass(frozen=True)
 class PriceEntry:
     """``[prices."MODEL"]``: US dollars per million tokens."""
 
@@ -166,6 +185,29 @@ class PriceEntry:
     output: Annotated[float, Bounds(0, 1e9)]
     cache_read: Dollars = None
     cache_write: Dollars = None
+
+
+HOOK_EVENTS: tuple[str, ...] = (
+    "session_start", "session_end", "user_prompt", "pre_tool", "post_tool", "file_write", "stop",
+)  # fmt: skip
+"""The events a ``[hooks]`` entry may name."""
+HOOK_ALIASES: dict[str, str] = {
+    "on-session-start": "session_start",
+    "on-session-end": "session_end",
+    "on-file-write": "file_write",
+}
+"""Yips' hook names, accepted for the events they mean."""
+HOOK_TIMEOUT_MAX = 120.0
+
+
+@dataclass(frozen=True)
+class HookEntry:
+    """``[hooks] EVENT = { command = "...", timeout = 10, required = false }``."""
+
+    command: str
+    timeout: Annotated[float | None, Bounds(0, HOOK_TIMEOUT_MAX, above=True)] = None
+    required: bool = False
+    """Only for ``pre_tool``: a failing hook denies the call instead of warning."""
 
 
 @dataclass(frozen=True)
@@ -184,6 +226,8 @@ class ConfigFile:
     memory: MemoryEntry | None = None
     tui: TuiEntry | None = None
     server: ServerEntry | None = None
+    cli_agents: CliAgentsEntry | None = None
+    mcp_server: McpServeEntry | None = None
     gateway: GatewayEntry | None = None
     prices: dict[str, PriceEntry] = field(default_factory=dict)
     max_cost: Dollars = None
@@ -200,3 +244,4 @@ class ConfigFile:
     shell_env_allow: list[str] = field(default_factory=list)
     shell_sandbox: Literal["auto", "require", "off"] | None = None
     shell_network: bool | None = None
+    hooks: dict[str, str | HookEntry] = field(default_factory=dict)

@@ -28,9 +28,12 @@ from openheim.config.checks import resolved
 from openheim.config.schema import (
     DEFAULT_MAX_ITERATIONS,
     DEFAULT_PARALLEL_SUBAGENTS,
+    CliAgentsEntry,
     ConfigFile,
     DiscordEntry,
     GatewayEntry,
+    HookEntry,
+    McpServeEntry,
     McpServerEntry,
     MemoryEntry,
     PriceEntry,
@@ -61,7 +64,7 @@ TOP_LEVEL: dict[str, Trust] = {
     "save_sessions": R, "session_log": R, "file_changes": N, "web_fetch_allow": R,
     "approval": N, "default_agent": R, "max_parallel_subagents": N, "inline_subagents": N,
     "deny_read": N, "shell_env_allow": R, "shell_sandbox": R, "shell_network": R,
-    "server": R, "gateway": R,
+    "server": R, "mcp_server": R, "hooks": R, "cli_agents": R, "gateway": R,
 }  # fmt: skip
 PROVIDER_KEYS: dict[str, Trust] = {
     "kind": R, "api_base": R, "default_model": N, "models": R, "env_var": R, "api_key": R,
@@ -69,7 +72,7 @@ PROVIDER_KEYS: dict[str, Trust] = {
     "reasoning_effort": R, "max_retries": R, "fallback": R, "tool_protocol": R,
     "model_path": R, "n_ctx": R, "n_threads": R, "seed": R, "temperature": R,
     "server_command": R, "host": R, "port": R, "port_policy": R, "startup_timeout": R,
-    "small": R, "tool_rounds": R, "prefix_cache_mb": R,
+    "small": R, "tool_rounds": R, "prefix_cache_mb": R, "cli_path": R, "cli_env_allow": R,
 }  # fmt: skip
 TUI_KEYS: dict[str, Trust] = {"theme_color": A, "theme": A}
 MCP_SERVER_KEYS = dict.fromkeys(
@@ -77,9 +80,12 @@ MCP_SERVER_KEYS = dict.fromkeys(
 )
 MEMORY_KEYS = dict.fromkeys(("embedding_provider", "embedding_model", "db_path", "top_k"), R)
 PRICE_KEYS = dict.fromkeys(("input", "output", "cache_read", "cache_write"), R)
+CLI_AGENTS_KEYS = dict.fromkeys(("timeout_secs", "env_allow"), R)
 SERVER_KEYS = dict.fromkeys(
     ("token_file", "allowed_origins", "max_body_bytes", "max_frame_bytes"), R
 )
+MCP_SERVE_KEYS = {"schema": R}
+HOOK_KEYS = dict.fromkeys(("command", "timeout", "required"), R)
 GATEWAY_KEYS = dict.fromkeys(
     ("provider", "model", "models", "agent", "work_dir", "approval", "passphrase", "rate_limit",
      "rate_window_secs", "queue", "webhook_host", "webhook_port", "telegram", "discord",
@@ -101,6 +107,9 @@ CLASSES: dict[type[Any], dict[str, Trust]] = {
     MemoryEntry: MEMORY_KEYS,
     PriceEntry: PRICE_KEYS,
     ServerEntry: SERVER_KEYS,
+    McpServeEntry: MCP_SERVE_KEYS,
+    HookEntry: HOOK_KEYS,
+    CliAgentsEntry: CLI_AGENTS_KEYS,
     GatewayEntry: GATEWAY_KEYS,
     TelegramEntry: TELEGRAM_KEYS,
     DiscordEntry: DISCORD_KEYS,

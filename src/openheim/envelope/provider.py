@@ -29,7 +29,7 @@ from openheim.messages import Message, TextBlock, ThinkingBlock
 from openheim.providers.base import ModelRequest, ModelResponse, Provider, StreamItem
 
 NO_TOOLS_NOTICE = "the model wrote an action block although no tools were offered; it was left out"
-ENVELOPE_KINDS = frozenset({"llama_cpp", "llama_server"})
+ENVELOPE_KINDS = frozenset({"llama_cpp", "llama_server", "claude_cli", "codex_cli", "opencode_cli"})
 """Provider kinds that use the envelope protocol unless configured otherwise."""
 
 

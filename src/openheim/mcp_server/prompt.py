@@ -1,11 +1,13 @@
 """One prompt of the ``openheim`` tool (and of each ``agent__NAME`` tool): run it through the
 runtime headless and hand back the final text, the stop reason and the session id.
 
-Approvals follow the configured policy; a call the policy would ask about is refused (there is
-no one to ask), so a run never waits for an answer. The run streams a progress notification
+Approvals follow the configured policy; a call the policy would ask about goes to the client
+through elicitation where it supports that (``elicit``), else it is refused (there is no one to
+ask), so a run never waits for an answer no one can give. The run streams a progress notification
 per model call and tool call while the client asked for progress. A cancelled tool call (the
 client's ``notifications/cancelled``) cancels the run, which records its cancellation in the
-session's history before the call ends.
+session's history before the call ends. The result reports the run's token usage, and its cost
+where the model's price is known.
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ from pathlib import Path
 import anyio
 from mcp_types import CallToolResult, TextContent
 
-from openheim.approval import ApprovalRequest, Ask, Deny, unanswered
+from openheim.approval import ApprovalRequest, Ask, Deny, Resolver, unanswered
 from openheim.errors import OpenheimError
-from openheim.events import Event, Finished, IterationStart, ToolCall
+from openheim.events import CostUpdate, Event, Finished, IterationStart, ToolCall
 from openheim.runtime import PromptRun, Runtime, Session, SessionOptions
 
 Progress = Callable[[float, str], Awaitable[None]]
@@ -58,8 +60,11 @@ class PromptRunner:
         self.runtime = runtime
         self._running: dict[str, asyncio.Event] = {}
 
-    async def __call__(self, call: PromptCall, progress: Progress) -> CallToolResult:
-        """Run ``call`` in a new or stored session; errors come back as ``isError`` results."""
+    async def __call__(
+        self, call: PromptCall, progress: Progress, resolver: Resolver = refuse
+    ) -> CallToolResult:
+        """Run ``call`` in a new or stored session, approvals settled by ``resolver``; errors
+        come back as ``isError`` results."""
         if not call.prompt.strip():
             return error_result("the prompt is empty: pass the task as `prompt`")
         if call.session_id:
@@ -71,11 +76,11 @@ class PromptRunner:
             cwd=_cwd(self.runtime, call.cwd),
         )
         try:
-            async with self.runtime.open_session(options, resolver=refuse) as session:
-                finished = await self._run(session, call.prompt, progress)
+            async with self.runtime.open_session(options, resolver=resolver) as session:
+                outcome = await self._run(session, call.prompt, progress)
         except OpenheimError as err:
             return error_result(f"openheim: {err}")
-        return _result(finished, session.id)
+        return _result(outcome, session.id)
 
     async def _ended(self, session_id: str) -> None:
         """Wait for this server's runs of the session (an id or its prefix) to end."""
@@ -83,7 +88,7 @@ class PromptRunner:
             if sid.startswith(session_id):
                 await done.wait()
 
-    async def _run(self, session: Session, prompt: str, progress: Progress) -> Finished:
+    async def _run(self, session: Session, prompt: str, progress: Progress) -> Outcome:
         if session.id is None:
             return await _drive(session, prompt, progress)
         done = self._running[session.id] = asyncio.Event()
@@ -100,7 +105,7 @@ def _cwd(runtime: Runtime, raw: str | None) -> Path | None:
     return None if raw is None else runtime.settings.work_dir / Path(raw).expanduser()
 
 
-async def _drive(session: Session, prompt: str, progress: Progress) -> Finished:
+async def _drive(session: Session, prompt: str, progress: Progress) -> Outcome:
     """Run the prompt in a task of its own, so that a cancelled tool call cancels the run and
     waits (shielded) for it to record the cancellation, instead of tearing it down."""
     cancel = asyncio.Event()
@@ -114,20 +119,31 @@ async def _drive(session: Session, prompt: str, progress: Progress) -> Finished:
         raise
 
 
-async def _consume(run: PromptRun, progress: Progress, cancel: asyncio.Event) -> Finished:
+@dataclass(frozen=True)
+class Outcome:
+    """How a run ended, and what it cost (None when no model of it has a known price)."""
+
+    finished: Finished
+    cost: float | None
+
+
+async def _consume(run: PromptRun, progress: Progress, cancel: asyncio.Event) -> Outcome:
     """Read the run's events to their end (so the run frees the session before the session
-    closes), reporting progress until it is cancelled; the run's ``Finished``."""
+    closes), reporting progress until it is cancelled; the run's ``Finished`` and cost."""
     finished: Finished | None = None
+    costs: list[float] = []
     count = 0
     async with run as events:
         async for event in events:
             if isinstance(event, Finished):
                 finished = event
+            elif isinstance(event, CostUpdate):
+                costs += [] if event.turn_cost is None else [event.turn_cost]
             elif (line := _progress_line(event)) is not None and not cancel.is_set():
                 count += 1
                 await progress(count, line)
     assert finished is not None  # a run always ends with exactly one Finished
-    return finished
+    return Outcome(finished, sum(costs) if costs else None)
 
 
 def _progress_line(event: Event) -> str | None:
@@ -138,14 +154,25 @@ def _progress_line(event: Event) -> str | None:
     return None
 
 
-def _result(finished: Finished, session_id: str | None) -> CallToolResult:
-    """The final text for reading, and text, stop reason and session id as structured content."""
+def _result(outcome: Outcome, session_id: str | None) -> CallToolResult:
+    """The final text for reading, and text, stop reason, session id, usage and cost as
+    structured content."""
+    finished = outcome.finished
+    usage = finished.usage
     structured = {
         "text": finished.text,
         "stop_reason": finished.stop_reason,
         "session_id": session_id,
+        "usage": usage.to_dict(),
+        "cost_usd": outcome.cost,
     }
-    footer = f"\n\n[stop reason: {finished.stop_reason}; session id: {session_id or 'not saved'}]"
+    spent = f"{usage.input_tokens} input and {usage.output_tokens} output tokens"
+    if outcome.cost is not None:
+        spent += f", ${outcome.cost:.4f}"
+    footer = (
+        f"\n\n[stop reason: {finished.stop_reason}; session id: {session_id or 'not saved'}; "
+        f"{spent}]"
+    )
     return CallToolResult(
         content=[TextContent(type="text", text=finished.text + footer)],
         structured_content=structured,

@@ -1,75 +1,71 @@
 """The JSON-schema tools: ``validate_json`` (every error with its instance path),
 ``json_example`` (an instance shaped like the schema) and ``submit`` (validate and hand back).
 
-The schema comes with each call. A schema that is not itself a valid JSON schema is an error
-result that says so; it is never applied half-understood.
+The schema comes with each call, or from ``[mcp_server] schema`` in the user's config when a
+call has none. A schema that is not itself a valid JSON schema is an error result that says so;
+it is never applied half-understood (a bad configured one stops the server at start).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from jsonschema import validators  # type: ignore[import-untyped]
-from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped]
 from mcp_types import CallToolResult, TextContent
 
+from openheim.config.load import Settings
 from openheim.mcp_server.prompt import error_result
+from openheim.schema_check import BadSchema, error_lines, load_schema, schema_errors
 
 MAX_DEPTH = 16
 """How deep ``json_example`` follows nested schemas (a recursive ``$ref`` stops here)."""
 
 
-class BadSchema(ValueError):
-    """The ``schema`` argument is not a valid JSON schema; the message says where."""
+NO_SCHEMA = "no schema: pass `schema`, or set [mcp_server] schema in the server's config.toml"
 
 
-def schema_errors(schema: Mapping[str, Any], data: Any) -> list[dict[str, str]]:
-    """Every error of ``data`` against ``schema``, each with its JSON-pointer instance path,
-    in document order."""
-    cls = validators.validator_for(schema)
-    try:
-        cls.check_schema(schema)
-    except SchemaError as err:
-        where = "/".join(str(p) for p in err.path) or "its root"
-        raise BadSchema(f"the schema is not valid at {where}: {err.message}") from None
-    found = cls(schema).iter_errors(data)
-    ordered = sorted(found, key=lambda e: [str(p) for p in e.absolute_path])
-    return [{"path": _pointer(e.absolute_path), "message": e.message} for e in ordered]
+def configured_schema(settings: Settings) -> dict[str, Any] | None:
+    """The schema file of ``[mcp_server] schema`` (relative to the config's folder), checked;
+    None when none is set. A file that cannot be read, is not JSON or is not a valid schema is a
+    ``ConfigError``."""
+    raw = settings.mcp_server.schema
+    if raw is None:
+        return None
+    return load_schema(settings.home / Path(raw).expanduser(), "[mcp_server] schema")
 
 
-def _pointer(path: Any) -> str:
-    parts = [str(p).replace("~", "~0").replace("/", "~1") for p in path]
-    return "/" + "/".join(parts) if parts else ""
-
-
-def validate_result(schema: dict[str, Any], data: Any) -> CallToolResult:
+def validate_result(schema: dict[str, Any] | None, data: Any) -> CallToolResult:
     """``validate_json``: whether ``data`` is valid, and every error with its path."""
+    if schema is None:
+        return error_result(NO_SCHEMA)
     try:
         errors = schema_errors(schema, data)
     except BadSchema as err:
         return error_result(str(err))
-    lines = [f"{e['path'] or '(root)'}: {e['message']}" for e in errors]
-    text = "valid" if not errors else f"{len(errors)} error(s):\n" + "\n".join(lines)
+    text = "valid" if not errors else f"{len(errors)} error(s):\n" + error_lines(errors)
     return _both(text, {"valid": not errors, "errors": errors})
 
 
-def submit_result(schema: dict[str, Any], data: Any) -> CallToolResult:
+def submit_result(schema: dict[str, Any] | None, data: Any) -> CallToolResult:
     """``submit``: ``data`` handed back when valid; otherwise an error listing every error,
     so the caller can fix them and submit again."""
+    if schema is None:
+        return error_result(NO_SCHEMA)
     try:
         errors = schema_errors(schema, data)
     except BadSchema as err:
         return error_result(str(err))
     if errors:
-        lines = "\n".join(f"{e['path'] or '(root)'}: {e['message']}" for e in errors)
-        return error_result(f"not accepted, fix these and submit again:\n{lines}")
+        return error_result(f"not accepted, fix these and submit again:\n{error_lines(errors)}")
     return _both(json.dumps(data), {"accepted": True, "data": data})
 
 
-def example_result(schema: dict[str, Any]) -> CallToolResult:
+def example_result(schema: dict[str, Any] | None) -> CallToolResult:
     """``json_example``: an instance shaped like ``schema``."""
+    if schema is None:
+        return error_result(NO_SCHEMA)
     try:
         schema_errors(schema, None)
     except BadSchema as err:

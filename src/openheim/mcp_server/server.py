@@ -1,7 +1,8 @@
 """The MCP server of ``openheim mcp serve``: its tools, and serving them on stdio.
 
 Tools: ``openheim`` (a prompt through our own agent), ``agent__NAME`` for each agent profile
-(with the profile's description), and the JSON-schema tools. Each tool hands its arguments to
+(with the profile's description), the JSON-schema tools, and ``claude_code``, ``codex`` and
+``opencode`` where those CLIs are installed (``cli_tools``). Each tool hands its arguments to
 the runtime (``prompt``) or to ``schemas``; tool errors come back as ``isError`` results.
 """
 
@@ -18,8 +19,15 @@ from pydantic import Field
 
 from openheim._version import __version__
 from openheim.events import Notice
+from openheim.mcp_server.cli_tools import add_cli_tools
+from openheim.mcp_server.elicit import resolver_for
 from openheim.mcp_server.prompt import Progress, PromptCall, PromptRunner
-from openheim.mcp_server.schemas import example_result, submit_result, validate_result
+from openheim.mcp_server.schemas import (
+    configured_schema,
+    example_result,
+    submit_result,
+    validate_result,
+)
 from openheim.runtime import Runtime
 from openheim.runtime.subagents import profiles_for
 
@@ -42,7 +50,10 @@ Cwd = Annotated[
 ]
 Model = Annotated[str | None, Field(description="a model of the configured provider")]
 AgentName = Annotated[str | None, Field(description="run this agent profile as the agent")]
-Schema = Annotated[dict[str, Any], Field(description="the JSON schema (an object)")]
+Schema = Annotated[
+    dict[str, Any] | None,
+    Field(description="the JSON schema (an object); default: the server's configured schema"),
+]
 Data = Annotated[Any, Field(description="the JSON value to check against the schema")]
 
 
@@ -52,7 +63,8 @@ def build_server(runtime: Runtime) -> MCPServer:
     runner = PromptRunner(runtime)
     _add_prompt_tool(server, runner)
     _add_agent_tools(server, runner)
-    _add_schema_tools(server)
+    _add_schema_tools(server, configured_schema(runtime.settings))
+    add_cli_tools(server, runtime.settings, _progress)
     return server
 
 
@@ -73,7 +85,7 @@ def _add_prompt_tool(server: MCPServer, runner: PromptRunner) -> None:
         cwd: Cwd = None,
     ) -> CallToolResult:
         call = PromptCall(prompt, session_id, agent, model, cwd)
-        return await runner(call, _progress(ctx))
+        return await runner(call, _progress(ctx), resolver_for(ctx))
 
     server.add_tool(openheim, name="openheim", description=OPENHEIM_HELP)
 
@@ -96,20 +108,22 @@ def _agent_tool(runner: PromptRunner, name: str) -> Callable[..., Awaitable[Call
         prompt: Prompt, ctx: Context, session_id: SessionId = None, cwd: Cwd = None
     ) -> CallToolResult:
         call = PromptCall(prompt, session_id, name, None, cwd)
-        return await runner(call, _progress(ctx))
+        return await runner(call, _progress(ctx), resolver_for(ctx))
 
     return agent_tool
 
 
-def _add_schema_tools(server: MCPServer) -> None:
-    def validate_json(schema: Schema, data: Data) -> CallToolResult:
-        return validate_result(schema, data)
+def _add_schema_tools(server: MCPServer, configured: dict[str, Any] | None) -> None:
+    """The JSON-schema tools; a call without ``schema`` uses ``[mcp_server] schema``."""
 
-    def json_example(schema: Schema) -> CallToolResult:
-        return example_result(schema)
+    def validate_json(data: Data, schema: Schema = None) -> CallToolResult:
+        return validate_result(configured if schema is None else schema, data)
 
-    def submit(schema: Schema, data: Data) -> CallToolResult:
-        return submit_result(schema, data)
+    def json_example(schema: Schema = None) -> CallToolResult:
+        return example_result(configured if schema is None else schema)
+
+    def submit(data: Data, schema: Schema = None) -> CallToolResult:
+        return submit_result(configured if schema is None else schema, data)
 
     server.add_tool(
         validate_json,

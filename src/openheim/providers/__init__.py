@@ -27,6 +27,9 @@ _MODULES: dict[str, str] = {
     "gemini": "openheim.providers.gemini",
     "llama_cpp": "openheim.providers.llama_cpp",
     "llama_server": "openheim.providers.llama_server",
+    "claude_cli": "openheim.providers.cli_agent",
+    "codex_cli": "openheim.providers.cli_agent",
+    "opencode_cli": "openheim.providers.cli_agent",
 }
 _FACTORIES: dict[str, Factory] = {}
 

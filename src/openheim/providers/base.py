@@ -151,3 +151,7 @@ class ProviderSettings:
     tools offered (None: no such limit; ``max_iterations`` still applies)."""
     prefix_cache_mb: int = 256
     """``llama_cpp``: the most megabytes of evaluated prompt prefixes kept on disk (0: none)."""
+    cli_path: str | None = None
+    """``*_cli`` kinds: the CLI's program (else its variable, else ``PATH``)."""
+    cli_env_allow: tuple[str, ...] = ()
+    """``*_cli`` kinds: more variables (names or globs) passed to the CLI."""

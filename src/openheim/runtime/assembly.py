@@ -30,6 +30,8 @@ from openheim.messages import Message
 from openheim.prompt import PromptBuilder
 from openheim.providers.base import ProviderSettings
 from openheim.runtime.history import PersistentHistory
+from openheim.runtime.hook_gate import HookGate
+from openheim.runtime.hooks import Hooks
 from openheim.runtime.options import (
     SessionOptions,
     choose_provider,
@@ -43,6 +45,7 @@ from openheim.runtime.provider import build_provider
 from openheim.runtime.session import Session
 from openheim.runtime.subagents import Spawner, main_profile, profile_provider, profiles_for
 from openheim.runtime.tools import ToolRequest, session_tools
+from openheim.runtime.turn_watch import watch_session
 from openheim.secrets import SecretPolicy
 from openheim.skills import LOAD_SKILL, SkillsManager, skills_for
 from openheim.store import SessionRecord, SessionStore
@@ -105,6 +108,9 @@ async def open_session(
         stack.push_async_callback(provider.aclose)
         profile = parts.profile
         policy = gate or policy_gate(settings, parts.context.sandbox, notices)
+        hooks = Hooks(settings.hooks, parts.context.cwd, parts.context.env)
+        if hooks.has("pre_tool"):
+            policy = HookGate(policy, hooks)
         agent = Agent(
             provider=provider,
             model=parts.chosen.model,
@@ -121,10 +127,15 @@ async def open_session(
         )
         session = _session(agent, store, record, parts, notices)
         parts.spawner.parent, parts.spawner.session_id = agent, session.id
+        watch = watch_session(hooks, session.id, settings.data_dir, parts.context.cwd)
+        session.watch = parts.context.watch = watch
+        await hooks.run("session_start", resumed=record is not None, model=agent.model)
+        notices.extend(hooks.drain())
         try:
             yield session
         finally:
             session.ended()
+        await hooks.run("session_end")
         if store is not None and settings.session_log == "markdown":
             _write_markdown_log(settings, store, agent)
 

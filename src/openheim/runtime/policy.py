@@ -37,10 +37,8 @@ def staged_gate(gate: ApprovalGate, area: StagingArea | None) -> ApprovalGate:
 
 def remember_rules(settings: Settings, gate: object) -> list[str]:
     """``--remember``: write the session's "always" rules to the project's permissions file."""
-    from openheim.safety.staging import StagedApplyGate
-
-    if isinstance(gate, StagedApplyGate):
-        gate = gate.inner
+    while not isinstance(gate, PolicyGate) and hasattr(gate, "inner"):
+        gate = gate.inner  # the staged changes' gate, the pre_tool hook's gate
     if not isinstance(gate, PolicyGate) or not gate.learned:
         return []
     path = project_permissions(settings.project_root or Path(settings.work_dir))

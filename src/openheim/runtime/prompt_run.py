@@ -20,6 +20,7 @@ from openheim.messages import Message, StopReason, Usage
 
 if TYPE_CHECKING:
     from openheim.runtime.session import Session
+    from openheim.runtime.structured import Attempts
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,8 @@ class PromptResult:
     reason: str | None
     usage: Usage
     events: list[Event] = field(default_factory=list)
+    output: Any = None
+    """With an output schema: the valid JSON value the model handed in."""
 
 
 class PromptRun:
@@ -43,9 +46,17 @@ class PromptRun:
     when the session was closed in between (see ``take_rest``).
     """
 
-    def __init__(self, owner: Session, message: Message, cancel: asyncio.Event | None) -> None:
+    def __init__(
+        self,
+        owner: Session,
+        message: Message,
+        cancel: asyncio.Event | None,
+        attempts: Attempts | None = None,
+    ) -> None:
         self._owner = owner
         self._message = message
+        self.attempts = attempts
+        """With an output schema: its attempts, and the value once one is accepted."""
         self._cancel = cancel if cancel is not None else asyncio.Event()
         self.settled = asyncio.Event()
         """Set once the run has written its last message to the history."""
@@ -91,7 +102,8 @@ class PromptRun:
         events = [event async for event in self]
         last = events[-1]
         assert isinstance(last, Finished)  # a run always ends with exactly one Finished
-        return PromptResult(last.text, last.stop_reason, last.reason, last.usage, events)
+        output = None if self.attempts is None else self.attempts.outcome(last.stop_reason)
+        return PromptResult(last.text, last.stop_reason, last.reason, last.usage, events, output)
 
     async def _events(self) -> AsyncGenerator[Event, None]:
         if self._started:
@@ -99,13 +111,34 @@ class PromptRun:
         self._started = True
         self._owner.claim(self)
         try:
-            run = self._owner.stream(self._message, self._cancel, self.settled)
+            run = self._stream()
             self._source = run
             async with contextlib.aclosing(run):
                 while (event := await self._next()) is not None:
                     yield event
         finally:
             await self._owner.release(self)
+
+    def _stream(self) -> AsyncGenerator[Event, None]:
+        if self.attempts is None:
+            return self._owner.stream(self._message, self._cancel, self.settled)
+        return self._attempts(self.attempts)
+
+    async def _attempts(self, attempts: Attempts) -> AsyncGenerator[Event, None]:
+        """Every attempt of a structured prompt, the ``submit`` tool offered meanwhile; each
+        attempt after the first has a ``settled`` of its own."""
+        from openheim.runtime.structured import SubmitTool, attempt_events, with_instruction
+
+        def turn(message: Message) -> AsyncGenerator[Event, None]:
+            if self.settled.is_set():
+                self.settled = asyncio.Event()
+            return self._owner.stream(message, self._cancel, self.settled)
+
+        with self._owner.offering(SubmitTool(attempts)):
+            first = with_instruction(self._message, attempts)
+            async with contextlib.aclosing(attempt_events(turn, first, attempts)) as events:
+                async for event in events:
+                    yield event
 
     async def _next(self) -> Event | None:
         if self._taken:

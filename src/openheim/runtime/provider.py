@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 
 from openheim.config.load import Settings
-from openheim.config.providers import LOCAL_KINDS, resolve_provider
+from openheim.config.providers import CLI_KINDS, LOCAL_KINDS, resolve_provider
 from openheim.providers import create_provider
 from openheim.providers.base import Provider, ProviderSettings
 from openheim.providers.context import ContextFitter
@@ -40,7 +40,7 @@ def _speaks_envelope(chosen: ProviderSettings) -> bool:
     """Whether the provider takes tools as fenced JSON (``openheim.envelope.protocol_for``); a
     provider of a hosted kind with no ``tool_protocol`` speaks native tools, and is told so
     without importing the envelope package."""
-    if chosen.tool_protocol is None and chosen.kind not in LOCAL_KINDS:
+    if chosen.tool_protocol is None and chosen.kind not in LOCAL_KINDS | CLI_KINDS:
         return False
     from openheim.envelope import protocol_for
 

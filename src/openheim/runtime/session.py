@@ -25,18 +25,19 @@ import logging
 import os
 import socket
 import warnings
-from collections.abc import AsyncGenerator, Awaitable, Callable
-from typing import TYPE_CHECKING
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from openheim.errors import SessionBusy
 from openheim.events import Event, IterationStart, Notice, SessionStarted
 from openheim.messages import Message
 from openheim.runtime.prompt_run import PromptRun
-from openheim.tools.base import ToolSet
+from openheim.tools.base import Tool, ToolSet
 
 if TYPE_CHECKING:
     from openheim.loop import Agent
     from openheim.providers.base import ProviderSettings
+    from openheim.runtime.turn_watch import TurnWatch
     from openheim.store.base import Lease, SessionRecord, SessionStore
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,8 @@ class Session:
         self._idle.set()
         self._all_tools = agent.tools
         self._on_close: list[Callable[[Session], None]] = []
+        self.watch: TurnWatch | None = None
+        """Hooks and checkpoints around each prompt (``runtime.turn_watch``), if any."""
 
     @property
     def id(self) -> str | None:
@@ -114,11 +117,41 @@ class Session:
         )
         return self
 
-    def prompt(self, content: str | Message, *, cancel: asyncio.Event | None = None) -> PromptRun:
+    def prompt(
+        self,
+        content: str | Message,
+        *,
+        cancel: asyncio.Event | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+        output_retries: int = 3,
+    ) -> PromptRun:
         """Describe a prompt; it runs when iterated or awaited. Setting ``cancel`` (as
-        ``openheim run`` does on Ctrl-C) cancels it like ``cancel()``."""
+        ``openheim run`` does on Ctrl-C) cancels it like ``cancel()``.
+
+        With ``output_schema`` (a JSON schema) the answer must be a JSON value valid against
+        it, handed in through a ``submit`` tool and retried with the validation errors up to
+        ``output_retries`` times (``runtime.structured``); the awaited result's ``output`` is
+        the parsed value, and awaiting raises ``NoValidOutput`` when there is none. A bad
+        schema raises ``ConfigError`` here."""
         message = content if isinstance(content, Message) else Message.user(content)
-        return PromptRun(self, message, cancel)
+        if output_schema is None:
+            return PromptRun(self, message, cancel)
+        from openheim.runtime.structured import output_schema as attempts_for
+
+        return PromptRun(self, message, cancel, attempts_for(output_schema, output_retries))
+
+    @contextlib.contextmanager
+    def offering(self, tool: Tool) -> Iterator[None]:
+        """Offer ``tool`` (read-only mode too, when it is read-only) for the block's length."""
+        every, read_only = self._all_tools, self.read_only
+        self._all_tools = ToolSet([*(t for t in every if t.name != tool.name), tool])
+        self.set_read_only(read_only)
+        try:
+            yield
+        finally:
+            read_only = self.read_only
+            self._all_tools = every
+            self.set_read_only(read_only)
 
     def cancel(self) -> None:
         """Cancel the running prompt, if any: it ends with stop reason ``cancelled``."""
@@ -167,8 +200,18 @@ class Session:
         given yet. The run's task is started before (it waits for the reader at its first
         event), so a cancel or a close while the news is read ends the run as at any event."""
         with self._lease() as lease:
+            watch = self.watch
+            if watch is not None:
+                message = await watch.prompt(message, len(self.history), cancel)
+                if watch.blocked is not None:  # by the user_prompt hook: no history, no run
+                    settled.set()
+                    for news in [*self._news(), *watch.refusal()]:
+                        yield news
+                    return
             self.history.append(message)
             run = self.agent.run(self.history, cancel=cancel, settled=settled)
+            if watch is not None:
+                run = watch.events(run)
             try:
                 async with contextlib.aclosing(run) as events:  # closed with us: repaired now
                     first = await anext(events, None)

@@ -319,7 +319,9 @@ def staging_tools(area: StagingArea) -> list[Tool]:
         token works once, in this session, for 10 minutes, and only while the file is still as
         it was at the preview."""
         change = area.claim(token)
+        await ctx.before_write(change.path)
         replaced = await asyncio.to_thread(area.commit, change, ctx)
+        await ctx.written(change.path)
         verb = "replaced" if replaced else "created"
         return f"applied {token}: wrote {len(change.content)} bytes to {change.shown} ({verb})"
 

@@ -1,9 +1,10 @@
 """``FakeLLMServer``: a real HTTP server on loopback that answers from a script.
 
 It speaks OpenAI chat completions (``POST /v1/chat/completions``, streamed as Server-Sent Events
-or as plain JSON, as the request's ``stream`` flag asks; ``GET /v1/models`` lists one model), so
-any OpenAI-compatible client can be tested against it: openheim's own providers, an agent built
-on openheim, or an ``openheim run`` subprocess. It runs in a background thread, so sync tests,
+or as plain JSON, as the request's ``stream`` flag asks; ``GET /v1/models`` lists one model),
+and the Anthropic Messages, Gemini and OpenAI Responses formats too (``fake_*.py``), so any
+client of those can be tested against it: openheim's own providers, an agent built on openheim,
+an ``openheim run`` subprocess, a coding-agent CLI. It runs in a background thread, so sync tests,
 async tests and other processes can all talk to it::
 
     with FakeLLMServer([FakeReply(text="hi")]) as server:
@@ -38,9 +39,10 @@ from openheim.testing.fake_anthropic import ANTHROPIC
 from openheim.testing.fake_gemini import GEMINI
 from openheim.testing.fake_openai import OPENAI
 from openheim.testing.fake_replies import FakeReply, FakeToolCall, RecordedRequest, Step
+from openheim.testing.fake_responses import RESPONSES
 from openheim.testing.fake_wire import WireFormat
 
-FORMATS: list[WireFormat] = [OPENAI, ANTHROPIC, GEMINI]
+FORMATS: list[WireFormat] = [OPENAI, ANTHROPIC, GEMINI, RESPONSES]
 """The wire formats the server speaks; the first whose ``matches`` accepts a request answers."""
 
 

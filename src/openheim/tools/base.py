@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from openheim.child_env import child_env
 from openheim.errors import ArgumentError, ConfigError, ToolError
@@ -51,6 +51,15 @@ class Capabilities:
     kind: ToolKind = ToolKind.OTHER
 
 
+class FileWatch(Protocol):
+    """Told about every file a tool writes, before and after (the runtime keeps checkpoints
+    for undo and runs ``file_write`` hooks); ``path`` is the resolved path in the sandbox."""
+
+    async def before_write(self, path: Path) -> None: ...
+
+    async def written(self, path: Path) -> None: ...
+
+
 @dataclass(slots=True)
 class ToolContext:
     """What a running tool may use: the sandbox, the session cwd and the child environment."""
@@ -67,6 +76,19 @@ class ToolContext:
     """The id of the tool call being run (the loop sets it for each call)."""
     shell_sandbox: ShellSandbox = field(default_factory=ShellSandbox)
     """How shell commands are confined (default: in the OS sandbox where there is one)."""
+    watch: FileWatch | None = None
+    """Told before and after each file a tool writes (None: no one is watching)."""
+
+    async def before_write(self, path: Path) -> None:
+        """Call before writing ``path``: its prior content may be kept for undo."""
+        if self.watch is not None:
+            await self.watch.before_write(path)
+
+    async def written(self, path: Path) -> None:
+        """Call after writing ``path`` (a write that failed is not reported: the writes are
+        atomic, so the file is as it was)."""
+        if self.watch is not None:
+            await self.watch.written(path)
 
     def path(self, raw: str, *, write: bool = False) -> Path:
         """Resolve a path argument inside the sandbox; a file matching the secret policy is

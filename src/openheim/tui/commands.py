@@ -20,8 +20,8 @@ KEYS = """keys:
   Enter send · Shift+Enter / Ctrl+J newline · Ctrl+U clear · Up/Down history · Tab complete
   @ attach a file · Ctrl+C cancel the turn, twice quit · Ctrl+Q quit
   PgUp/PgDn, wheel, j/k (in the conversation) scroll · Esc close an overlay"""
-RESHAPING = {"new", "sessions", "models", "agent", "skill"}
-"""Commands that reopen the session: refused while a turn runs."""
+RESHAPING = {"new", "sessions", "models", "agent", "skill", "undo"}
+"""Commands that reopen or rewind the session: refused while a turn runs."""
 
 
 async def run_command(app: ChatApp, command: Command) -> None:

@@ -209,10 +209,12 @@ async def write_file(
     shown = ctx.display(target)
     data = content.encode("utf-8")
     existed, old = await asyncio.to_thread(_prior_text, ctx.sandbox, target, shown)
+    await ctx.before_write(target)
     if ctx.client is not None and ctx.client.writes_files:
         await ctx.client.write_text_file(target, content)
     else:
         await asyncio.to_thread(write_bytes, ctx.sandbox, target, shown, data)
+    await ctx.written(target)
     message = f"wrote {len(data)} bytes to {shown} ({'replaced' if existed else 'created'})"
     # an existing file without an old text was not read (too big, unreadable): no diff
     diff = None if existed and old is None else _diff(target, old, content)
@@ -295,9 +297,11 @@ async def edit_file(
     updated, count = await asyncio.to_thread(
         apply_edit, text, shown, old_string, new_string, replace_all
     )
+    await ctx.before_write(target)
     if client is not None and client.writes_files:
         await client.write_text_file(target, updated)
     else:
         await asyncio.to_thread(_write_text, ctx.sandbox, target, shown, updated)
+    await ctx.written(target)
     message = f"replaced {count} occurrence{'s' if count > 1 else ''} in {shown}"
     return ToolOutput(message, diff=_diff(target, text, updated))

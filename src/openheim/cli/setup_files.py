@@ -1,0 +1,161 @@
+"""The config files ``openheim setup`` edits: where each client keeps its MCP servers, and how
+our one entry goes in or out while every other byte of the file stays.
+
+Claude Code: ``~/.claude.json`` (JSON, ``mcpServers.openheim``). Codex: ``~/.codex/config.toml``
+(``[mcp_servers.openheim]``, edited with ``tomlkit`` so comments stay). OpenCode:
+``~/.config/opencode/opencode.json`` or ``.jsonc`` (JSONC, ``mcp.openheim``, type ``local``).
+
+A file is read only when it is a regular file of this user (no symlink, no one else's file) and
+parses; anything else is refused with the reason, and the file is left as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from openheim import jsonedit
+from openheim.errors import ConfigError
+
+ENTRY = "openheim"
+"""The name of our entry in every client's list of MCP servers."""
+
+
+class Refused(ConfigError):
+    """A file ``setup`` will not edit: it is a symlink, someone else's, or does not parse."""
+
+    usage_error = False
+
+
+@dataclass(frozen=True)
+class Client:
+    """One client: its file under the home folder and how our entry reads and is edited there."""
+
+    name: str
+    where: Callable[[Path], Path]
+    entry: Callable[[Sequence[str], dict[str, str]], dict[str, Any]]
+    edit: Callable[[str, dict[str, Any] | None], str]
+    """The new text from the old one: our entry set to a value, or removed (None)."""
+
+
+def claude_entry(command: Sequence[str], env: dict[str, str]) -> dict[str, Any]:
+    return {"type": "stdio", "command": command[0], "args": list(command[1:]), "env": env}
+
+
+def codex_entry(command: Sequence[str], env: dict[str, str]) -> dict[str, Any]:
+    entry: dict[str, Any] = {"command": command[0], "args": list(command[1:])}
+    return {**entry, "env": env} if env else entry
+
+
+def opencode_entry(command: Sequence[str], env: dict[str, str]) -> dict[str, Any]:
+    entry: dict[str, Any] = {"type": "local", "command": list(command), "enabled": True}
+    return {**entry, "environment": env} if env else entry
+
+
+def _json_edit(outer: str, *, jsonc: bool) -> Callable[[str, dict[str, Any] | None], str]:
+    def edit(text: str, entry: dict[str, Any] | None) -> str:
+        text = text if text.strip() else "{}\n"
+        path = (outer, ENTRY)
+        if entry is None:
+            return jsonedit.drop_member(text, path, jsonc=jsonc)
+        if jsonedit.get_member(text, path, jsonc=jsonc) == entry:
+            return text
+        return jsonedit.set_member(text, path, entry, jsonc=jsonc)
+
+    return edit
+
+
+def _toml_edit(text: str, entry: dict[str, Any] | None) -> str:
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+    from tomlkit.items import InlineTable, Table
+
+    try:
+        document = tomlkit.parse(text)
+    except TOMLKitError as err:
+        raise ValueError(f"invalid TOML: {err}") from None
+    servers = document.get("mcp_servers")
+    if servers is not None and not isinstance(servers, Table | InlineTable):
+        raise ValueError("mcp_servers is not a table")
+    if entry is None:
+        if servers is None or ENTRY not in servers:
+            return text
+        del servers[ENTRY]
+        left = document.as_string()
+        return left.rstrip("\n") + "\n" if left.endswith("\n\n") else left
+    if servers is not None and servers.get(ENTRY) is not None:
+        if servers[ENTRY].unwrap() == entry:
+            return text
+        del servers[ENTRY]
+    if servers is None:
+        servers = tomlkit.table(is_super_table=True)
+        document.add("mcp_servers", servers)
+    table = tomlkit.table()
+    for key, value in entry.items():
+        table.add(key, value)
+    servers.add(ENTRY, table)
+    return document.as_string()
+
+
+def _opencode_file(home: Path) -> Path:
+    """OpenCode's global config: ``opencode.json``, else an existing ``opencode.jsonc``."""
+    folder = home / ".config" / "opencode"
+    jsonc = folder / "opencode.jsonc"
+    plain = folder / "opencode.json"
+    return jsonc if jsonc.exists() and not plain.exists() else plain
+
+
+CLIENTS: dict[str, Client] = {
+    "claude": Client(
+        "claude",
+        lambda home: home / ".claude.json",
+        claude_entry,
+        _json_edit("mcpServers", jsonc=False),
+    ),
+    "codex": Client("codex", lambda home: home / ".codex" / "config.toml", codex_entry, _toml_edit),
+    "opencode": Client("opencode", _opencode_file, opencode_entry, _json_edit("mcp", jsonc=True)),
+}
+
+
+def read_owned(path: Path) -> str | None:
+    """The file's text, or None when there is no file. Refused: a symlink, anything but a
+    regular file, a file of another user, text that is not UTF-8."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        if path.is_symlink():
+            raise Refused(
+                f"{path} is a symlink", hint="edit the file it points to by hand"
+            ) from None
+        raise Refused(f"{path} cannot be read: {err.strerror}") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise Refused(f"{path} is not a regular file")
+        if info.st_uid != os.getuid():
+            raise Refused(
+                f"{path} belongs to another user (uid {info.st_uid})",
+                hint="run setup as the file's owner",
+            )
+        data = handle.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise Refused(f"{path} is not UTF-8 text (byte {err.start})") from None
+
+
+def new_text(client: Client, path: Path, old: str, entry: dict[str, Any] | None) -> str:
+    """The file's text with our entry set (or removed); a file that does not parse, or whose
+    shape is not the client's, is refused naming the file and the line."""
+    try:
+        return client.edit(old, entry)
+    except ValueError as err:
+        raise Refused(
+            f"{path}: {err}", hint="fix the file (it was left as it was), or skip it with --only"
+        ) from None

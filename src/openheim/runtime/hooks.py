@@ -1,0 +1,161 @@
+"""Hooks: the user's commands run at points of a session (``[hooks]`` in config).
+
+Each hook is ``/bin/sh -c COMMAND`` in the work dir, started by ``openheim.spawn`` (own process
+group, killed with it on a timeout or a cancel) with the scrubbed child environment
+(``child_env``) plus ``OPENHEIM_HOOK_*`` variables, and the event's JSON payload on stdin. Its
+reply is its exit status and, optionally, one JSON object on stdout:
+
+- exit 0 with nothing on stdout: no objection;
+- exit 0 with ``{"decision": ..., "reason": ..., "prompt": ...}``: a decision (``pre_tool``:
+  ``allow``, ``deny`` or ``ask``; ``user_prompt``: ``block``) or a rewritten prompt;
+- exit 2 (``pre_tool`` and ``user_prompt``): deny or block, with stderr as the reason;
+- anything else (another exit status, stdout that is not a JSON object, a timeout, a command
+  that cannot start) is a failing hook: a warning, and the session goes on as if it had none,
+  except for a ``required`` ``pre_tool`` hook, whose failure denies the call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from openheim import spawn
+from openheim.config.schema import HookEntry
+from openheim.events import Notice
+from openheim.secrets import redact
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT = 10.0
+DECISIONS: dict[str, frozenset[str]] = {
+    "pre_tool": frozenset({"allow", "deny", "ask"}),
+    "user_prompt": frozenset({"block"}),
+}
+"""The events whose reply may decide something, and the decisions each takes."""
+REFUSING = {"pre_tool": "deny", "user_prompt": "block"}
+"""The decision that exit status 2 stands for."""
+MAX_REASON = 2000
+
+
+@dataclass(frozen=True)
+class HookReply:
+    """What a hook answered: a decision and its reason, a rewritten prompt, or a failure."""
+
+    decision: str | None = None
+    reason: str = ""
+    prompt: str | None = None
+    problem: str | None = None
+    """Why the hook failed (None when it did not)."""
+
+
+@dataclass
+class Hooks:
+    """A session's hooks: the configured entries and what each run is given."""
+
+    entries: Mapping[str, HookEntry]
+    cwd: Path
+    env: Mapping[str, str]
+    session_id: str | None = None
+    warnings: list[Notice] = field(default_factory=list)
+    """Hook failures not told yet (the session's events take them)."""
+
+    def has(self, event: str) -> bool:
+        return event in self.entries
+
+    def entry(self, event: str) -> HookEntry | None:
+        return self.entries.get(event)
+
+    def drain(self) -> list[Notice]:
+        """The warnings not told yet, once."""
+        told, self.warnings = self.warnings, []
+        return told
+
+    async def run(self, event: str, **payload: Any) -> HookReply | None:
+        """Run the ``event`` hook with ``payload``; None when none is configured. A failure is
+        also kept as a warning."""
+        entry = self.entries.get(event)
+        if entry is None:
+            return None
+        body = {"event": event, "session_id": self.session_id, "cwd": str(self.cwd), **payload}
+        reply = await _run(entry, event, body, self._env(event, payload))
+        if reply.problem is not None:
+            line = f"the {event} hook failed: {reply.problem}"
+            log.warning("%s", redact(line))
+            self.warnings.append(Notice(redact(line), "warning", "loop"))
+        return reply
+
+    def _env(self, event: str, payload: Mapping[str, Any]) -> dict[str, str]:
+        env = dict(self.env)
+        env["OPENHEIM_HOOK_EVENT"] = event
+        env["OPENHEIM_HOOK_SESSION_ID"] = self.session_id or ""
+        env["OPENHEIM_HOOK_CWD"] = str(self.cwd)
+        for key in ("tool", "path"):
+            if isinstance(payload.get(key), str):
+                env[f"OPENHEIM_HOOK_{key.upper()}"] = payload[key]
+        return env
+
+
+async def _run(
+    entry: HookEntry, event: str, body: Mapping[str, Any], env: Mapping[str, str]
+) -> HookReply:
+    timeout = entry.timeout or DEFAULT_TIMEOUT
+    data = json.dumps(body, ensure_ascii=False, default=str).encode("utf-8")
+    try:
+        proc = await spawn.exec_async(
+            ["/bin/sh", "-c", entry.command],
+            env=env,
+            cwd=env.get("OPENHEIM_HOOK_CWD") or None,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+    except OSError as failed:
+        return HookReply(problem=f"it could not start: {failed.strerror or failed}")
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(data), timeout)
+    except TimeoutError:
+        return HookReply(problem=f"it did not finish within {timeout:g} s and was killed")
+    finally:
+        _kill_group(proc.pid)  # also whatever it left running in the background
+        if proc.returncode is None:
+            await proc.wait()
+    return parse_reply(event, proc.returncode or 0, out, err)
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def parse_reply(event: str, code: int, out: bytes, err: bytes) -> HookReply:
+    """A hook's reply from its exit status, stdout and stderr (see the module docstring)."""
+    stderr = err.decode("utf-8", "replace").strip()[:MAX_REASON]
+    if code == 2 and event in REFUSING:
+        return HookReply(REFUSING[event], stderr or f"the {event} hook refused")
+    if code != 0:
+        said = f": {stderr.splitlines()[-1]}" if stderr else ""
+        return HookReply(problem=f"it exited with status {code}{said}")
+    text = out.decode("utf-8", "replace").strip()
+    if not text:
+        return HookReply()
+    try:
+        reply = json.loads(text)
+    except ValueError:
+        reply = None
+    if not isinstance(reply, dict):
+        return HookReply(problem="its stdout is not one JSON object (print logs to stderr)")
+    decision, reason, prompt = reply.get("decision"), reply.get("reason", ""), reply.get("prompt")
+    if decision is not None and decision not in DECISIONS.get(event, frozenset()):
+        allowed = ", ".join(sorted(DECISIONS.get(event, ()))) or "none"
+        return HookReply(problem=f"decision {decision!r} is not one of: {allowed}")
+    if not isinstance(reason, str) or not (prompt is None or isinstance(prompt, str)):
+        return HookReply(problem="reason and prompt must be strings")
+    return HookReply(decision, reason[:MAX_REASON], prompt if event == "user_prompt" else None)

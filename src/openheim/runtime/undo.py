@@ -1,0 +1,170 @@
+"""Undo: restore the files of a session's last turns from their checkpoints and rewind its
+conversation to before them.
+
+A turn starts at a user message that carries no tool results (a prompt). Undoing the last ``N``
+turns restores every file the tools changed in them to its content before the earliest of
+them (a file they created is removed), then cuts the stored history back to that prompt. Before
+anything is touched, each file must still be as openheim left it: a file changed outside
+openheim since (edited, replaced, deleted) makes the undo refuse, naming it, unless ``force``.
+Files a shell command changed are reported, never restored. The session's lease is held
+throughout, so a prompt cannot run in the session meanwhile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from openheim.errors import UndoRefused
+from openheim.fsutil import atomic_write
+from openheim.messages import Message, ToolResultBlock
+from openheim.runtime.checkpoints import Checkpoint, CheckpointStore, FileState, current_digest
+from openheim.store.base import SessionStore
+
+
+@dataclass(frozen=True)
+class UndoReport:
+    """What an undo did: the turns undone, the history length left, the files restored and
+    removed, and those a shell command changed (not restored)."""
+
+    turns: int
+    kept_messages: int
+    restored: tuple[str, ...]
+    removed: tuple[str, ...]
+    shell_changed: tuple[str, ...]
+
+    def summary(self) -> str:
+        """Lines for a person: what changed and what undo could not restore."""
+        lines = [f"undid {self.turns} turn{'s' if self.turns != 1 else ''}"]
+        lines += [f"restored {path}" for path in self.restored]
+        lines += [f"removed {path}" for path in self.removed]
+        if self.shell_changed:
+            lines.append(
+                "not restored (changed by shell commands): " + ", ".join(self.shell_changed)
+            )
+        return "\n".join(lines)
+
+
+def turn_starts(messages: Sequence[Message]) -> list[int]:
+    """The history index of each prompt: a user message with no tool results."""
+    return [
+        index
+        for index, message in enumerate(messages)
+        if message.role == "user"
+        and not any(isinstance(b, ToolResultBlock) for b in message.content)
+    ]
+
+
+def _plan(
+    checkpoints: Sequence[Checkpoint],
+) -> tuple[dict[str, FileState], list[str]]:
+    """The state to restore each file to (its state before the earliest undone turn) and the
+    files changed outside openheim, walking the checkpoints from the newest."""
+    target: dict[str, FileState] = {}
+    expected: dict[str, str | None] = {}
+    conflicts: list[str] = []
+    for checkpoint in sorted(checkpoints, key=lambda c: c.turn, reverse=True):
+        for path, state in checkpoint.files.items():
+            now = expected[path] if path in expected else current_digest(Path(path))
+            if now != state.after and path not in conflicts:
+                conflicts.append(path)
+            expected[path] = state.before
+            target[path] = state
+    return target, sorted(conflicts)
+
+
+def _restore(store: CheckpointStore, path: Path, state: FileState) -> str | None:
+    """Put ``path`` back as ``state`` had it before: ``restored``, ``removed`` (the turn
+    created it) or None (nothing to do: it is absent, as it was)."""
+    if state.before is None:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            return None
+        return "removed"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, store.blob(state.before))
+    if state.mode is not None:
+        path.chmod(state.mode)
+    return "restored"
+
+
+def _restore_all(store: CheckpointStore, target: dict[str, FileState]) -> dict[str, list[str]]:
+    """Restore every file (each blob is checked to be there first); the paths restored and
+    removed. A file that cannot be written stops the undo before the history is rewound."""
+    for path, state in target.items():
+        if state.before is not None and not store.has_blob(state.before):
+            raise UndoRefused(
+                f"the checkpointed content of {path} is missing from {store.root}",
+                hint="that file cannot be restored; nothing was changed",
+            )
+    done: dict[str, list[str]] = {"restored": [], "removed": []}
+    for path, state in sorted(target.items()):
+        try:
+            what = _restore(store, Path(path), state)
+        except OSError as err:
+            restored = ", ".join([*done["restored"], *done["removed"]]) or "none"
+            raise UndoRefused(
+                f"could not restore {path}: {err.strerror or err} (already restored: {restored})",
+                hint="fix the file's folder or permissions and undo again with --force (the "
+                "files already restored differ from the checkpoint now); the conversation was "
+                "not rewound",
+            ) from None
+        if what is not None:
+            done[what].append(path)
+    return done
+
+
+def undo(
+    sessions: SessionStore,
+    checkpoints: CheckpointStore,
+    session_id: str,
+    *,
+    turns: int = 1,
+    force: bool = False,
+) -> UndoReport:
+    """Undo the last ``turns`` turns of the stored session (see the module docstring)."""
+    if turns < 1:
+        raise UndoRefused(f"--turns must be 1 or more, got {turns}", hint="undo at least 1 turn")
+    with sessions.acquire(session_id):
+        messages = sessions.messages(session_id)
+        starts = turn_starts(messages)
+        if len(starts) < turns:
+            raise UndoRefused(
+                f"session {session_id[:8]} has {len(starts)} turn{'s' if len(starts) != 1 else ''}"
+                f", fewer than the {turns} to undo",
+                hint=f"undo at most {len(starts)}" if starts else "there is nothing to undo",
+            )
+        start = starts[-turns]
+        undone = [c for c in checkpoints.list(session_id) if c.turn >= start]
+        target, conflicts = _plan(undone)
+        if conflicts and not force:
+            raise UndoRefused(
+                "changed outside openheim since the checkpoint: " + ", ".join(conflicts),
+                hint="keep those changes, or undo with --force to overwrite them",
+                paths=tuple(conflicts),
+            )
+        done = _restore_all(checkpoints, target)
+        record = sessions.get(session_id)
+        sessions.restore(record, messages[:start], replace=True)
+        for checkpoint in undone:
+            checkpoints.remove(checkpoint)
+    checkpoints.prune()
+    shell = sorted({p for c in undone for p in c.shell_changed})
+    return UndoReport(turns, start, tuple(done["restored"]), tuple(done["removed"]), tuple(shell))
+
+
+def undo_stored(
+    data_dir: Path, session_id: str | None, cwd: str, *, turns: int = 1, force: bool = False
+) -> tuple[str, UndoReport]:
+    """``undo`` in the session store under ``data_dir``: the session ``session_id`` (an id or
+    prefix), or the latest one of ``cwd``; its full id and the report."""
+    from openheim.store import open_store
+
+    with open_store(data_dir) as store:
+        record = store.get(session_id) if session_id else store.latest(cwd)
+        if record is None:
+            raise UndoRefused(f"no stored session in {cwd}", hint="name one: sessions undo ID")
+        report = undo(store, CheckpointStore(data_dir), record.id, turns=turns, force=force)
+    return record.id, report
