@@ -67,7 +67,14 @@ def test_public_names_resolve_lazily() -> None:
 
 # What a real ``openheim`` process imported, read from ``sys.modules`` as it exits.
 
-SURFACES = ("textual", "openheim.tui", "starlette", "uvicorn", "openheim.server")
+SURFACES = (
+    "textual",
+    "openheim.tui",
+    "starlette",
+    "uvicorn",
+    "openheim.server",
+    "openheim.gateway",
+)
 """The terminal UI and the server: no other command may import them."""
 UNUSED_BY_RUN = (
     *SURFACES,

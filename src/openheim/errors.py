@@ -22,8 +22,9 @@ Hierarchy::
     ├── SchemaError                the session database was written by a newer openheim
     ├── StoreError                 the session store's backend failed (locked past its timeout,
     │                              disk full, unreadable file)
-    └── UndoRefused                an undo would overwrite files changed since their checkpoint
-                                   (names them), or there is nothing to undo
+    ├── UndoRefused                an undo would overwrite files changed since their checkpoint
+    │                              (names them), or there is nothing to undo
+    └── PlatformError              a chat platform refused the gateway or could not be reached
     ScriptError                    an ``AssertionError``: a scripted test provider was driven off
                                    its script
 
@@ -202,6 +203,11 @@ class UndoRefused(OpenheimError):
     def __init__(self, message: str, *, hint: str | None = None, paths: tuple[str, ...] = ()):
         super().__init__(message, hint=hint)
         self.paths = paths
+
+
+class PlatformError(OpenheimError):
+    """A chat platform (Telegram, Discord, WhatsApp) refused a request of the gateway, or could
+    not be reached after every retry."""
 
 
 class ScriptError(AssertionError):

@@ -94,6 +94,12 @@ def _add_serve(serve: argparse.ArgumentParser) -> None:
     add_serve(serve)
 
 
+def _add_gateway(gateway: argparse.ArgumentParser) -> None:
+    from openheim.cli.gateway import add_gateway
+
+    add_gateway(gateway)
+
+
 def _add_chat(chat: argparse.ArgumentParser) -> None:
     from openheim.cli.chat_args import add_chat_arguments
 
@@ -260,6 +266,7 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "mcp": ("MCP servers from config.toml, or serve openheim as one", _add_mcp),
     "setup": ("register openheim's MCP server with Claude Code, Codex, OpenCode", _add_setup),
     "prompts": ("named prompts: list, show, add, new, rm", _add_prompts),
+    "gateway": ("answer on Telegram, Discord and WhatsApp", _add_gateway),
 }
 """Each command: its help line, and what adds its options and actions to its parser (its
 module is imported only when it runs: ``_handler``)."""

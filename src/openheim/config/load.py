@@ -34,6 +34,7 @@ from openheim.config.schema import (
     CliAgentsEntry,
     CompactionEntry,
     ConfigFile,
+    GatewayEntry,
     HookEntry,
     McpServeEntry,
     McpServerEntry,
@@ -115,6 +116,8 @@ class Settings:
     """``[hooks]`` by event name (refused in an untrusted project's config)."""
     cli_agents: CliAgentsEntry = field(default_factory=CliAgentsEntry)
     """``[cli_agents]`` for the CLI tools of ``openheim mcp serve`` (refused likewise)."""
+    gateway: GatewayEntry = field(default_factory=GatewayEntry)
+    """``[gateway]`` for ``openheim gateway`` (from the user's own config only)."""
 
 
 def openheim_home(env: Mapping[str, str] | None = None) -> Path:
@@ -183,6 +186,8 @@ def load_settings(
             project = read_config_file(project_file)
             sources.append(project_file)
         trusted = is_trusted(root, data_dir)
+        if trusted and project.pop("gateway", None) is not None:
+            notices.append(f"{project_file}: [gateway] ignored: only your own config sets it")
         if project and not trusted:
             from openheim.config.untrusted import Context, untrusted_view  # only then needed
 
@@ -265,13 +270,14 @@ def _finish(
 
 
 def _feature_tables(config: ConfigFile) -> dict[str, Any]:
-    """The tables of features: serve, mcp serve, hooks, CLI agents, compaction."""
+    """The tables of features: serve, mcp serve, hooks, CLI agents, compaction, gateway."""
     return {
         "compaction": config.compaction or CompactionEntry(),
         "server": config.server or ServerEntry(),
         "mcp_server": config.mcp_server or McpServeEntry(),
         "hooks": hook_entries(config.hooks),
         "cli_agents": config.cli_agents or CliAgentsEntry(),
+        "gateway": config.gateway or GatewayEntry(),
     }
 
 

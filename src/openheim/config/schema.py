@@ -102,6 +102,64 @@ class ServerEntry:
     max_frame_bytes: Annotated[int | None, Bounds(1024, 1 << 30)] = None
 
 
+Secret = str | None
+"""Where a secret comes from: ``env:NAME`` or ``file:PATH``, never the secret itself."""
+
+
+@dataclass(frozen=True)
+class TelegramEntry:
+    """``[gateway.telegram]``: a Telegram bot."""
+
+    token: Secret = None
+    api_base: str | None = None
+    allowed_users: list[str] = field(default_factory=list)
+    mode: Literal["polling", "webhook"] | None = None
+    webhook_secret: Secret = None
+
+
+@dataclass(frozen=True)
+class DiscordEntry:
+    """``[gateway.discord]``: a Discord bot (gateway WebSocket in, REST out)."""
+
+    token: Secret = None
+    api_base: str | None = None
+    gateway_url: str | None = None
+    allowed_users: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class WhatsAppEntry:
+    """``[gateway.whatsapp]``: a WhatsApp Cloud API number (webhook in, Graph API out)."""
+
+    token: Secret = None
+    app_secret: Secret = None
+    verify_token: Secret = None
+    phone_number_id: str | None = None
+    api_base: str | None = None
+    allowed_users: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class GatewayEntry:
+    """``[gateway]``: ``openheim gateway`` (taken from the user's own config only)."""
+
+    provider: str | None = None
+    model: str | None = None
+    models: list[str] = field(default_factory=list)
+    agent: str | None = None
+    work_dir: str | None = None
+    approval: ApprovalMode | None = None
+    passphrase: Secret = None
+    rate_limit: Annotated[int | None, Bounds(1, 1_000_000)] = None
+    rate_window_secs: Seconds = None
+    queue: Annotated[int | None, Bounds(0, 100)] = None
+    webhook_host: str | None = None
+    webhook_port: Annotated[int | None, Bounds(0, 65_535)] = None
+    telegram: TelegramEntry | None = None
+    discord: DiscordEntry | None = None
+    whatsapp: WhatsAppEntry | None = None
+
+
 @dataclass(frozen=True)
 class CliAgentsEntry:
     """``[cli_agents]``: the coding-agent CLI tools of ``openheim mcp serve``."""
@@ -181,6 +239,7 @@ class ConfigFile:
     cli_agents: CliAgentsEntry | None = None
     mcp_server: McpServeEntry | None = None
     compaction: CompactionEntry | None = None
+    gateway: GatewayEntry | None = None
     prices: dict[str, PriceEntry] = field(default_factory=dict)
     max_cost: Dollars = None
     max_tokens_per_session: Count = None

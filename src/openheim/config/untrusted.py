@@ -31,6 +31,8 @@ from openheim.config.schema import (
     CliAgentsEntry,
     CompactionEntry,
     ConfigFile,
+    DiscordEntry,
+    GatewayEntry,
     HookEntry,
     McpServeEntry,
     McpServerEntry,
@@ -38,7 +40,9 @@ from openheim.config.schema import (
     PriceEntry,
     ProviderEntry,
     ServerEntry,
+    TelegramEntry,
     TuiEntry,
+    WhatsAppEntry,
 )
 from openheim.secrets import DEFAULT_DENY_READ
 
@@ -61,7 +65,7 @@ TOP_LEVEL: dict[str, Trust] = {
     "save_sessions": R, "session_log": R, "file_changes": N, "web_fetch_allow": R,
     "approval": N, "default_agent": R, "max_parallel_subagents": N, "inline_subagents": N,
     "deny_read": N, "shell_env_allow": R, "shell_sandbox": R, "shell_network": R,
-    "server": R, "mcp_server": R, "hooks": R, "cli_agents": R, "compaction": R,
+    "server": R, "mcp_server": R, "hooks": R, "cli_agents": R, "compaction": R, "gateway": R,
 }  # fmt: skip
 PROVIDER_KEYS: dict[str, Trust] = {
     "kind": R, "api_base": R, "default_model": N, "models": R, "env_var": R, "api_key": R,
@@ -84,6 +88,18 @@ SERVER_KEYS = dict.fromkeys(
 )
 MCP_SERVE_KEYS = {"schema": R}
 HOOK_KEYS = dict.fromkeys(("command", "timeout", "required"), R)
+GATEWAY_KEYS = dict.fromkeys(
+    ("provider", "model", "models", "agent", "work_dir", "approval", "passphrase", "rate_limit",
+     "rate_window_secs", "queue", "webhook_host", "webhook_port", "telegram", "discord",
+     "whatsapp"),
+    R,
+)  # fmt: skip
+TELEGRAM_KEYS = dict.fromkeys(("token", "api_base", "allowed_users", "mode", "webhook_secret"), R)
+DISCORD_KEYS = dict.fromkeys(("token", "api_base", "gateway_url", "allowed_users"), R)
+WHATSAPP_KEYS = dict.fromkeys(
+    ("token", "app_secret", "verify_token", "phone_number_id", "api_base", "allowed_users"), R
+)
+"""The gateway answers strangers on chat platforms: no project config may configure it."""
 
 CLASSES: dict[type[Any], dict[str, Trust]] = {
     ConfigFile: TOP_LEVEL,
@@ -97,6 +113,10 @@ CLASSES: dict[type[Any], dict[str, Trust]] = {
     CompactionEntry: COMPACTION_KEYS,
     HookEntry: HOOK_KEYS,
     CliAgentsEntry: CLI_AGENTS_KEYS,
+    GatewayEntry: GATEWAY_KEYS,
+    TelegramEntry: TELEGRAM_KEYS,
+    DiscordEntry: DISCORD_KEYS,
+    WhatsAppEntry: WHATSAPP_KEYS,
 }
 """Every table of the schema and the class of each of its keys."""
 

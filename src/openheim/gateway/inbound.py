@@ -1,0 +1,67 @@
+"""The one record every platform's message becomes, and what a platform client offers the
+pipeline: a receive loop that delivers records, and a send for one reply chunk."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class Inbound:
+    """One chat message, whatever platform it came from.
+
+    ``message_id`` identifies the delivery on its platform (a redelivery carries the same one),
+    ``channel`` is where the reply goes (a chat, a channel, a phone number) and ``reply_to``
+    the platform's id of the message the reply answers, where the platform threads replies."""
+
+    platform: str
+    message_id: str
+    sender: str
+    channel: str
+    text: str
+    reply_to: str | None = None
+
+    @property
+    def key(self) -> str:
+        """The conversation this message belongs to: platform, sender and channel."""
+        return f"{self.platform}:{self.sender}:{self.channel}"
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, raw: str) -> Inbound:
+        data = json.loads(raw)
+        return cls(**{k: data.get(k) for k in cls.__dataclass_fields__})
+
+
+Deliver = Callable[[Inbound], Awaitable[None]]
+"""Hands one inbound message to the pipeline; it returns once the message is stored, so a
+platform may acknowledge it then."""
+
+
+class Platform(Protocol):
+    """A chat platform's client, as the pipeline sees it."""
+
+    name: str
+
+    async def receive(self, deliver: Deliver) -> None:
+        """Deliver each inbound message until cancelled (a webhook platform returns at once:
+        its deliveries arrive through the webhook app)."""
+        ...
+
+    def webhook_routes(self, deliver: Deliver) -> list[Any]:
+        """The routes of the webhook app this platform pushes to (none for a client that
+        polls or holds a connection)."""
+        ...
+
+    async def send(self, to: Inbound, text: str) -> None:
+        """Send one chunk of a reply to ``to``'s channel (already formatted and split)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release the client's connections."""
+        ...

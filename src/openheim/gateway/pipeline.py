@@ -1,0 +1,282 @@
+"""The gateway's pipeline, the same for every platform: a stored inbound message is
+authorised, rate-limited, then either a chat command or a prompt for the sender's
+conversation; each conversation runs one turn at a time, with a bounded queue behind it.
+
+``deliver`` decides at once and returns (a platform acknowledges a message as soon as it is
+stored); replies and turns run in tasks of their own. A message stays unhandled in the
+database until it has been answered, so one in flight when the process stopped is handled at
+the next start, in the same conversation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from openheim.errors import OpenheimError, SessionNotFound
+from openheim.gateway.auth import Authoriser
+from openheim.gateway.commands import HELP, Command, parse_command
+from openheim.gateway.format import render
+from openheim.gateway.inbound import Inbound, Platform
+from openheim.gateway.ratelimit import RateLimiter
+from openheim.gateway.state import Conversation, GatewayState
+from openheim.gateway.turn import TurnResult, run_turn
+from openheim.runtime import Runtime
+from openheim.secrets import redact
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Conversation:
+    """A conversation's messages waiting behind its running turn."""
+
+    key: str
+    pending: deque[Inbound] = field(default_factory=deque)
+    task: asyncio.Task[None] | None = None
+    cancel: asyncio.Event | None = None
+    generation: int = 0
+    """Counts ``/new``: a turn started before one does not store its session afterwards."""
+
+
+@dataclass(frozen=True)
+class AgentChoice:
+    """What the gateway's sessions run: an agent profile, and the models ``/model`` offers."""
+
+    agent: str | None = None
+    models: Sequence[str] = ()
+
+
+class Gateway:
+    """Routes every platform's messages to the agent and its answers back."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        state: GatewayState,
+        auth: Authoriser,
+        limiter: RateLimiter,
+        platforms: Mapping[str, Platform],
+        *,
+        choice: AgentChoice = AgentChoice(),
+        queue: int = 3,
+    ) -> None:
+        self._runtime = runtime
+        self._state = state
+        self._auth = auth
+        self._limiter = limiter
+        self._platforms = platforms
+        self._choice = choice
+        self._queue = queue
+        self._conversations: dict[str, _Conversation] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._replies: dict[str, asyncio.Task[None]] = {}
+        """Each conversation's last queued reply, which the next one waits for."""
+
+    async def deliver(self, message: Inbound) -> None:
+        """Store ``message`` and decide what to do with it; a duplicate is dropped."""
+        if not self._state.receive(message):
+            log.info(
+                "%s: message %s delivered again; ignored", message.platform, message.message_id
+            )
+            return
+        log.info("%s: message %s from %s", message.platform, message.message_id, message.sender)
+        log.debug("%s: message %s text: %s", message.platform, message.message_id, message.text)
+        self._route(message)
+
+    def resume(self, platform: str) -> int:
+        """Handle ``platform``'s messages left unanswered by the last run; how many."""
+        messages = self._state.unhandled(platform)
+        for message in messages:
+            self._route(message)
+        return len(messages)
+
+    async def aclose(self) -> None:
+        """Cancel running turns and replies (their messages stay unhandled for next time)."""
+        tasks = [*self._tasks, *(c.task for c in self._conversations.values() if c.task)]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _route(self, message: Inbound) -> None:
+        command = parse_command(message.text)
+        if command is not None and command.name == "auth":
+            self._answer(message, self._authenticate(message, command))
+        elif not self._auth.admitted(message.platform, message.sender):
+            log.info("%s: sender %s is not admitted", message.platform, message.sender)
+            hint = "You are not authorised. Send /auth followed by the passphrase."
+            self._answer(message, hint if self._auth.has_passphrase else None)
+        elif (refusal := self._rate_refusal(message)) is not None:
+            self._answer(message, refusal or None)
+        elif command is not None:
+            self._answer(message, self._command(message, command))
+        else:
+            self._enqueue(message)
+
+    def _rate_refusal(self, message: Inbound) -> str | None:
+        """None when the message is within the sender's limit; else the answer to give (empty
+        after the first refusal of a window, so a flood is not answered message by message)."""
+        verdict = self._limiter.check(message.platform, message.sender)
+        if verdict.allowed:
+            return None
+        log.info("%s: sender %s is over the rate limit", message.platform, message.sender)
+        if not verdict.first_refusal:
+            return ""
+        return f"Too many messages: try again in {max(1, round(verdict.retry_in))} s."
+
+    def _authenticate(self, message: Inbound, command: Command) -> str | None:
+        refusal = self._rate_refusal(message)
+        if refusal is not None:
+            return refusal or None
+        if self._auth.try_passphrase(message.platform, message.sender, command.argument):
+            log.info("%s: sender %s admitted by passphrase", message.platform, message.sender)
+            return "You are authorised. Send /help for the commands."
+        log.info("%s: sender %s sent a wrong passphrase", message.platform, message.sender)
+        return "That passphrase is not right." if self._auth.has_passphrase else None
+
+    def _command(self, message: Inbound, command: Command) -> str:
+        conversation = self._conversations.get(message.key)
+        stored = self._state.conversation(message.key)
+        if command.name == "help":
+            return HELP
+        if command.name == "new":
+            if conversation is not None:
+                conversation.generation += 1
+            self._state.save(Conversation(message.key, None, stored.model))
+            return "Started a new conversation."
+        if command.name == "stop":
+            return self._stop(conversation)
+        if command.name == "model":
+            return self._model(stored, command.argument)
+        return f"Unknown command /{command.name}. Send /help for the commands."
+
+    def _stop(self, conversation: _Conversation | None) -> str:
+        if conversation is None or conversation.cancel is None:
+            return "Nothing is running."
+        conversation.cancel.set()
+        for dropped in conversation.pending:
+            self._state.handled(dropped)
+        conversation.pending.clear()
+        return "Stopping."
+
+    def _model(self, stored: Conversation, name: str) -> str:
+        models = list(self._choice.models)
+        if not models:
+            return "Changing the model is not enabled here."
+        if not name:
+            current = stored.model or models[0]
+            return f"Model: {current}. Available: {', '.join(models)}."
+        if name not in models:
+            return f"Unknown model {name!r}. Available: {', '.join(models)}."
+        self._state.save(Conversation(stored.key, stored.session_id, name))
+        return f"Model set to {name}."
+
+    def _enqueue(self, message: Inbound) -> None:
+        conversation = self._conversations.setdefault(message.key, _Conversation(message.key))
+        if conversation.task is not None and len(conversation.pending) >= self._queue:
+            self._answer(message, "Busy with your earlier messages: send this again later.")
+            return
+        conversation.pending.append(message)
+        if conversation.task is None:
+            conversation.task = asyncio.create_task(self._drain(conversation))
+
+    async def _drain(self, conversation: _Conversation) -> None:
+        """Run the conversation's turns one at a time until its queue is empty."""
+        try:
+            while conversation.pending:
+                message = conversation.pending.popleft()
+                await self._turn(conversation, message)
+                self._state.handled(message)
+        finally:
+            conversation.task = None
+            if self._conversations.get(conversation.key) is conversation:
+                del self._conversations[conversation.key]
+
+    async def _turn(self, conversation: _Conversation, message: Inbound) -> None:
+        generation = conversation.generation
+        conversation.cancel = cancel = asyncio.Event()
+        try:
+            result = await self._run(message, cancel)
+        except OpenheimError as err:
+            log.warning("%s: a turn failed: %s", message.platform, err)
+            await self._queue_reply(message, f"Sorry, the agent failed: {redact(str(err))}")
+            return
+        except Exception:  # a bug must not leave the conversation stuck
+            log.warning("%s: a turn failed", message.platform, exc_info=True)
+            await self._queue_reply(message, "Sorry, something went wrong. Try again, or /new.")
+            return
+        finally:
+            conversation.cancel = None
+        if result.denied:
+            log.info("%s: %d tool call(s) refused", message.platform, result.denied)
+        if generation == conversation.generation:
+            stored = self._state.conversation(message.key)
+            self._state.save(Conversation(message.key, result.session_id, stored.model))
+        if result.stop_reason == "cancelled":
+            text = "Stopped."
+        else:
+            text = result.text or f"(no answer: {result.stop_reason})"
+        await self._queue_reply(message, text)
+
+    async def _run(self, message: Inbound, cancel: asyncio.Event) -> TurnResult:
+        stored = self._state.conversation(message.key)
+        args: dict[str, Any] = {"model": stored.model, "agent": self._choice.agent}
+        try:
+            return await run_turn(
+                self._runtime, message.text, session_id=stored.session_id, cancel=cancel, **args
+            )
+        except SessionNotFound:  # deleted with `openheim sessions delete`: start afresh
+            log.info("%s: stored session %s is gone", message.platform, stored.session_id)
+            return await run_turn(
+                self._runtime, message.text, session_id=None, cancel=cancel, **args
+            )
+
+    def _answer(self, message: Inbound, text: str | None) -> None:
+        """Reply ``text`` (if any) in a task of its own; the message is then handled."""
+        self._queue_reply(message, text, handled=True)
+
+    def _queue_reply(
+        self, message: Inbound, text: str | None, *, handled: bool = False
+    ) -> asyncio.Task[None]:
+        """A task that sends ``text`` once every reply queued before in the conversation has
+        been sent, so a conversation's replies arrive in the order they were decided."""
+        previous = self._replies.get(message.key)
+        task = asyncio.create_task(self._reply_after(previous, message, text, handled))
+        self._replies[message.key] = task
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(functools.partial(self._sent, message.key))
+        return task
+
+    def _sent(self, key: str, task: asyncio.Task[None]) -> None:
+        """``task`` ended: forget it when it is the conversation's last queued reply."""
+        if self._replies.get(key) is task:
+            del self._replies[key]
+
+    async def _reply_after(
+        self,
+        previous: asyncio.Task[None] | None,
+        message: Inbound,
+        text: str | None,
+        handled: bool,
+    ) -> None:
+        if previous is not None:
+            await asyncio.wait([previous])
+        if text:
+            await self._reply(message, text)
+        if handled:
+            self._state.handled(message)
+
+    async def _reply(self, message: Inbound, text: str) -> None:
+        platform = self._platforms[message.platform]
+        for chunk in render(message.platform, text):
+            try:
+                await platform.send(message, chunk)
+            except OpenheimError as err:
+                log.warning("%s: a reply could not be sent: %s", message.platform, err)
+                return

@@ -1,0 +1,55 @@
+"""One headless agent turn of a conversation: its stored session resumed (or a new one), the
+message prompted, the final text returned. A tool call the approval policy would ask about is
+refused, since no one can be asked; what the policy allows (by mode or rules) runs."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from openheim.approval import ApprovalRequest, Ask, Deny, unanswered
+from openheim.events import Finished, ToolResult
+from openheim.messages import StopReason
+from openheim.runtime import Runtime, SessionOptions
+
+
+async def refuse(request: ApprovalRequest, ask: Ask) -> Deny:
+    """The resolver of a gateway session: every call the policy asks about is refused."""
+    return Deny(f"{unanswered(request, ask)} (the chat gateway runs headless: no one to ask)")
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """How a turn ended: its final text and stop reason, the session it ran in, and how many
+    tool calls were denied."""
+
+    text: str
+    stop_reason: StopReason
+    session_id: str | None
+    denied: int = 0
+
+
+async def run_turn(
+    runtime: Runtime,
+    text: str,
+    *,
+    session_id: str | None,
+    model: str | None,
+    agent: str | None,
+    cancel: asyncio.Event,
+) -> TurnResult:
+    """Prompt ``text`` in the stored session ``session_id`` (a new session when None) and read
+    the run to its end, so its history is stored whole before the session closes."""
+    options = SessionOptions(resume=session_id, model=model, agent=agent)
+    finished: Finished | None = None
+    denied = 0
+    async with runtime.open_session(options, resolver=refuse) as session:
+        async with session.prompt(text, cancel=cancel) as events:
+            async for event in events:
+                if isinstance(event, Finished):
+                    finished = event
+                elif isinstance(event, ToolResult) and event.status == "denied":
+                    denied += 1
+        sid = session.id
+    assert finished is not None  # a run always ends with exactly one Finished
+    return TurnResult(finished.text, finished.stop_reason, sid, denied)
