@@ -1,0 +1,124 @@
+"""Attacks on checkpoints and undo: folders swapped for symlinks between the turn and the
+undo, forged manifests, session ids that are paths, private permissions and huge files."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+
+from openheim.errors import UndoRefused
+from openheim.runtime import checkpoints
+from openheim.runtime.checkpoints import CheckpointStore
+from openheim.runtime.undo import turn_starts, undo_stored
+from tests.api.conftest import MakeRuntime, Scripted
+from tests.api.test_undo import history, write
+
+
+async def one_turn(scripted: Scripted, make_runtime: MakeRuntime, *writes: tuple[str, str]) -> str:
+    """A stored session whose one turn writes each ``(path, content)``; its id."""
+    scripted.provider.add(*(write(path, content) for path, content in writes), "done")
+    async with await make_runtime(approval="auto").new_session() as session:
+        await session.prompt("write")
+    assert session.id is not None
+    return session.id
+
+
+async def test_a_folder_swapped_for_a_symlink_is_never_written_or_deleted_through(
+    scripted: Scripted, make_runtime: MakeRuntime, work: Path, home: Path, tmp_path: Path
+) -> None:
+    (work / "sub").mkdir()
+    (work / "sub" / "keys").write_text("mine\n")
+    session_id = await one_turn(scripted, make_runtime, ("sub/keys", "new\n"), ("sub/made", "m"))
+    # the tree is swapped: "sub" now leads outside, where the same contents wait
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keys").write_text("new\n")
+    (outside / "made").write_text("m")
+    (work / "sub").rename(work / "sub.moved")
+    (work / "sub").symlink_to(outside)
+    for force in (False, True):
+        with pytest.raises(UndoRefused) as refused:
+            undo_stored(home, session_id, "", force=force)
+        assert "sub" in str(refused.value)
+        assert (outside / "keys").read_text() == "new\n"
+        assert (outside / "made").read_text() == "m"
+    assert len(turn_starts(history(home, session_id))) == 1
+
+
+async def test_checkpoint_files_are_private(
+    scripted: Scripted, make_runtime: MakeRuntime, work: Path, home: Path
+) -> None:
+    (work / "secret.txt").write_text("the user's private text\n")
+    session_id = await one_turn(scripted, make_runtime, ("secret.txt", "x"))
+    root = home / "checkpoints"
+    [blob] = (root / "blobs").glob("*/*")
+    [manifest] = (root / session_id).glob("*.json")
+    for folder in (root, root / "blobs", blob.parent, root / session_id):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+    for file in (blob, manifest):
+        assert stat.S_IMODE(file.stat().st_mode) == 0o600, file
+
+
+FORGED = [
+    {"files": ["/etc/passwd"]},
+    {"files": {"relative/path": {"before": None, "after": None, "mode": None}}},
+    {"files": {"/a/../etc/passwd": {"before": None, "after": None, "mode": None}}},
+    {"files": {"/x": {"before": 7, "after": None, "mode": None}}},
+    {"files": {"/x": {"before": None, "after": None, "mode": "0777"}}},
+    {"files": {"/x": {"before": None, "after": None, "mode": 0o100000}}},
+    {"files": {"/x": ["before"]}},
+    {"turn": True},
+    {"session_id": "../other"},
+    {"shell_changed": "abc"},
+    {"version": 99},
+]
+
+
+@pytest.mark.parametrize("change", FORGED, ids=[str(i) for i in range(len(FORGED))])
+async def test_a_forged_manifest_is_refused_in_one_line(
+    scripted: Scripted,
+    make_runtime: MakeRuntime,
+    work: Path,
+    home: Path,
+    change: dict[str, object],
+) -> None:
+    session_id = await one_turn(scripted, make_runtime, ("f.txt", "after\n"))
+    [manifest] = (home / "checkpoints" / session_id).glob("*.json")
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), **change}))
+    with pytest.raises(UndoRefused, match="cannot be read") as refused:
+        undo_stored(home, session_id, "", force=True)
+    assert "\n" not in refused.value.message
+    assert (work / "f.txt").read_text() == "after\n"
+    assert CheckpointStore(home).prune(min_age=0) == 0  # a forged manifest does not break it
+
+
+@pytest.mark.parametrize("session_id", ["", "..", ".hidden", "a/b", "a\\b", "x\x00", "é", "a" * 65])
+def test_a_session_id_that_is_no_plain_name_is_refused(home: Path, session_id: str) -> None:
+    with pytest.raises(ValueError, match="not a session id"):
+        CheckpointStore(home).list(session_id)
+
+
+async def test_a_file_over_the_bound_is_not_read_into_a_checkpoint(
+    scripted: Scripted,
+    make_runtime: MakeRuntime,
+    work: Path,
+    home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(checkpoints, "MAX_BLOB_BYTES", 1000)
+    (work / "big.bin").write_bytes(b"x" * 1001)
+    (work / "small.txt").write_text("s")
+    scripted.provider.add(write("big.bin", "y"), write("small.txt", "t"), "done")
+    async with await make_runtime(approval="auto").new_session() as session:
+        result = await session.prompt("write")
+    notes = [getattr(e, "message", "") for e in result.events if e.type == "notice"]
+    assert any("undo will not restore" in n and "big.bin" in n for n in notes), notes
+    blobs = (home / "checkpoints" / "blobs").glob("*/*")
+    assert all(blob.stat().st_size <= 1000 for blob in blobs)
+    assert session.id is not None
+    _, report = undo_stored(home, session.id, "")
+    assert report.restored == (str(work / "small.txt"),)
+    assert (work / "big.bin").read_text() == "y"
