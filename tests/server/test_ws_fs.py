@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -142,3 +143,19 @@ async def test_watch_pushes_fs_events_until_unwatched(home: Path, tree: Path) ->
     assert watching == {"type": "watching", "path": "sub", "id": watching["id"]}
     assert {"change": "added", "path": "sub/fresh.txt"} in event["data"]["changes"]
     assert unwatched["type"] == "unwatched" and again["type"] == "error"
+
+
+async def test_fifos_are_refused_at_once_and_hard_links_never_written_through(
+    home: Path, tree: Path, outside: Path
+) -> None:
+    os.mkfifo(tree / "pipe")
+    os.link(outside / "secret.txt", tree / "linked.txt")
+    with FakeLLMServer() as llm:
+        async with served(home, tree, llm) as server, server.socket() as ws:
+            async with asyncio.timeout(5):  # a FIFO with no writer must not block the read
+                read = await ws.call("fs", type="read", path="pipe")
+                wrote = await ws.call("fs", type="write", path="linked.txt", content="pwned")
+            assert read["type"] == "error" and "pipe" in read["message"]
+            assert wrote["type"] == "written"
+    assert (outside / "secret.txt").read_text() == "secret"
+    assert (tree / "linked.txt").read_text() == "pwned"
