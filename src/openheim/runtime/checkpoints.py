@@ -278,11 +278,15 @@ class CheckpointStore:
             (folder / f"{checkpoint.turn:08d}.json").unlink()
 
     def drop(self, session_id: str) -> None:
-        """Forget every checkpoint of a session (it was deleted)."""
-        for checkpoint in self.list(session_id):
-            self.remove(checkpoint)
+        """Forget every checkpoint of a session (it was deleted), readable or not, then prune
+        the blobs no one needs any more."""
+        folder = self._folder(session_id)
+        for manifest in folder.glob("*.json"):
+            with contextlib.suppress(FileNotFoundError):
+                manifest.unlink()
         with contextlib.suppress(OSError):
-            self._folder(session_id).rmdir()
+            folder.rmdir()
+        self.prune()
 
     def prune(self, min_age: float = BLOB_GRACE) -> int:
         """Delete the blobs no manifest names that are older than ``min_age`` seconds (a
