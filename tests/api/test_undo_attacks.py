@@ -3,17 +3,20 @@ undo, forged manifests, session ids that are paths, private permissions and huge
 
 from __future__ import annotations
 
+import asyncio
 import json
 import stat
 from pathlib import Path
 
 import pytest
 
-from openheim.errors import UndoRefused
+from openheim.errors import SessionBusy, UndoRefused
 from openheim.runtime import checkpoints
 from openheim.runtime.checkpoints import CheckpointStore
 from openheim.runtime.undo import turn_starts, undo_stored
-from tests.api.conftest import MakeRuntime, Scripted
+from openheim.testing import Reply, tool_call
+from tests.api.conftest import Blocker, MakeRuntime, Scripted
+from tests.api.support import soon
 from tests.api.test_undo import history, write
 
 
@@ -122,3 +125,23 @@ async def test_a_file_over_the_bound_is_not_read_into_a_checkpoint(
     _, report = undo_stored(home, session.id, "")
     assert report.restored == (str(work / "small.txt"),)
     assert (work / "big.bin").read_text() == "y"
+
+
+async def test_an_undo_while_a_prompt_runs_is_refused_and_touches_nothing(
+    scripted: Scripted, make_runtime: MakeRuntime, work: Path, home: Path, blocker: Blocker
+) -> None:
+    block = Reply(tool_calls=[tool_call("block", {"label": "b"})])
+    scripted.provider.add(write("f.txt", "one"), "done", write("f.txt", "two"), block, "end")
+    async with await make_runtime(approval="auto", tools=[blocker.tool]).new_session() as session:
+        await session.prompt("first")
+        assert session.id is not None
+        run = asyncio.ensure_future(session.prompt("second"))
+        await soon(blocker.started.wait())
+        with pytest.raises(SessionBusy):
+            await asyncio.to_thread(undo_stored, home, session.id, "", force=True)
+        assert (work / "f.txt").read_text() == "two"
+        blocker.release.set()
+        await soon(run)
+    _, report = undo_stored(home, session.id, "")
+    assert report.restored == (str(work / "f.txt"),)
+    assert (work / "f.txt").read_text() == "one"
