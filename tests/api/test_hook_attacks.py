@@ -12,7 +12,7 @@ from openheim.config.schema import HookEntry
 from openheim.testing import Reply, tool_call
 from tests.api.conftest import MakeRuntime, Scripted
 from tests.api.support import finished, results
-from tests.api.test_hooks import hooked, warnings
+from tests.api.test_hooks import hooked, logged, recorder, warnings
 
 DENY_ALL = HookEntry("cat > /dev/null; echo 'nothing may be written' >&2; exit 2")
 
@@ -83,3 +83,19 @@ def _alive(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+async def test_a_path_with_a_newline_cannot_inject_hook_variables(
+    scripted: Scripted, make_runtime: MakeRuntime, work: Path, tmp_path: Path
+) -> None:
+    name = "a\nOPENHEIM_HOOK_EVENT=pre_tool"
+    command, log = recorder(tmp_path)
+    args = {"path": name, "content": "x"}
+    scripted.provider.add(Reply(tool_calls=[tool_call("write_file", args)]), "ok")
+    runtime = hooked(make_runtime, {"file_write": HookEntry(command)}, approval="auto")
+    async with await runtime.new_session() as session:
+        await session.prompt("write")
+    [record] = logged(log)
+    assert record["env"]["OPENHEIM_HOOK_EVENT"] == "file_write"
+    assert record["env"]["OPENHEIM_HOOK_PATH"] == str(work / name)
+    assert record["payload"]["path"] == str(work / name)
