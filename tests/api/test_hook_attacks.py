@@ -99,3 +99,23 @@ async def test_a_path_with_a_newline_cannot_inject_hook_variables(
     assert record["env"]["OPENHEIM_HOOK_EVENT"] == "file_write"
     assert record["env"]["OPENHEIM_HOOK_PATH"] == str(work / name)
     assert record["payload"]["path"] == str(work / name)
+
+
+async def test_a_hook_that_ignores_a_huge_payload_or_hides_its_end_cannot_stall_the_session(
+    scripted: Scripted, make_runtime: MakeRuntime, work: Path
+) -> None:
+    big = {"path": "big.txt", "content": "x" * 200_000}
+    scripted.provider.add(Reply(tool_calls=[tool_call("write_file", big)]), "ok")
+    hooks = {
+        "pre_tool": HookEntry("exit 0"),  # never reads its 200 kB of stdin (over a pipe buffer)
+        "post_tool": HookEntry("exec >&- 2>&-; sleep 300", timeout=1),  # closes its output
+    }
+    runtime = hooked(make_runtime, hooks, approval="auto", save_sessions=False)
+    started = time.monotonic()
+    async with await runtime.new_session() as session:
+        result = await session.prompt("write")
+    assert time.monotonic() - started < 20
+    assert (work / "big.txt").stat().st_size == 200_000
+    assert warnings(result.events) == [
+        "the post_tool hook failed: it did not finish within 1 s and was killed"
+    ]
