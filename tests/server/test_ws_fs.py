@@ -159,3 +159,17 @@ async def test_fifos_are_refused_at_once_and_hard_links_never_written_through(
             assert wrote["type"] == "written"
     assert (outside / "secret.txt").read_text() == "secret"
     assert (tree / "linked.txt").read_text() == "pwned"
+
+
+async def test_a_secret_file_cannot_be_renamed_to_a_readable_name(home: Path, tree: Path) -> None:
+    (tree / ".env").write_text("API_KEY=hunter2-but-longer")
+    with FakeLLMServer() as llm:
+        async with served(home, tree, llm) as server, server.socket() as ws:
+            out = await ws.call("fs", type="rename", path=".env", to="plain.txt")
+            back = await ws.call("fs", type="rename", path="top.txt", to="sub/.env")
+            read = await ws.call("fs", type="read", path="plain.txt")
+    assert out["type"] == "error" and "secret" in out["message"], out
+    assert back["type"] == "error" and "secret" in back["message"], back
+    assert read["type"] == "error"
+    assert (tree / ".env").read_text() == "API_KEY=hunter2-but-longer"
+    assert (tree / "top.txt").read_text() == "top"

@@ -122,8 +122,13 @@ def delete(ctx: ToolContext, raw: str) -> str:
 
 
 def rename(ctx: ToolContext, raw: str, to: str) -> str:
-    """Rename ``raw`` (a symlink itself, not its target) to ``to``, which must not exist."""
+    """Rename ``raw`` (a symlink itself, not its target) to ``to``, which must not exist. A
+    name the deny-read patterns match is refused on either side, so a secret file cannot be
+    given a readable name (nor a file a secret one)."""
     source, target = _own_name(ctx, raw), _own_name(ctx, to)
+    if ctx.secret_policy is not None:
+        for path in (source, target):
+            ctx.secret_policy.check(path, ctx.display(path))
     with ctx.sandbox.parent(source) as (src_fd, src_name):
         os.lstat(src_name, dir_fd=src_fd)
         with ctx.sandbox.parent(target) as (dst_fd, dst_name):
