@@ -173,3 +173,22 @@ async def test_a_secret_file_cannot_be_renamed_to_a_readable_name(home: Path, tr
     assert read["type"] == "error"
     assert (tree / ".env").read_text() == "API_KEY=hunter2-but-longer"
     assert (tree / "top.txt").read_text() == "top"
+
+
+async def test_watch_never_reports_changes_behind_a_symlink_out(
+    home: Path, tree: Path, outside: Path
+) -> None:
+    with FakeLLMServer() as llm:
+        async with served(home, tree, llm) as server, server.socket() as ws:
+            await ws.call("fs", type="watch", path=".")
+            (outside / "private-name.txt").write_text("x")
+            (tree / "sub" / "marker.txt").write_text("x")
+            await ws.until(
+                lambda d: (
+                    d.get("type") == "fs_event"
+                    and any(c["path"] == "sub/marker.txt" for c in d["changes"])
+                )
+            )
+            seen = [f for f in ws.seen if f["data"].get("type") == "fs_event"]
+    paths = [c["path"] for frame in seen for c in frame["data"]["changes"]]
+    assert not [p for p in paths if "private-name" in p], paths
