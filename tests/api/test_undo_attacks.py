@@ -161,3 +161,13 @@ async def test_a_file_replaced_by_a_symlink_is_replaced_back_never_written_throu
     undo_stored(home, session_id, "", force=True)
     assert not (work / "f.txt").is_symlink() and (work / "f.txt").read_text() == "old\n"
     assert secret.read_text() == "new\n"
+
+
+def test_a_prompt_with_a_lone_surrogate_is_recorded(home: Path, work: Path) -> None:
+    (work / "f.txt").write_text("old")
+    recorder = checkpoints.TurnRecorder(CheckpointStore(home), "session-1")
+    recorder.begin(0, "fix \ud800 this")
+    recorder.before_write(work / "f.txt")
+    [checkpoint] = CheckpointStore(home).list("session-1")
+    assert checkpoint.prompt == "fix \ud800 this"
+    assert list(checkpoint.files) == [str(work / "f.txt")]

@@ -74,7 +74,8 @@ class Checkpoint:
 
     def to_json(self) -> bytes:
         body = {"version": MANIFEST_VERSION, **asdict(self)}
-        return json.dumps(body, ensure_ascii=False, indent=1).encode("utf-8")
+        # ASCII with escapes: a prompt holding a lone surrogate is still written
+        return json.dumps(body, indent=1).encode("ascii")
 
     @classmethod
     def from_json(cls, data: bytes) -> Checkpoint:
