@@ -3,6 +3,10 @@ payload, a hook that floods its output, and a hook that leaves a process behind.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -118,4 +122,40 @@ async def test_a_hook_that_ignores_a_huge_payload_or_hides_its_end_cannot_stall_
     assert (work / "big.txt").stat().st_size == 200_000
     assert warnings(result.events) == [
         "the post_tool hook failed: it did not finish within 1 s and was killed"
+    ]
+
+
+@pytest.mark.parametrize("name", ["no\x00such_tool", "lone\ud800surrogate", "x" * 200_000])
+async def test_a_tool_name_the_model_makes_up_cannot_break_the_post_tool_hook(
+    scripted: Scripted, make_runtime: MakeRuntime, tmp_path: Path, name: str
+) -> None:
+    command, log = recorder(tmp_path)
+    scripted.provider.add(Reply(tool_calls=[tool_call(name, {})]), "ok")
+    hooks = {"post_tool": HookEntry(command)}
+    runtime = hooked(make_runtime, hooks, approval="auto", save_sessions=False)
+    async with await runtime.new_session() as session:
+        result = await session.prompt("call it")
+    assert finished(result.events).stop_reason == "end_turn"
+    [record] = logged(log)
+    assert record["payload"]["tool"] == name
+    assert record["env"]["OPENHEIM_HOOK_TOOL"] == ""
+
+
+async def test_a_daemon_holding_the_hooks_output_cannot_hang_the_session(
+    scripted: Scripted, make_runtime: MakeRuntime, tmp_path: Path
+) -> None:
+    pid_file = tmp_path / "daemon.pid"
+    hook = HookEntry(f"setsid sleep 300 & echo $! > {pid_file}; sleep 300", timeout=1)
+    scripted.provider.add("hello")
+    runtime = hooked(make_runtime, {"user_prompt": hook}, approval="auto", save_sessions=False)
+    try:
+        async with await runtime.new_session() as session:
+            result = await asyncio.wait_for(session.prompt("hi"), 15)
+    finally:
+        if pid_file.exists():  # the daemon left the hook's process group: ours to end
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    assert finished(result.events).stop_reason == "end_turn"
+    assert warnings(result.events) == [
+        "the user_prompt hook failed: it did not finish within 1 s and was killed"
     ]

@@ -45,6 +45,7 @@ REFUSING = {"pre_tool": "deny", "user_prompt": "block"}
 """The decision that exit status 2 stands for."""
 MAX_REASON = 2000
 MAX_OUTPUT = 1024 * 1024
+MAX_ENV_VALUE = 4096
 """The most a hook may write to stdout or to stderr; past it, it is killed (a failure)."""
 
 
@@ -102,8 +103,19 @@ class Hooks:
         env["OPENHEIM_HOOK_CWD"] = str(self.cwd)
         for key in ("tool", "path"):
             if isinstance(payload.get(key), str):
-                env[f"OPENHEIM_HOOK_{key.upper()}"] = payload[key]
+                env[f"OPENHEIM_HOOK_{key.upper()}"] = env_value(payload[key])
         return env
+
+
+def env_value(value: str) -> str:
+    """``value`` when an environment variable can hold it as it is (no NUL byte, encodable, at
+    most ``MAX_ENV_VALUE`` bytes), else ``""``: a name the model made up can then neither crash
+    the hook's start nor keep it from starting. The payload on stdin always has it whole."""
+    try:
+        data = os.fsencode(value)
+    except UnicodeEncodeError:
+        return ""
+    return value if b"\0" not in data and len(data) <= MAX_ENV_VALUE else ""
 
 
 async def _run(
@@ -131,6 +143,7 @@ async def _run(
         return HookReply(problem=f"it wrote more than {MAX_OUTPUT} bytes and was killed")
     finally:
         _kill_group(proc.pid)  # also whatever it left running in the background
+        _close_pipes(proc)
         if proc.returncode is None:
             await proc.wait()
     return parse_reply(event, proc.returncode or 0, out, err)
@@ -179,6 +192,18 @@ async def _feed(stdin: asyncio.StreamWriter, data: bytes) -> None:
         stdin.write(data)
         await stdin.drain()
         stdin.close()
+
+
+def _close_pipes(proc: asyncio.subprocess.Process) -> None:
+    """Close our ends of the hook's pipes. asyncio's ``wait()`` returns only once they are
+    closed, and a process that left the hook's group (``setsid``) may hold them open forever,
+    as may a stream we stopped reading; closing them first bounds the wait to the hook's
+    death. (The transport is reached through a private name: asyncio has no public one.)"""
+    transport = getattr(proc, "_transport", None)
+    for fd in (0, 1, 2):
+        pipe = transport.get_pipe_transport(fd) if transport is not None else None
+        if pipe is not None:
+            pipe.close()
 
 
 def _kill_group(pgid: int) -> None:
