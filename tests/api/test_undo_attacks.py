@@ -29,6 +29,12 @@ async def one_turn(scripted: Scripted, make_runtime: MakeRuntime, *writes: tuple
     return session.id
 
 
+def undo_restoring_only(home: Path, session_id: str, path: Path) -> None:
+    """Undo the session's last turn, which must restore ``path`` and nothing else."""
+    _, report = undo_stored(home, session_id, "")
+    assert report.restored == (str(path),)
+
+
 async def test_a_folder_swapped_for_a_symlink_is_never_written_or_deleted_through(
     scripted: Scripted, make_runtime: MakeRuntime, work: Path, home: Path, tmp_path: Path
 ) -> None:
@@ -122,8 +128,7 @@ async def test_a_file_over_the_bound_is_not_read_into_a_checkpoint(
     blobs = (home / "checkpoints" / "blobs").glob("*/*")
     assert all(blob.stat().st_size <= 1000 for blob in blobs)
     assert session.id is not None
-    _, report = undo_stored(home, session.id, "")
-    assert report.restored == (str(work / "small.txt"),)
+    undo_restoring_only(home, session.id, work / "small.txt")
     assert (work / "big.bin").read_text() == "y"
 
 
@@ -142,8 +147,7 @@ async def test_an_undo_while_a_prompt_runs_is_refused_and_touches_nothing(
         assert (work / "f.txt").read_text() == "two"
         blocker.release.set()
         await soon(run)
-    _, report = undo_stored(home, session.id, "")
-    assert report.restored == (str(work / "f.txt"),)
+    undo_restoring_only(home, session.id, work / "f.txt")
     assert (work / "f.txt").read_text() == "one"
 
 
