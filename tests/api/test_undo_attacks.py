@@ -175,3 +175,18 @@ def test_a_prompt_with_a_lone_surrogate_is_recorded(home: Path, work: Path) -> N
     [checkpoint] = CheckpointStore(home).list("session-1")
     assert checkpoint.prompt == "fix \ud800 this"
     assert list(checkpoint.files) == [str(work / "f.txt")]
+
+
+async def test_a_damaged_blob_is_refused_before_anything_is_restored(
+    scripted: Scripted, make_runtime: MakeRuntime, work: Path, home: Path
+) -> None:
+    (work / "a.txt").write_text("a before")
+    (work / "b.txt").write_text("b before")
+    session_id = await one_turn(scripted, make_runtime, ("a.txt", "a after"), ("b.txt", "b after"))
+    damaged = CheckpointStore(home).root / "blobs"
+    [blob] = [p for p in damaged.glob("*/*") if p.read_bytes() == b"b before"]
+    blob.write_bytes(b"planted content")
+    with pytest.raises(UndoRefused, match=r"b\.txt is missing from .* or damaged"):
+        undo_stored(home, session_id, "", force=True)
+    assert (work / "a.txt").read_text() == "a after"
+    assert (work / "b.txt").read_text() == "b after"

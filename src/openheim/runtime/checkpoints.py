@@ -245,9 +245,11 @@ class CheckpointStore:
         return key
 
     def has_blob(self, key: str) -> bool:
+        """Whether the blob ``key`` is there and still holds the content of that digest."""
         try:
-            return self._blob_path(key).is_file()
-        except ValueError:  # a manifest edited by hand
+            with self._blob_path(key).open("rb") as fh:
+                return hashlib.file_digest(fh, "sha256").hexdigest() == key
+        except (OSError, ValueError):  # missing, unreadable, or a manifest edited by hand
             return False
 
     def blob(self, key: str) -> bytes:

@@ -105,7 +105,7 @@ def _restore_all(store: CheckpointStore, target: dict[str, FileState]) -> dict[s
     for path, state in target.items():
         if state.before is not None and not store.has_blob(state.before):
             raise UndoRefused(
-                f"the checkpointed content of {path} is missing from {store.root}",
+                f"the checkpointed content of {path} is missing from {store.root} or damaged",
                 hint="that file cannot be restored; nothing was changed",
             )
     done: dict[str, list[str]] = {"restored": [], "removed": []}
