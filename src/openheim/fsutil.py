@@ -14,35 +14,34 @@ import stat
 from pathlib import Path
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically, keeping an existing regular file's mode."""
+def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Replace ``path`` with ``data`` atomically, keeping an existing regular file's mode
+    (or giving it ``mode``)."""
     folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        atomic_write_at(folder, path.name, data)
+        atomic_write_at(folder, path.name, data, mode)
     finally:
         os.close(folder)
 
 
-def atomic_write_at(dir_fd: int, name: str, data: bytes) -> None:
+def atomic_write_at(dir_fd: int, name: str, data: bytes, mode: int | None = None) -> None:
     """Replace ``name`` in the folder ``dir_fd`` with ``data`` atomically.
 
-    An existing regular file's mode is kept; a new file gets the usual ``0o666`` minus the
-    umask. The temp file is opened with ``O_EXCL | O_NOFOLLOW`` and renamed over the
-    destination, both relative to ``dir_fd``, so a symlink planted at either name is replaced,
-    never written through.
+    The file gets ``mode`` when given (set before any byte is written, so private data is never
+    readable by others); else an existing regular file's mode is kept, and a new file gets the
+    usual ``0o666`` minus the umask. The temp file is opened with ``O_EXCL | O_NOFOLLOW`` and
+    renamed over the destination, both relative to ``dir_fd``, so a symlink planted at either
+    name is replaced, never written through.
     """
-    try:
-        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-        mode: int | None = stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
-    except FileNotFoundError:
-        mode = None
+    if mode is None:
+        mode = _kept_mode(dir_fd, name)
     tmp, fd = _create_temp(dir_fd, name)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
             if mode is not None:
                 os.fchmod(fh.fileno(), mode)
+            fh.write(data)
+            fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
@@ -50,6 +49,15 @@ def atomic_write_at(dir_fd: int, name: str, data: bytes) -> None:
             os.unlink(tmp, dir_fd=dir_fd)
         raise
     _sync_dir(dir_fd)
+
+
+def _kept_mode(dir_fd: int, name: str) -> int | None:
+    """The mode of the regular file ``name`` (None: absent or not a regular file)."""
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    return stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
 
 
 def _create_temp(dir_fd: int, name: str) -> tuple[str, int]:

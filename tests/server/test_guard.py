@@ -121,3 +121,33 @@ async def test_answers_carry_security_headers(home: Path, work: Path) -> None:
         policy = answer.headers["content-security-policy"]
         assert "default-src 'self'" in policy and "frame-ancestors 'none'" in policy
         assert answer.headers["x-content-type-options"] == "nosniff"
+
+
+async def test_near_miss_origins_and_methods_without_a_token_are_refused(
+    home: Path, work: Path
+) -> None:
+    with FakeLLMServer() as llm:
+        async with served(home, work, llm) as server, server.client() as http:
+            port = server.url.rsplit(":", 1)[1]
+            near = [
+                "null",
+                server.url.upper(),
+                server.url + "/",
+                f"http://127.0.0.1:{int(port) + 1}",
+                f"{server.url}.evil.example",
+                f"http://localhost:{port}",
+                "",
+            ]
+            for origin in near:
+                answer = await http.get("/api/config", headers={"Origin": origin})
+                assert answer.status_code == 403, origin
+                with pytest.raises(InvalidStatus):
+                    async with server.socket(origin=origin):
+                        pass
+        async with served(home, work, llm) as server, server.client(None) as anonymous:
+            for method in ("HEAD", "OPTIONS", "PUT", "PATCH", "DELETE"):
+                answer = await anonymous.request(method, "/api/sessions")
+                assert answer.status_code == 401, method
+            for path in ("/login/../api/config", "/static/../api/config", "/api/config?token=x"):
+                assert (await anonymous.get(path)).status_code in (401, 404), path
+                assert TOKEN not in (await anonymous.get(path)).text

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from openheim.runtime.checkpoints import CheckpointStore, TurnRecorder
 from openheim.testing import FakeLLMServer
 from tests.server.support import TOKEN, served
 
@@ -105,12 +106,30 @@ async def test_sessions_list_get_export_and_delete(home: Path, work: Path) -> No
             assert (await http.get(f"/api/sessions/{ids[0]}")).status_code == 404
 
 
+async def test_deleting_a_session_drops_its_checkpoints(home: Path, work: Path) -> None:
+    (work / "f.txt").write_text("the user's text")
+    with FakeLLMServer(["answer"]) as llm:
+        async with served(home, work, llm) as server, server.client() as http:
+            session = await server.context.runtime.new_session()
+            await session.prompt("hello")
+            await session.close()
+            assert session.id is not None
+            recorder = TurnRecorder(CheckpointStore(home), session.id)
+            recorder.begin(0, "hello")
+            recorder.before_write(work / "f.txt")
+            folder = home / "checkpoints" / session.id
+            assert list(folder.glob("*.json"))
+            assert (await http.delete(f"/api/sessions/{session.id}")).status_code == 200
+    assert not folder.exists()
+
+
 @pytest.mark.parametrize(
     ("path", "status"),
     [
         ("/api/sessions/not-an-id", 400),
         ("/api/sessions/ABCDEF00-0000-4000-8000-000000000000", 400),
         ("/api/sessions/00000000-0000-4000-8000-000000000000", 404),
+        ("/api/sessions/00000000-0000-4000-8000-000000000000%0A", 400),
         ("/api/sessions?limit=0", 400),
         ("/api/sessions?limit=abc", 400),
         ("/api/sessions?before=nan", 400),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -142,3 +143,52 @@ async def test_watch_pushes_fs_events_until_unwatched(home: Path, tree: Path) ->
     assert watching == {"type": "watching", "path": "sub", "id": watching["id"]}
     assert {"change": "added", "path": "sub/fresh.txt"} in event["data"]["changes"]
     assert unwatched["type"] == "unwatched" and again["type"] == "error"
+
+
+async def test_fifos_are_refused_at_once_and_hard_links_never_written_through(
+    home: Path, tree: Path, outside: Path
+) -> None:
+    os.mkfifo(tree / "pipe")
+    os.link(outside / "secret.txt", tree / "linked.txt")
+    with FakeLLMServer() as llm:
+        async with served(home, tree, llm) as server, server.socket() as ws:
+            async with asyncio.timeout(5):  # a FIFO with no writer must not block the read
+                read = await ws.call("fs", type="read", path="pipe")
+                wrote = await ws.call("fs", type="write", path="linked.txt", content="pwned")
+            assert read["type"] == "error" and "pipe" in read["message"]
+            assert wrote["type"] == "written"
+    assert (outside / "secret.txt").read_text() == "secret"
+    assert (tree / "linked.txt").read_text() == "pwned"
+
+
+async def test_a_secret_file_cannot_be_renamed_to_a_readable_name(home: Path, tree: Path) -> None:
+    (tree / ".env").write_text("API_KEY=hunter2-but-longer")
+    with FakeLLMServer() as llm:
+        async with served(home, tree, llm) as server, server.socket() as ws:
+            out = await ws.call("fs", type="rename", path=".env", to="plain.txt")
+            back = await ws.call("fs", type="rename", path="top.txt", to="sub/.env")
+            read = await ws.call("fs", type="read", path="plain.txt")
+    assert out["type"] == "error" and "secret" in out["message"], out
+    assert back["type"] == "error" and "secret" in back["message"], back
+    assert read["type"] == "error"
+    assert (tree / ".env").read_text() == "API_KEY=hunter2-but-longer"
+    assert (tree / "top.txt").read_text() == "top"
+
+
+async def test_watch_never_reports_changes_behind_a_symlink_out(
+    home: Path, tree: Path, outside: Path
+) -> None:
+    with FakeLLMServer() as llm:
+        async with served(home, tree, llm) as server, server.socket() as ws:
+            await ws.call("fs", type="watch", path=".")
+            (outside / "private-name.txt").write_text("x")
+            (tree / "sub" / "marker.txt").write_text("x")
+            await ws.until(
+                lambda d: (
+                    d.get("type") == "fs_event"
+                    and any(c["path"] == "sub/marker.txt" for c in d["changes"])
+                )
+            )
+            seen = [f for f in ws.seen if f["data"].get("type") == "fs_event"]
+    paths = [c["path"] for frame in seen for c in frame["data"]["changes"]]
+    assert not [p for p in paths if "private-name" in p], paths

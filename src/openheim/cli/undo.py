@@ -30,9 +30,7 @@ def undo_command(store: SQLiteStore, settings: Settings, args: argparse.Namespac
 
 def drop_checkpoints(settings: Settings, session_id: str) -> None:
     """A deleted session's checkpoints go with it (and the blobs no one needs any more)."""
-    checkpoints = CheckpointStore(settings.data_dir)
-    checkpoints.drop(session_id)
-    checkpoints.prune()
+    CheckpointStore(settings.data_dir).drop(session_id)
 
 
 def _list(store: SQLiteStore, checkpoints: CheckpointStore, session_id: str) -> None:

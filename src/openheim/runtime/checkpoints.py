@@ -9,27 +9,44 @@ records the digest of what the tool left on disk, which is how ``undo`` recognis
 changed outside openheim since. It is written before the first change and after each one, so a
 process killed mid-turn still leaves a usable checkpoint. This is openheim's own store, never a
 git repository of the user's.
+
+The store is private: its folders are ``0700`` and its files ``0600``, as they hold the user's
+file contents. A manifest is read by allow-list (absolute normalised paths, digests of 64 hex
+digits, plain modes), and a file is only ever reached from ``/`` with no symlink on the way: the
+paths recorded are real paths, so a symlink found there later was planted since, and reading,
+restoring or removing through it is refused. A file over ``MAX_BLOB_BYTES`` is not kept.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
+import io
 import json
 import os
+import re
 import stat
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
-from openheim.errors import UndoRefused
+from openheim.errors import SandboxError, UndoRefused
 from openheim.fsutil import atomic_write
 from openheim.secrets import redact
+from openheim.tools.pathwalk import PathWalk, stopped
 
 MANIFEST_VERSION = 1
 BLOB_GRACE = 3600.0
 """Seconds a blob no manifest names is kept before ``prune`` may delete it."""
+MAX_BLOB_BYTES = 64 * 1024 * 1024
+"""The largest file a checkpoint keeps; undo leaves a larger one as it is (a notice says so)."""
+PRIVATE_FILE, PRIVATE_FOLDER = 0o600, 0o700
+_SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass
@@ -57,48 +74,139 @@ class Checkpoint:
 
     def to_json(self) -> bytes:
         body = {"version": MANIFEST_VERSION, **asdict(self)}
-        return json.dumps(body, ensure_ascii=False, indent=1).encode("utf-8")
+        # ASCII with escapes: a prompt holding a lone surrogate is still written
+        return json.dumps(body, indent=1).encode("ascii")
 
     @classmethod
     def from_json(cls, data: bytes) -> Checkpoint:
+        """The checkpoint in ``data``; ValueError naming the first field that is not allowed."""
         raw = json.loads(data)
-        files = {path: FileState(**state) for path, state in raw["files"].items()}
+        _want(isinstance(raw, dict) and raw.get("version") == MANIFEST_VERSION, "version")
+        files = raw.get("files")
+        _want(isinstance(files, dict), "files")
+        shell = raw.get("shell_changed", [])
+        _want(isinstance(shell, list) and all(_is_real_path(p) for p in shell), "shell_changed")
         return cls(
-            raw["session_id"],
-            int(raw["turn"]),
-            float(raw["created_at"]),
-            str(raw["prompt"]),
-            files,
-            list(raw.get("shell_changed", [])),
+            _session_id(raw.get("session_id")),
+            _number(raw.get("turn"), int, "turn"),
+            float(_number(raw.get("created_at"), (int, float), "created_at")),
+            _string(raw.get("prompt"), "prompt"),
+            {_path(path): _file_state(state) for path, state in files.items()},
+            list(shell),
         )
+
+
+def _want(ok: bool, what: str) -> None:
+    if not ok:
+        raise ValueError(f"its {what} is not what openheim writes")
+
+
+def _session_id(value: Any) -> str:
+    """``value`` when it is a plain name (letters, digits, ``-``, ``_``): never a path."""
+    if not isinstance(value, str) or not _SESSION_ID.fullmatch(value):
+        raise ValueError(f"not a session id: {value!r}")
+    return value
+
+
+def _number(value: Any, kinds: type | tuple[type, ...], what: str) -> Any:
+    _want(isinstance(value, kinds) and not isinstance(value, bool), what)
+    _want(value >= 0, what)
+    return value
+
+
+def _string(value: Any, what: str) -> str:
+    _want(isinstance(value, str), what)
+    return str(value)
+
+
+def _is_real_path(path: Any) -> bool:
+    """An absolute, normalised path below ``/`` (how the sandbox hands paths to the tools)."""
+    return (
+        isinstance(path, str)
+        and path.startswith("/")
+        and path != "/"
+        and "\x00" not in path
+        and os.path.normpath(path) == path
+        and not path.startswith("//")
+    )
+
+
+def _path(path: Any) -> str:
+    _want(_is_real_path(path), f"path {str(path)[:80]!r}")
+    return str(path)
+
+
+def _file_state(raw: Any) -> FileState:
+    _want(isinstance(raw, dict) and set(raw) <= {"before", "after", "mode"}, "file state")
+    digests = [raw.get("before"), raw.get("after")]
+    _want(all(d is None or _DIGEST.fullmatch(str(d)) for d in digests), "digests")
+    mode = raw.get("mode")
+    _want(mode is None or (type(mode) is int and 0 <= mode <= 0o7777), "mode")
+    return FileState(digests[0], digests[1], mode)
 
 
 def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def read_file(path: Path) -> tuple[bytes, int] | None:
-    """A regular file's bytes and mode, not following a symlink; None when nothing is there.
-    Raises ``IsADirectoryError`` (or another ``OSError``) for anything that is not a file."""
+@contextlib.contextmanager
+def real_parent(path: Path, *, create: bool = False) -> Iterator[tuple[int, str]]:
+    """A descriptor of the folder of ``path`` and its last name, the folder reached from ``/``
+    one component at a time with no symlink followed (``OSError`` ELOOP when one is there).
+    Missing folders raise ``FileNotFoundError``, or are made when ``create``."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        with PathWalk((Path("/"),), str(path), follow=False) as walk:
+            rest = walk.descend(path.parts[1:], last="keep", create=create)
+            if len(rest) != 1:
+                raise stopped(walk.fd, rest[0]) if rest else IsADirectoryError(str(path))
+            yield walk.fd, rest[0]
+    except SandboxError as err:
+        raise OSError(errno.ELOOP, err.message) from None
+
+
+@contextlib.contextmanager
+def _open_file(path: Path) -> Iterator[tuple[io.BufferedReader, os.stat_result] | None]:
+    """The regular file at ``path`` opened for reading and its status (see ``real_parent``);
+    None when nothing is there. Anything else there (a FIFO, a device, a symlink, a folder)
+    raises ``OSError``."""
+    try:
+        with real_parent(path) as (folder, name):
+            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+            fd = os.open(name, flags, dir_fd=folder)
     except FileNotFoundError:
-        return None
+        yield None
+        return
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fh.fileno())
         if not stat.S_ISREG(st.st_mode):
             raise IsADirectoryError(f"{path} is not a regular file")
-        return fh.read(), stat.S_IMODE(st.st_mode)
+        yield fh, st
+
+
+def read_file(path: Path) -> tuple[bytes, int] | None:
+    """A regular file's bytes and mode (see ``_open_file``); None when nothing is there.
+    ``OSError`` EFBIG for a file over ``MAX_BLOB_BYTES``, which is not read."""
+    with _open_file(path) as found:
+        if found is None:
+            return None
+        fh, st = found
+        data = fh.read(MAX_BLOB_BYTES + 1)
+        if len(data) > MAX_BLOB_BYTES:
+            raise OSError(errno.EFBIG, f"it is over {MAX_BLOB_BYTES} bytes")
+        return data, stat.S_IMODE(st.st_mode)
 
 
 def current_digest(path: Path) -> str | None:
-    """The digest of the file at ``path`` now (None: absent); ``"?"`` when it is something
-    that is not a regular file, so that it never equals a recorded state."""
+    """The digest of the file at ``path`` now (None: absent), read in chunks whatever its
+    size; ``"?"`` when it is something that is not a regular file, so that it never equals a
+    recorded state."""
     try:
-        found = read_file(path)
+        with _open_file(path) as found:
+            if found is None:
+                return None
+            return hashlib.file_digest(found[0], "sha256").hexdigest()
     except OSError:
         return "?"
-    return None if found is None else digest(found[0])
 
 
 def _load(path: Path) -> Checkpoint:
@@ -118,19 +226,30 @@ class CheckpointStore:
     def __init__(self, data_dir: Path) -> None:
         self.root = data_dir / "checkpoints"
 
+    def _private_folder(self, *names: str) -> Path:
+        """The folder ``root/names...``, each level made ``0700`` when missing."""
+        folder = self.root
+        for name in ("", *names):
+            folder = folder / name if name else folder
+            with contextlib.suppress(FileExistsError):
+                folder.mkdir(PRIVATE_FOLDER, parents=True)
+        return folder
+
     def put_blob(self, data: bytes) -> str:
         """Keep ``data`` (once per content); its digest."""
         key = digest(data)
         path = self._blob_path(key)
         if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(path, data)
+            self._private_folder("blobs", key[:2])
+            atomic_write(path, data, PRIVATE_FILE)
         return key
 
     def has_blob(self, key: str) -> bool:
+        """Whether the blob ``key`` is there and still holds the content of that digest."""
         try:
-            return self._blob_path(key).is_file()
-        except ValueError:  # a manifest edited by hand
+            with self._blob_path(key).open("rb") as fh:
+                return hashlib.file_digest(fh, "sha256").hexdigest() == key
+        except (OSError, ValueError):  # missing, unreadable, or a manifest edited by hand
             return False
 
     def blob(self, key: str) -> bytes:
@@ -142,14 +261,11 @@ class CheckpointStore:
         return self.root / "blobs" / key[:2] / key
 
     def _folder(self, session_id: str) -> Path:
-        if not session_id or "/" in session_id or session_id.startswith("."):
-            raise ValueError(f"not a session id: {session_id!r}")
-        return self.root / session_id
+        return self.root / _session_id(session_id)
 
     def save(self, checkpoint: Checkpoint) -> None:
-        folder = self._folder(checkpoint.session_id)
-        folder.mkdir(parents=True, exist_ok=True)
-        atomic_write(folder / f"{checkpoint.turn:08d}.json", checkpoint.to_json())
+        folder = self._private_folder(self._folder(checkpoint.session_id).name)
+        atomic_write(folder / f"{checkpoint.turn:08d}.json", checkpoint.to_json(), PRIVATE_FILE)
 
     def list(self, session_id: str) -> list[Checkpoint]:
         """The session's checkpoints, oldest turn first."""
@@ -165,11 +281,15 @@ class CheckpointStore:
             (folder / f"{checkpoint.turn:08d}.json").unlink()
 
     def drop(self, session_id: str) -> None:
-        """Forget every checkpoint of a session (it was deleted)."""
-        for checkpoint in self.list(session_id):
-            self.remove(checkpoint)
+        """Forget every checkpoint of a session (it was deleted), readable or not, then prune
+        the blobs no one needs any more."""
+        folder = self._folder(session_id)
+        for manifest in folder.glob("*.json"):
+            with contextlib.suppress(FileNotFoundError):
+                manifest.unlink()
         with contextlib.suppress(OSError):
-            self._folder(session_id).rmdir()
+            folder.rmdir()
+        self.prune()
 
     def prune(self, min_age: float = BLOB_GRACE) -> int:
         """Delete the blobs no manifest names that are older than ``min_age`` seconds (a

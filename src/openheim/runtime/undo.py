@@ -12,14 +12,21 @@ throughout, so a prompt cannot run in the session meanwhile.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from openheim.errors import UndoRefused
-from openheim.fsutil import atomic_write
+from openheim.fsutil import atomic_write_at
 from openheim.messages import Message, ToolResultBlock
-from openheim.runtime.checkpoints import Checkpoint, CheckpointStore, FileState, current_digest
+from openheim.runtime.checkpoints import (
+    Checkpoint,
+    CheckpointStore,
+    FileState,
+    current_digest,
+    real_parent,
+)
 from openheim.store.base import SessionStore
 
 
@@ -76,17 +83,19 @@ def _plan(
 
 def _restore(store: CheckpointStore, path: Path, state: FileState) -> str | None:
     """Put ``path`` back as ``state`` had it before: ``restored``, ``removed`` (the turn
-    created it) or None (nothing to do: it is absent, as it was)."""
+    created it) or None (nothing to do: it is absent, as it was). Its folder is reached with
+    no symlink on the way (``real_parent``), so a folder swapped for a link since the turn
+    stops the undo instead of leading it out of the work dir."""
     if state.before is None:
         try:
-            path.unlink()
+            with real_parent(path) as (folder, name):
+                os.unlink(name, dir_fd=folder)
         except FileNotFoundError:
             return None
         return "removed"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, store.blob(state.before))
-    if state.mode is not None:
-        path.chmod(state.mode)
+    data = store.blob(state.before)
+    with real_parent(path, create=True) as (folder, name):
+        atomic_write_at(folder, name, data, state.mode)
     return "restored"
 
 
@@ -96,7 +105,7 @@ def _restore_all(store: CheckpointStore, target: dict[str, FileState]) -> dict[s
     for path, state in target.items():
         if state.before is not None and not store.has_blob(state.before):
             raise UndoRefused(
-                f"the checkpointed content of {path} is missing from {store.root}",
+                f"the checkpointed content of {path} is missing from {store.root} or damaged",
                 hint="that file cannot be restored; nothing was changed",
             )
     done: dict[str, list[str]] = {"restored": [], "removed": []}

@@ -3,14 +3,16 @@
 Requests: ``list`` (``path``, ``recursive``), ``read``, ``write`` (``content``), ``mkdir``,
 ``delete``, ``rename`` (``to``), ``watch`` and ``unwatch`` (``path``). Every reply echoes the
 request's ``id``. A watched folder pushes ``fs_event`` frames (``changes``: each an ``added``,
-``modified`` or ``deleted`` path, relative to the work dir) until it is unwatched or the
-connection ends. The operations themselves are in ``fs_ops``.
+``modified`` or ``deleted`` path, relative to the work dir; never a change behind a symlink that
+leads out) until it is unwatched or the connection ends. The operations themselves are in
+``fs_ops``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -112,15 +114,20 @@ class FsChannel:
     async def _follow(self, folder: Path, stop: asyncio.Event) -> None:
         from watchfiles import awatch
 
-        sandbox = self.tool_ctx.sandbox
         async for batch in awatch(folder, stop_event=stop, recursive=True, debounce=50):
-            changes = [
-                {"change": CHANGE_NAMES.get(int(change), "modified"), "path": sandbox.display(p)}
-                for change, raw in sorted(batch, key=lambda c: c[1])
-                if sandbox.contains(p := Path(raw))
-            ]
+            changes = await asyncio.to_thread(self._inside, batch)
             if changes:
                 self.send("fs", {"type": "fs_event", "changes": changes})
+
+    def _inside(self, batch: set[tuple[Any, str]]) -> list[dict[str, str]]:
+        """The changes of ``batch`` whose real path is inside the work dir: the watcher follows
+        symlinks, and what changes behind one that leads out is not the client's to see."""
+        sandbox = self.tool_ctx.sandbox
+        return [
+            {"change": CHANGE_NAMES.get(int(change), "modified"), "path": sandbox.display(p)}
+            for change, raw in sorted(batch, key=lambda c: c[1])
+            if sandbox.contains(p := Path(raw)) and sandbox.contains(os.path.realpath(raw))
+        ]
 
     def close(self) -> None:
         for task, stop in self.watches.values():

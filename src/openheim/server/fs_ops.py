@@ -3,14 +3,16 @@
 Paths resolve through the tools' ``PathSandbox`` (``..``, absolute paths and symlinks that
 lead out are refused) and the deny-read patterns apply as to the file tools. Files are then
 reached from a descriptor of their folder with symlinks refused on the way (``parent``), so a
-folder swapped for a link after the check stops the call. ``delete`` and ``rename`` act on the
-last name itself: a symlink is removed or renamed, never its target, and the work dir itself is
-refused.
+folder swapped for a link after the check stops the call. A read opens regular files only
+(without blocking on a FIFO); a write replaces the file atomically, as the tools do.
+``delete`` and ``rename`` act on the last name itself: a symlink is removed or renamed, never
+its target, and the work dir itself is refused.
 """
 
 from __future__ import annotations
 
 import base64
+import errno
 import os
 import shutil
 import stat
@@ -20,10 +22,10 @@ from typing import Any
 from openheim.errors import SandboxError
 from openheim.secrets import redact
 from openheim.tools.base import ToolContext
+from openheim.tools.builtin.fs import open_regular, write_bytes_at
 
 MAX_READ_BYTES = 4 * 1024 * 1024
 MAX_ENTRIES = 10_000
-WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def _kind(mode: int) -> str:
@@ -61,11 +63,13 @@ def list_dir(ctx: ToolContext, raw: str, recursive: bool) -> list[dict[str, Any]
 def read_file(ctx: ToolContext, raw: str) -> dict[str, Any]:
     """A file's text (UTF-8, secrets redacted), or its bytes in base64 when it is not text."""
     path = ctx.path(raw)
-    with ctx.sandbox.parent(path) as (fd, name):
-        handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
-    with os.fdopen(handle, "rb") as file:
-        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-            raise SandboxError(f"{raw} is not a file", hint="read a regular file")
+    try:
+        file = open_regular(ctx.sandbox, path)  # never blocks on a FIFO, never follows a link
+    except OSError as err:
+        if err.errno != errno.EINVAL:
+            raise
+        raise SandboxError(f"{raw} is not a regular file", hint="read a regular file") from None
+    with file:
         data = file.read(MAX_READ_BYTES + 1)
     if len(data) > MAX_READ_BYTES:
         raise SandboxError(f"{raw} is over {MAX_READ_BYTES} bytes", hint="read a smaller file")
@@ -77,12 +81,11 @@ def read_file(ctx: ToolContext, raw: str) -> dict[str, Any]:
 
 
 def write_file(ctx: ToolContext, raw: str, content: str) -> str:
-    """Write ``content`` (UTF-8) to a file; missing folders are made."""
+    """Write ``content`` (UTF-8) to a file atomically, as ``write_file`` does; missing folders
+    are made. The file is replaced, never opened: a FIFO cannot block the write, and a hard
+    link to a file elsewhere is not written through."""
     path = ctx.path(raw, write=True)
-    with ctx.sandbox.parent(path, create=True) as (fd, name):
-        handle = os.open(name, WRITE_FLAGS, 0o644, dir_fd=fd)
-    with os.fdopen(handle, "wb") as file:
-        file.write(content.encode())
+    write_bytes_at(ctx.sandbox, path, content.encode(), create=True)
     return ctx.display(path)
 
 
@@ -119,8 +122,13 @@ def delete(ctx: ToolContext, raw: str) -> str:
 
 
 def rename(ctx: ToolContext, raw: str, to: str) -> str:
-    """Rename ``raw`` (a symlink itself, not its target) to ``to``, which must not exist."""
+    """Rename ``raw`` (a symlink itself, not its target) to ``to``, which must not exist. A
+    name the deny-read patterns match is refused on either side, so a secret file cannot be
+    given a readable name (nor a file a secret one)."""
     source, target = _own_name(ctx, raw), _own_name(ctx, to)
+    if ctx.secret_policy is not None:
+        for path in (source, target):
+            ctx.secret_policy.check(path, ctx.display(path))
     with ctx.sandbox.parent(source) as (src_fd, src_name):
         os.lstat(src_name, dir_fd=src_fd)
         with ctx.sandbox.parent(target) as (dst_fd, dst_name):

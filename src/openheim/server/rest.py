@@ -7,6 +7,7 @@ and the session store; ``openapi.py`` describes them.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
 import time
@@ -21,6 +22,7 @@ from openheim._version import __version__
 from openheim.config.providers import infer_kind, provider_entries
 from openheim.errors import OpenheimError, SessionNotFound
 from openheim.messages import Message
+from openheim.runtime.checkpoints import CheckpointStore
 from openheim.server.context import ServerContext
 from openheim.store.base import SessionRecord
 
@@ -158,6 +160,7 @@ async def delete_session(request: Request) -> Response:
         context.store.delete(found.id)
     except OpenheimError as err:
         return error(409, err.message, err.hint or "try again once its prompt has ended")
+    await asyncio.to_thread(CheckpointStore(context.settings.data_dir).drop, found.id)
     return JSONResponse({"deleted": found.id})
 
 
@@ -185,7 +188,7 @@ async def one_session(request: Request) -> Response:
 
 def _find(request: Request) -> SessionRecord | Response:
     raw = request.path_params["session_id"]
-    if not SESSION_ID.match(raw):
+    if not SESSION_ID.fullmatch(raw):
         return error(400, f"{raw!r} is not a session id", "give the 36-character id in lower case")
     try:
         return ctx(request).store.get(raw)
