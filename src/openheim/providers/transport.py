@@ -16,6 +16,7 @@ never reach this transport: httpx mounts its own proxy transports for them.
 from __future__ import annotations
 
 import asyncio
+import logging
 import ssl
 from collections.abc import AsyncIterator, Awaitable
 from typing import TypeVar
@@ -25,6 +26,7 @@ import httpx
 from openheim.providers import http11
 
 _T = TypeVar("_T")
+_log = logging.getLogger(__name__)
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _Origin = tuple[str, str, int]
 
@@ -69,6 +71,8 @@ class AsyncioTransport(httpx.AsyncBaseTransport):
         except BaseException:
             connection.close()
             raise
+        if _log.isEnabledFor(logging.DEBUG):  # as httpcore's debug log did (secrets redacted)
+            _log.debug("%s %s: %s", request.method, request.url, _described(head))
         return httpx.Response(
             head.status,
             headers=head.headers,
@@ -207,6 +211,12 @@ def _origin(url: httpx.URL) -> _Origin:
     if scheme not in _DEFAULT_PORTS:
         raise httpx.UnsupportedProtocol(f"the URL scheme {scheme!r} is not http or https")
     return scheme, url.host, url.port or _DEFAULT_PORTS[scheme]
+
+
+def _described(head: http11.ResponseHead) -> str:
+    lines = [f"{head.status} {head.reason.decode('latin-1')}"]
+    lines += [f"{k.decode('latin-1')}: {v.decode('latin-1')}" for k, v in head.headers]
+    return "; ".join(lines)
 
 
 def _text(err: BaseException) -> str:
