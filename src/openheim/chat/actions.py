@@ -13,6 +13,7 @@ from openheim.errors import ConfigError
 from openheim.events import compaction_line
 from openheim.runtime.compaction import pin_prompt, pinned_line
 from openheim.runtime.replay import Replayed, replay_events
+from openheim.runtime.undo import undo_arguments
 
 
 @dataclass
@@ -115,11 +116,7 @@ def split_model(chat: Chat, arg: str) -> tuple[str, str]:
 
 async def _undo(chat: Chat, arg: str) -> Outcome:
     """``undo [N] [--force]``: the last N turns' files restored, the conversation rewound."""
-    words = arg.split()
-    force = "--force" in words
-    counts = [w for w in words if w != "--force"]
-    if len(counts) > 1 or (counts and not counts[0].isdigit()):
-        raise ConfigError(f"undo takes a number of turns, got {arg!r}", hint="e.g. :undo 2")
+    turns, force = undo_arguments(arg)
     session = chat.session
-    report = await session.undo(int(counts[0]) if counts else 1, force=force)
+    report = await session.undo(turns, force=force)
     return Outcome(report.summary(), clear=True, replay=list(replay_events(session.history)))

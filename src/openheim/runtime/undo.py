@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from openheim.errors import UndoRefused
+from openheim.errors import ConfigError, UndoRefused
 from openheim.fsutil import atomic_write
 from openheim.messages import Message, ToolResultBlock
 from openheim.runtime.checkpoints import Checkpoint, CheckpointStore, FileState, current_digest
@@ -44,6 +44,18 @@ class UndoReport:
                 "not restored (changed by shell commands): " + ", ".join(self.shell_changed)
             )
         return "\n".join(lines)
+
+
+def undo_arguments(text: str) -> tuple[int, bool]:
+    """The turns and force of a chat's ``undo [N] [--force]`` (the REPL, the terminal UI and
+    ACP's ``/undo``); a bad argument raises ``ConfigError``."""
+    words = text.split()
+    counts = [w for w in words if w != "--force"]
+    if len(counts) > 1 or (counts and not counts[0].isdigit()):
+        raise ConfigError(
+            f"undo takes a number of turns and --force, got {text!r}", hint="e.g. undo 2 --force"
+        )
+    return (int(counts[0]) if counts else 1), "--force" in words
 
 
 def turn_starts(messages: Sequence[Message]) -> list[int]:
