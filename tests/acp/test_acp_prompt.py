@@ -68,7 +68,7 @@ async def test_new_session_offers_modes_model_and_skills(home: Path, work: Path)
     assert [o.value for o in options["model"].options] == ["fake-model", "other-model"]
     assert (relative.value.code, outside.value.code) == (-32602, -32602)
     assert "inside" in str(outside.value.data)
-    assert [c.name for c in commands.available_commands] == ["compact", "pin", "review"]
+    assert [c.name for c in commands.available_commands] == ["compact", "pin", "undo", "review"]
 
 
 async def _wait_for(client: RecordingClient, kind: str) -> Any:

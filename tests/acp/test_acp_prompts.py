@@ -53,7 +53,7 @@ async def test_templates_are_slash_commands_expanded_as_run_does(home: Path, wor
             with pytest.raises(RequestError) as missing:
                 await agent.conn.prompt(session_id=sid, prompt=[text_block("/review code")])
     offered = {c.name: c.description for c in commands.available_commands}
-    assert list(offered) == ["compact", "pin", "review", "theirs"]  # "plain" is no template
+    assert list(offered) == ["compact", "pin", "undo", "review", "theirs"]  # "plain" is no template
     assert offered["review"] == "Review code"
     assert offered["theirs"] == "from the repo (untrusted project prompt)"
     users = [str(r.messages[-1]["content"]) for r in server.requests]

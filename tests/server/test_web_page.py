@@ -97,3 +97,29 @@ async def test_the_page_end_to_end(
             await page.screenshot(path=artefacts / "06-reopened.png")
     assert (work / "hello.txt").read_text() == "hello\n"
     assert urls and all(url.startswith(server.url) for url in urls)  # no CDN, no other host
+
+
+async def test_the_compact_and_undo_buttons(
+    home: Path, work: Path, browser: Browser, artefacts: Path
+) -> None:
+    write = FakeToolCall("write_file", {"path": "made.txt", "content": "made\n"})
+    replies: list[FakeReply | str] = [FakeReply(tool_calls=[write]), "Made it."]
+    with FakeLLMServer(replies) as llm:
+        async with served(home, work, llm, extra='approval = "auto"') as server:
+            page = await browser.new_page(viewport={"width": 1280, "height": 800})
+            page.set_default_timeout(TIMEOUT_MS)
+            await page.goto(f"{server.url}/login?code={server.context.auth.login_code}")
+            await send(page, "Make a file")
+            await expect(page.locator(".msg.assistant .text").last).to_have_text("Made it.")
+            await page.click("#compact")
+            await expect(page.locator(".notice").last).to_have_text("nothing to compact yet")
+            await page.click("#undo")
+            notice = page.locator(".notice").last
+            await expect(notice).to_have_text(f"undid 1 turn removed {work / 'made.txt'}")
+            await expect(page.locator(".msg.user")).to_have_count(0)
+            await page.screenshot(path=artefacts / "07-undone.png")
+            await page.click("#undo")
+            await expect(page.locator("#conversation .error").last).to_contain_text(
+                "nothing to undo"
+            )
+    assert not (work / "made.txt").exists()

@@ -218,7 +218,7 @@ class OpenheimAgent:
         if live.session.busy:
             raise busy(session_id)
         if (command := builtin_command(message)) is not None:
-            return await self._builtin(session_id, live.session, command)
+            return await self._builtin(session_id, live.session, *command)
         turn = Turn(self.conn, session_id, live.session, live.cwd)
         try:
             stop = await turn.run(message)
@@ -226,10 +226,12 @@ class OpenheimAgent:
             raise request_error(err) from None
         return PromptResponse(stop_reason=stop)
 
-    async def _builtin(self, session_id: str, session: Session, name: str) -> PromptResponse:
+    async def _builtin(
+        self, session_id: str, session: Session, name: str, arg: str
+    ) -> PromptResponse:
         """A built-in slash command: done here, its outcome sent as the agent's message."""
         try:
-            said = await run_builtin(name, session)
+            said = await run_builtin(name, arg, session)
         except OpenheimError as err:
             raise request_error(err) from None
         update = event_update(TextDelta(said))

@@ -3,7 +3,6 @@ handles its own commands first (a picker, a theme) and hands the rest here."""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 
 from openheim.chat import info
@@ -14,7 +13,7 @@ from openheim.errors import ConfigError
 from openheim.events import compaction_line
 from openheim.runtime.compaction import pin_prompt, pinned_line
 from openheim.runtime.replay import Replayed, replay_events
-from openheim.runtime.undo import undo_stored
+from openheim.runtime.undo import undo_arguments
 
 
 @dataclass
@@ -117,20 +116,7 @@ def split_model(chat: Chat, arg: str) -> tuple[str, str]:
 
 async def _undo(chat: Chat, arg: str) -> Outcome:
     """``undo [N] [--force]``: the last N turns' files restored, the conversation rewound."""
-    words = arg.split()
-    force = "--force" in words
-    counts = [w for w in words if w != "--force"]
-    if len(counts) > 1 or (counts and not counts[0].isdigit()):
-        raise ConfigError(f"undo takes a number of turns, got {arg!r}", hint="e.g. :undo 2")
+    turns, force = undo_arguments(arg)
     session = chat.session
-    if session.id is None:
-        raise ConfigError(
-            "this session is not stored, so it has no checkpoints",
-            hint="undo needs save_sessions = true",
-        )
-    turns = int(counts[0]) if counts else 1
-    _, report = await asyncio.to_thread(
-        undo_stored, chat.settings.data_dir, session.id, "", turns=turns, force=force
-    )
-    del session.history[report.kept_messages :]  # the store is rewound already
+    report = await session.undo(turns, force=force)
     return Outcome(report.summary(), clear=True, replay=list(replay_events(session.history)))

@@ -2,7 +2,8 @@
 
 ``openheim run``, ``openheim acp`` and the library all prompt a ``Session``: ``prompt()`` gives a
 ``PromptRun`` to iterate for events or await for a ``PromptResult``; ``cancel()``,
-``set_model()``, ``set_read_only()`` and ``close()`` act on it between or during prompts.
+``set_model()``, ``set_read_only()`` and ``close()`` act on it between or during prompts;
+``compact()`` and ``undo()`` between prompts.
 
 A session runs one prompt at a time: a second prompt in this process is refused, and a stored
 session's prompt holds its lease in the store, so a second process gets ``SessionBusy``. The
@@ -29,7 +30,7 @@ import warnings
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from openheim.errors import SessionBusy
+from openheim.errors import SessionBusy, UndoRefused
 from openheim.events import ContextCompacted, Event, IterationStart, Notice, SessionStarted
 from openheim.messages import Message
 from openheim.runtime.prompt_run import PromptRun
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from openheim.providers.base import ProviderSettings
     from openheim.runtime.compaction import Compactor
     from openheim.runtime.turn_watch import TurnWatch
+    from openheim.runtime.undo import UndoReport
     from openheim.store.base import Lease, SessionRecord, SessionStore
 
 log = logging.getLogger(__name__)
@@ -189,6 +191,28 @@ class Session:
 
         with await self._lease():
             return await self.compactor.compact(request_for(self.agent, self.history), forced=True)
+
+    async def undo(self, turns: int = 1, *, force: bool = False) -> UndoReport:
+        """Undo the last ``turns`` turns: their files restored from the checkpoints, the stored
+        and the live conversation rewound to before them (``runtime.undo``); the report says
+        what was restored. Raises ``UndoRefused`` (nothing changed) when a file was changed
+        outside openheim since (unless ``force``), there are fewer turns, or the session is not
+        stored; ``SessionBusy`` while a prompt runs."""
+        if self._running is not None:
+            raise SessionBusy(self.id or "unsaved", pid=os.getpid(), host=socket.gethostname())
+        recorder = self.watch.recorder if self.watch is not None else None
+        if self.store is None or self.record is None or recorder is None:
+            raise UndoRefused(
+                "this session is not stored, so it has no checkpoints",
+                hint="undo needs save_sessions = true",
+            )
+        from openheim.runtime.undo import undo
+
+        report = await asyncio.to_thread(
+            undo, self.store, recorder.store, self.record.id, turns=turns, force=force
+        )
+        del self.history[report.kept_messages :]  # the store is rewound already
+        return report
 
     def claim(self, run: PromptRun) -> None:
         """Mark ``run`` as the running prompt; a second concurrent prompt is refused."""

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from openheim.errors import UndoRefused
+from openheim.errors import ConfigError, UndoRefused
 from openheim.fsutil import atomic_write_at
 from openheim.messages import Message, ToolResultBlock
 from openheim.runtime.checkpoints import (
@@ -51,6 +51,18 @@ class UndoReport:
                 "not restored (changed by shell commands): " + ", ".join(self.shell_changed)
             )
         return "\n".join(lines)
+
+
+def undo_arguments(text: str) -> tuple[int, bool]:
+    """The turns and force of a chat's ``undo [N] [--force]`` (the REPL, the terminal UI and
+    ACP's ``/undo``); a bad argument raises ``ConfigError``."""
+    words = text.split()
+    counts = [w for w in words if w != "--force"]
+    if len(counts) > 1 or (counts and not counts[0].isdigit()):
+        raise ConfigError(
+            f"undo takes a number of turns and --force, got {text!r}", hint="e.g. undo 2 --force"
+        )
+    return (int(counts[0]) if counts else 1), "--force" in words
 
 
 def turn_starts(messages: Sequence[Message]) -> list[int]:

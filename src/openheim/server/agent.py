@@ -8,7 +8,8 @@ Requests (``data`` of a frame on channel ``agent``; ``id`` is echoed in the repl
 - ``prompt``: ``text`` (``@path`` words attach files of the work dir) and ``images``
   (``{"mime_type", "data"}``, base64); the events follow as ``event`` frames;
 - ``cancel``, ``approve`` (``approval_id``, ``choice``: once, always or reject), ``set_model``,
-  ``detach`` and ``close``.
+  ``detach`` and ``close``;
+- ``compact``, ``undo`` and ``pin`` between prompts (``server.session_ops``).
 
 Each session's frames carry its ``session_id`` and a ``seq``; replies are ``opened``, ``ok``
 or ``error`` (with ``message`` and ``hint``).
@@ -26,6 +27,7 @@ from openheim.runtime import SessionOptions
 from openheim.server.context import ServerContext
 from openheim.server.frames import BadRequest, opt_str, req_str, str_list
 from openheim.server.hub import CHOICES, Live, Subscriber
+from openheim.server.session_ops import ACTIONS, session_action
 
 MAX_IMAGES = 16
 MENTION = re.compile(r"(?:(?<=\s)|^)@(\S+)")
@@ -50,6 +52,7 @@ class AgentChannel:
             "detach": self._detach,
             "close": self._close,
         }
+        self._ops.update(dict.fromkeys(ACTIONS, self._session_action))
 
     async def handle(self, data: dict[str, Any]) -> dict[str, Any]:
         """The reply to one request (BadRequest or an openheim error for a refused one)."""
@@ -163,6 +166,9 @@ class AgentChannel:
         assert live.session is not None
         live.session.set_model(req_str(data, "model"))
         return {"type": "ok", "model": live.session.model}
+
+    async def _session_action(self, data: dict[str, Any]) -> dict[str, Any]:
+        return await session_action(self._live(data), data)
 
     async def _detach(self, data: dict[str, Any]) -> dict[str, Any]:
         live = self._live(data)

@@ -1,5 +1,5 @@
-// The page: sessions sidebar, conversation, model picker, cancel, usage footer and the file
-// tree with its read-only viewer, all over REST and the /ws channels (the login cookie
+// The page: sessions sidebar, conversation, model picker, cancel, compact and undo, usage
+// footer and the file tree with its read-only viewer, all over REST and the /ws channels (the login cookie
 // authenticates both).
 
 import { Conversation } from "./conversation.js";
@@ -28,6 +28,8 @@ function setBusy(busy) {
   state.busy = busy;
   $("cancel").disabled = !busy;
   $("send").disabled = busy;
+  $("compact").disabled = busy;
+  $("undo").disabled = busy;
   $("status").textContent = busy ? "working…" : "";
 }
 
@@ -174,6 +176,18 @@ async function loadModels() {
   if (config.model) select.value = config.model;
 }
 
+// Compact or undo the open session; an undo shows the rewound conversation again.
+async function sessionAction(type) {
+  if (!state.session) return;
+  try {
+    const done = await socket.request("agent", { type, session_id: state.session });
+    if (type === "undo") await openSession(state.session);
+    conversation.notice(done.text);
+  } catch (err) {
+    conversation.notice(err.message, "error");
+  }
+}
+
 async function changeModel() {
   if (!state.session) return;
   await socket.request("agent", { type: "set_model", session_id: state.session, model: $("model").value });
@@ -227,6 +241,8 @@ async function start() {
   });
   $("cancel").addEventListener("click", () => socket.request("agent", { type: "cancel", session_id: state.session }));
   $("new-session").addEventListener("click", newSession);
+  $("compact").addEventListener("click", () => sessionAction("compact"));
+  $("undo").addEventListener("click", () => sessionAction("undo"));
   $("search").addEventListener("input", () => loadSessions());
   $("model").addEventListener("change", changeModel);
   $("viewer-close").addEventListener("click", () => { $("viewer").hidden = true; });
