@@ -117,3 +117,25 @@ def test_dataclasses_compile_through_the_cache_and_behave_as_ever(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
     )
     assert out.stdout.strip() == "frozen"
+
+
+def test_only_openheims_own_classes_go_through_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = CodeCache(str(tmp_path / "cache.bin"))
+    monkeypatch.setattr(codecache, "CACHE", cache)
+    made: dict[str, object] = {}
+    codecache.cached_exec(SOURCES[0], {"__name__": "openheim.events"}, made)
+    codecache.cached_exec(SOURCES[1], {"__name__": "someone.else"}, made)
+    codecache.cached_exec(SOURCES[2], {}, made)
+    assert cache._codes is not None and list(cache._codes) == [SOURCES[0]]
+    assert callable(made["__create_fn__"])
+
+
+def test_a_damaged_entry_is_compiled_again(tmp_path: Path) -> None:
+    path = tmp_path / "cache.bin"
+    cache = saved(path, SOURCES[:1])
+    assert cache._codes is not None
+    cache._codes[SOURCES[0]] = b"not marshal data"
+    assert cache.compiled(SOURCES[0]) == compile(SOURCES[0], "<string>", "exec")
+    assert cache._added == 1

@@ -9,11 +9,13 @@ the ``exec`` calls of the ``dataclasses`` module through this cache once that mo
 (a ``sys.meta_path`` finder that answers once, so importing openheim does not import dataclasses).
 The source text is the whole key, so a cached code object is exactly what compiling it gives.
 
-The cache is one file in openheim's own ``__pycache__`` folder, beside the bytecode of its
-modules, with the same trust: it is read lazily, on the first dataclass made; written (atomically,
-at exit, only when something new was compiled) where Python writes bytecode; bounded to
-``MAX_ENTRIES`` (the oldest dropped first); and a file of another interpreter or one that fails its
-checksum is ignored and replaced.
+Only openheim's own dataclasses go through it (a library's or a caller's are compiled as
+ever), so it holds what openheim's modules define. It is one file in openheim's ``__pycache__``
+folder, beside the bytecode of its modules, with the same trust: read on the first dataclass
+made, each entry unmarshalled only when its class is made; written (atomically, at exit, only
+when something new was compiled) where Python writes bytecode; bounded to ``MAX_ENTRIES`` (the
+oldest dropped first); and a file of another interpreter or one that fails its checksum is
+ignored and replaced.
 """
 
 from __future__ import annotations
@@ -30,32 +32,34 @@ TYPE_CHECKING = False  # not typing's: importing typing costs `openheim --versio
 if TYPE_CHECKING:
     from typing import Any
 
-MAX_ENTRIES = 4096
+MAX_ENTRIES = 2048
 _HEADER = b"OHDC" + sys.hexversion.to_bytes(4, "big")
 _FOLDER = os.path.join(os.path.dirname(__file__), "__pycache__")
 
 
 class CodeCache:
-    """Source text to compiled code, loaded from and saved to ``path``."""
+    """Source text to its compiled code (marshalled), loaded from and saved to ``path``."""
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._codes: dict[str, types.CodeType] | None = None
+        self._codes: dict[str, bytes] | None = None
         self._added = 0
 
     def compiled(self, source: str) -> types.CodeType:
         """The code of ``source`` (compiled as ``exec`` does it), from the cache if it is there."""
         if self._codes is None:
             self._codes = self._load()
-        code = self._codes.get(source)
-        if code is None:
-            code = self._codes[source] = compile(source, "<string>", "exec")
-            self._added += 1
-            if self._added == 1:
-                atexit.register(self.save)
+        code = _code(self._codes.get(source))
+        if code is not None:
+            return code
+        code = compile(source, "<string>", "exec")
+        self._codes[source] = marshal.dumps(code)
+        self._added += 1
+        if self._added == 1:
+            atexit.register(self.save)
         return code
 
-    def _load(self) -> dict[str, types.CodeType]:
+    def _load(self) -> dict[str, bytes]:
         try:
             with open(self.path, "rb") as file:
                 data = file.read()
@@ -71,9 +75,7 @@ class CodeCache:
             return {}
         if not isinstance(loaded, dict):
             return {}
-        return {
-            k: v for k, v in loaded.items() if isinstance(k, str) and isinstance(v, types.CodeType)
-        }
+        return {k: v for k, v in loaded.items() if isinstance(k, str) and isinstance(v, bytes)}
 
     def save(self) -> None:
         """Write the cache if anything was added, unless bytecode is not to be written."""
@@ -94,13 +96,26 @@ class CodeCache:
         self._added = 0
 
 
+def _code(data: bytes | None) -> types.CodeType | None:
+    """The code object marshalled in ``data``; None for none, or for anything else."""
+    if data is None:
+        return None
+    try:
+        code = marshal.loads(data)
+    except (EOFError, ValueError, TypeError):
+        return None
+    return code if isinstance(code, types.CodeType) else None
+
+
 CACHE = CodeCache(os.path.join(_FOLDER, f"dataclass-methods.{sys.implementation.cache_tag}.bin"))
 
 
 def cached_exec(source: Any, globals: dict[str, Any], locals: Any = None, /) -> None:
-    """``exec`` as ``dataclasses`` calls it, with source text compiled through ``CACHE``."""
-    code = CACHE.compiled(source) if isinstance(source, str) else source
-    exec(code, globals, locals)
+    """``exec`` as ``dataclasses`` calls it (``globals`` are those of the class's module), with
+    the source text of openheim's own classes compiled through ``CACHE``."""
+    if isinstance(source, str) and str(globals.get("__name__", "")).startswith("openheim."):
+        source = CACHE.compiled(source)
+    exec(source, globals, locals)
 
 
 def install() -> None:
