@@ -17,19 +17,24 @@ from openheim.gateway.http import Sleep, request_with_retry
 from openheim.gateway.inbound import Deliver, Inbound
 
 API_BASE = "https://discord.com/api/v10"
+USER_MESSAGE_TYPES = (0, 19)
+"""The message types a person types: default and reply (system messages are left out)."""
 
 
 def normalise_message(data: dict[str, Any], bot_id: str | None) -> Inbound | None:
-    """The message a ``MESSAGE_CREATE`` carries, or None (bots, the bot itself, server
-    messages that do not mention it, empty text)."""
+    """The message a ``MESSAGE_CREATE`` carries, or None (bots, webhooks, system messages, the
+    bot itself, server messages that do not mention it, empty text). Allow-listed: a user's
+    own message, of a type a person types, with string ids."""
     author = data.get("author")
     content, message_id, channel = data.get("content"), data.get("id"), data.get("channel_id")
     if not isinstance(author, dict) or author.get("bot") or not isinstance(content, str):
         return None
+    if data.get("type") not in USER_MESSAGE_TYPES or data.get("webhook_id") is not None:
+        return None
+    sender = author.get("id")
     if not isinstance(message_id, str) or not isinstance(channel, str):
         return None
-    sender = str(author.get("id"))
-    if sender == bot_id:
+    if not isinstance(sender, str) or sender == bot_id:
         return None
     if data.get("guild_id") is not None:
         mentioned = any(

@@ -32,6 +32,11 @@ from openheim.secrets import redact
 log = logging.getLogger(__name__)
 
 
+def _is_auth(text: str) -> bool:
+    command = parse_command(text)
+    return command is not None and command.name == "auth"
+
+
 @dataclass
 class _Conversation:
     """A conversation's messages waiting behind its running turn."""
@@ -86,7 +91,8 @@ class Gateway:
             )
             return
         log.info("%s: message %s from %s", message.platform, message.message_id, message.sender)
-        log.debug("%s: message %s text: %s", message.platform, message.message_id, message.text)
+        if not _is_auth(message.text):  # a passphrase, or a guess at it, is never logged
+            log.debug("%s: message %s text: %s", message.platform, message.message_id, message.text)
         self._route(message)
 
     def resume(self, platform: str) -> int:

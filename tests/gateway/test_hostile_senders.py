@@ -1,0 +1,99 @@
+"""Senders who should not reach the agent: a WhatsApp delivery replayed after its id is
+forgotten, a Discord webhook or system message, and a passphrase guess kept out of the log."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from openheim.gateway.auth import Authoriser
+from openheim.gateway.discord import normalise_message
+from openheim.gateway.inbound import Deliver, Inbound
+from openheim.gateway.pipeline import Gateway
+from openheim.gateway.ratelimit import RateLimiter
+from openheim.gateway.state import KEEP_HANDLED_SECS, GatewayState
+from openheim.gateway.whatsapp import normalise_webhook
+from openheim.runtime import Runtime
+from tests.gateway.fake_whatsapp import PHONE_ID, delivery
+
+NOW = 1_800_000_000.0
+
+
+def _stamped(timestamp: object) -> Any:
+    payload = json.loads(delivery("15551234567", "hi", "wamid.1"))
+    payload["entry"][0]["changes"][0]["value"]["messages"][0]["timestamp"] = timestamp
+    return payload
+
+
+def _aged(seconds: float) -> Any:
+    return _stamped(str(int(NOW - seconds)))
+
+
+def test_a_whatsapp_delivery_replayed_after_its_id_is_forgotten_is_dropped() -> None:
+    assert len(normalise_webhook(_aged(60), PHONE_ID, now=NOW)) == 1
+    assert normalise_webhook(_aged(KEEP_HANDLED_SECS + 60), PHONE_ID, now=NOW) == []
+    assert normalise_webhook(_aged(-3600), PHONE_ID, now=NOW) == []  # from the future
+    for odd in ("", "12e3", "-1", 17, None, "1" * 400):
+        assert normalise_webhook(_stamped(odd), PHONE_ID, now=NOW) == [], odd
+
+
+def _discord(**extra: Any) -> dict[str, Any]:
+    message = {"id": "9", "type": 0, "channel_id": "5", "content": "hi", "author": {"id": "42"}}
+    return {**message, **extra}
+
+
+def test_only_a_discord_users_own_message_reaches_the_agent() -> None:
+    assert normalise_message(_discord(), "1") is not None
+    assert normalise_message(_discord(type=19), "1") is not None  # a reply
+    assert normalise_message(_discord(webhook_id="42"), "1") is None  # posted by a webhook
+    assert normalise_message(_discord(type=7), "1") is None  # a system message
+    assert normalise_message(_discord(type=None), "1") is None
+    assert normalise_message(_discord(author={"username": "no id"}), "1") is None
+    assert normalise_message(_discord(author={"id": 42}), "1") is None  # ids are strings
+
+
+class _Sink:
+    name = "telegram"
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    async def receive(self, deliver: Deliver) -> None:
+        """Nothing to receive."""
+
+    def webhook_routes(self, deliver: Deliver) -> list[Any]:
+        return []
+
+    async def send(self, to: Inbound, text: str) -> None:
+        self.sent.append(text)
+
+    async def aclose(self) -> None:
+        """Nothing to close."""
+
+
+async def test_a_passphrase_guess_is_never_logged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    state = GatewayState(tmp_path / "gateway.db")
+    sink = _Sink()
+    gateway = Gateway(
+        cast(Runtime, None),
+        state,
+        Authoriser({}, "open sesame", state),
+        RateLimiter(state, limit=5, window=60),
+        {"telegram": sink},
+    )
+    caplog.set_level(logging.DEBUG)
+    for number, phrase in enumerate(("my-bank-password", "open sesame")):
+        await gateway.deliver(Inbound("telegram", str(number), "7", "7", f"/auth {phrase}"))
+    async with asyncio.timeout(5):
+        while len(sink.sent) < 2:
+            await asyncio.sleep(0.01)
+    await gateway.aclose()
+    assert sink.sent[1].startswith("You are authorised")
+    assert "my-bank-password" not in caplog.text and "sesame" not in caplog.text
