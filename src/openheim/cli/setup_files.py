@@ -56,17 +56,31 @@ def opencode_entry(command: Sequence[str], env: dict[str, str]) -> dict[str, Any
     return {**entry, "environment": env} if env else entry
 
 
+_BOM = "\ufeff"
+
+
 def _json_edit(outer: str, *, jsonc: bool) -> Callable[[str, dict[str, Any] | None], str]:
     def edit(text: str, entry: dict[str, Any] | None) -> str:
-        text = text if text.strip() else "{}\n"
-        path = (outer, ENTRY)
-        if entry is None:
-            return jsonedit.drop_member(text, path, jsonc=jsonc)
-        if jsonedit.get_member(text, path, jsonc=jsonc) == entry:
+        bom = _BOM if text.startswith(_BOM) else ""
+        body = text[len(bom) :]
+        crlf = "\r\n" in body and "\n" not in body.replace("\r\n", "")
+        body = body.replace("\r\n", "\n") if crlf else body
+        new = _edit_json(body if body.strip() else "{}\n", outer, entry, jsonc)
+        if new == body:
             return text
-        return jsonedit.set_member(text, path, entry, jsonc=jsonc)
+        return bom + (new.replace("\n", "\r\n") if crlf else new)
 
     return edit
+
+
+def _edit_json(text: str, outer: str, entry: dict[str, Any] | None, jsonc: bool) -> str:
+    """``text`` with our entry under ``outer`` set to ``entry``, or removed (None)."""
+    path = (outer, ENTRY)
+    if entry is None:
+        return jsonedit.drop_member(text, path, jsonc=jsonc)
+    if jsonedit.get_member(text, path, jsonc=jsonc) == entry:
+        return text
+    return jsonedit.set_member(text, path, entry, jsonc=jsonc)
 
 
 def _toml_edit(text: str, entry: dict[str, Any] | None) -> str:
