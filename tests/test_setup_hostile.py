@@ -55,3 +55,14 @@ def test_a_bom_and_crlf_line_endings_are_kept(
     assert data.startswith(b'\xef\xbb\xbf{\r\n  "numStartups": 7,\r\n')
     assert b"\n" not in data.replace(b"\r\n", b"")  # no bare LF
     assert json.loads(data.decode("utf-8-sig"))["mcpServers"]["openheim"]["type"] == "stdio"
+
+
+def test_a_read_only_file_is_refused_and_left_alone(
+    user_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(user_home, CLAUDE, "{}\n")
+    path.chmod(0o400)
+    code, out = setup("--only", "claude", capsys=capsys)
+    assert code == 1
+    assert f"refused: {path} is read-only" in out and "chmod u+w" in out
+    assert everything(user_home) == {CLAUDE: b"{}\n"}

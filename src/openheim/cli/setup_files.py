@@ -5,8 +5,8 @@ Claude Code: ``~/.claude.json`` (JSON, ``mcpServers.openheim``). Codex: ``~/.cod
 (``[mcp_servers.openheim]``, edited with ``tomlkit`` so comments stay). OpenCode:
 ``~/.config/opencode/opencode.json`` or ``.jsonc`` (JSONC, ``mcp.openheim``, type ``local``).
 
-A file is read only when it is a regular file of this user (no symlink, no one else's file) and
-parses; anything else is refused with the reason, and the file is left as it was.
+A file is read only when it is a regular, writable file of this user (no symlink, no one else's
+file) and parses; anything else is refused with the reason, and the file is left as it was.
 """
 
 from __future__ import annotations
@@ -137,7 +137,8 @@ CLIENTS: dict[str, Client] = {
 
 def read_owned(path: Path) -> str | None:
     """The file's text, or None when there is no file. Refused: a symlink, anything but a
-    regular file, a file of another user, text that is not UTF-8."""
+    regular file, a file of another user, a read-only file (its owner chose so), text that is
+    not UTF-8."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -156,6 +157,10 @@ def read_owned(path: Path) -> str | None:
             raise Refused(
                 f"{path} belongs to another user (uid {info.st_uid})",
                 hint="run setup as the file's owner",
+            )
+        if not info.st_mode & stat.S_IWUSR:
+            raise Refused(
+                f"{path} is read-only", hint="make it writable (chmod u+w), or skip it with --only"
             )
         data = handle.read()
     try:
