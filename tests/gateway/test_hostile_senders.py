@@ -55,6 +55,16 @@ def test_only_a_discord_users_own_message_reaches_the_agent() -> None:
     assert normalise_message(_discord(type=None), "1") is None
     assert normalise_message(_discord(author={"username": "no id"}), "1") is None
     assert normalise_message(_discord(author={"id": 42}), "1") is None  # ids are strings
+    for odd in ("1:2", "../../guilds/1", "", "1 2", "x" * 40):  # ids are snowflakes: digits
+        assert normalise_message(_discord(author={"id": odd}), "1") is None, odd
+        assert normalise_message(_discord(channel_id=odd), "1") is None, odd
+        assert normalise_message(_discord(id=odd), "1") is None, odd
+
+
+def test_a_whatsapp_sender_is_a_number() -> None:
+    for odd in ("1:2", "+15551234567", "../x", "", "1" * 40):
+        payload = json.loads(delivery(odd, "hi", "wamid.1"))
+        assert normalise_webhook(payload, PHONE_ID) == [], odd
 
 
 class _Sink:

@@ -16,7 +16,7 @@ import httpx
 
 from openheim.errors import PlatformError
 from openheim.gateway.http import Sleep, request_with_retry
-from openheim.gateway.inbound import Deliver, Inbound
+from openheim.gateway.inbound import Deliver, Inbound, numeric_id
 from openheim.gateway.state import KEEP_HANDLED_SECS
 
 API_BASE = "https://graph.facebook.com/v21.0"
@@ -75,7 +75,7 @@ def _messages(value: Any, phone_number_id: str, now: float) -> list[Inbound]:
             continue
         text, sender, message_id = message.get("text"), message.get("from"), message.get("id")
         body = text.get("body") if isinstance(text, dict) else None
-        if isinstance(body, str) and isinstance(sender, str) and isinstance(message_id, str):
+        if isinstance(body, str) and numeric_id(sender) and isinstance(message_id, str):
             found.append(Inbound("whatsapp", message_id, sender, sender, body, message_id))
     return found
 
