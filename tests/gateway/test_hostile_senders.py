@@ -14,7 +14,7 @@ import pytest
 from openheim.gateway.auth import Authoriser
 from openheim.gateway.discord import normalise_message
 from openheim.gateway.inbound import Deliver, Inbound
-from openheim.gateway.pipeline import Gateway
+from openheim.gateway.pipeline import GUESSES_IN_ALL, GUESSES_PER_SENDER, Gateway
 from openheim.gateway.ratelimit import RateLimiter
 from openheim.gateway.state import KEEP_HANDLED_SECS, GatewayState
 from openheim.gateway.whatsapp import normalise_webhook
@@ -107,3 +107,38 @@ async def test_a_passphrase_guess_is_never_logged(
     await gateway.aclose()
     assert sink.sent[1].startswith("You are authorised")
     assert "my-bank-password" not in caplog.text and "sesame" not in caplog.text
+
+
+def _gateway(tmp_path: Path, sink: _Sink) -> Gateway:
+    state = GatewayState(tmp_path / "gateway.db")
+    auth = Authoriser({}, "open sesame", state)
+    limiter = RateLimiter(state, limit=1000, window=60)  # a generous message limit
+    return Gateway(cast(Runtime, None), state, auth, limiter, {"telegram": sink})
+
+
+async def _replies(sink: _Sink, count: int) -> list[str]:
+    async with asyncio.timeout(5):
+        while len(sink.sent) < count:
+            await asyncio.sleep(0.01)
+    return sink.sent
+
+
+async def test_passphrase_guesses_are_limited_per_sender_and_in_all(tmp_path: Path) -> None:
+    sink = _Sink()
+    gateway = _gateway(tmp_path, sink)
+    texts = [f"/auth guess{n}" for n in range(GUESSES_PER_SENDER)] + ["/auth open sesame"]
+    for number, text in enumerate(texts):
+        await gateway.deliver(Inbound("telegram", f"a{number}", "7", "7", text))
+    sent = await _replies(sink, len(texts))
+    assert sent[-1].startswith("Too many passphrase attempts")  # even the right one, now
+    senders = GUESSES_IN_ALL // (GUESSES_PER_SENDER - 1) + 1
+    for sender in range(100, 100 + senders):  # many accounts, each under its own limit
+        for number in range(GUESSES_PER_SENDER - 1):
+            await gateway.deliver(
+                Inbound("telegram", f"b{sender}-{number}", str(sender), "1", "/auth x")
+            )
+    await _replies(sink, len(texts) + senders * (GUESSES_PER_SENDER - 1))
+    await gateway.deliver(Inbound("telegram", "last", "999", "999", "/auth open sesame"))
+    sent = await _replies(sink, len(texts) + senders * (GUESSES_PER_SENDER - 1) + 1)
+    await gateway.aclose()
+    assert sent[-1].startswith("Too many passphrase attempts")
