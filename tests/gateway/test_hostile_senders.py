@@ -17,6 +17,7 @@ from openheim.gateway.inbound import Deliver, Inbound
 from openheim.gateway.pipeline import GUESSES_IN_ALL, GUESSES_PER_SENDER, Gateway
 from openheim.gateway.ratelimit import RateLimiter
 from openheim.gateway.state import KEEP_HANDLED_SECS, GatewayState
+from openheim.gateway.telegram import normalise_update
 from openheim.gateway.whatsapp import normalise_webhook
 from openheim.runtime import Runtime
 from tests.gateway.fake_whatsapp import PHONE_ID, delivery
@@ -142,3 +143,16 @@ async def test_passphrase_guesses_are_limited_per_sender_and_in_all(tmp_path: Pa
     sent = await _replies(sink, len(texts) + senders * (GUESSES_PER_SENDER - 1) + 1)
     await gateway.aclose()
     assert sent[-1].startswith("Too many passphrase attempts")
+
+
+def _update(**extra: Any) -> dict[str, Any]:
+    message = {"message_id": 5, "text": "hi", "from": {"id": 7, "is_bot": False}}
+    return {"update_id": 1, "message": {**message, "chat": {"id": 7}, **extra}}
+
+
+def test_only_a_telegram_users_own_message_reaches_the_agent() -> None:
+    assert normalise_update(_update()) is not None
+    on_behalf = {"id": -100123, "type": "channel"}
+    assert normalise_update(_update(sender_chat=on_behalf)) is None  # sent as a chat
+    assert normalise_update(_update(**{"from": {"id": True, "is_bot": False}})) is None
+    assert normalise_update({"update_id": 2, "edited_message": _update()["message"]}) is None
