@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any, cast
 
@@ -156,3 +157,15 @@ def test_only_a_telegram_users_own_message_reaches_the_agent() -> None:
     assert normalise_update(_update(sender_chat=on_behalf)) is None  # sent as a chat
     assert normalise_update(_update(**{"from": {"id": True, "is_bot": False}})) is None
     assert normalise_update({"update_id": 2, "edited_message": _update()["message"]}) is None
+
+
+def test_the_gateway_database_is_private(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        state = GatewayState(tmp_path / "data" / "gateway.db")
+        state.receive(Inbound("telegram", "1", "7", "7", "/auth open sesame"))  # until handled
+        state.close()
+    finally:
+        os.umask(old)
+    for path in (tmp_path / "data").glob("gateway.db*"):  # with its WAL and shared memory
+        assert path.stat().st_mode & 0o077 == 0, path
