@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from openheim.jsonedit import JsonSyntax, parse
-from tests.test_setup_cli import CLAUDE, everything, setup, user_home, write
+from tests.test_setup_cli import CLAUDE, CODEX, everything, setup, user_home, write
 
 __all__ = ["user_home"]  # the fixture
 
@@ -66,3 +66,16 @@ def test_a_read_only_file_is_refused_and_left_alone(
     assert code == 1
     assert f"refused: {path} is read-only" in out and "chmod u+w" in out
     assert everything(user_home) == {CLAUDE: b"{}\n"}
+
+
+def test_a_crlf_toml_file_stays_crlf(user_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(user_home, CODEX, "")
+    path.write_bytes(b'model = "o3"\r\n\r\n[mcp_servers.other]\r\ncommand = "x"\r\n')
+    code, out = setup("--only", "codex", capsys=capsys)
+    assert code == 0, out
+    data = path.read_bytes()
+    assert data.startswith(b'model = "o3"\r\n\r\n[mcp_servers.other]\r\ncommand = "x"\r\n')
+    assert b"[mcp_servers.openheim]\r\n" in data and b"\n" not in data.replace(b"\r\n", b"")
+    code, out = setup("--only", "codex", "--remove", capsys=capsys)
+    assert code == 0, out
+    assert path.read_bytes() == b'model = "o3"\r\n\r\n[mcp_servers.other]\r\ncommand = "x"\r\n'

@@ -31,6 +31,10 @@ class Refused(ConfigError):
     usage_error = False
 
 
+Edit = Callable[[str, dict[str, Any] | None], str]
+"""The new text from the old one: our entry set to a value, or removed (None)."""
+
+
 @dataclass(frozen=True)
 class Client:
     """One client: its file under the home folder and how our entry reads and is edited there."""
@@ -38,8 +42,7 @@ class Client:
     name: str
     where: Callable[[Path], Path]
     entry: Callable[[Sequence[str], dict[str, str]], dict[str, Any]]
-    edit: Callable[[str, dict[str, Any] | None], str]
-    """The new text from the old one: our entry set to a value, or removed (None)."""
+    edit: Edit
 
 
 def claude_entry(command: Sequence[str], env: dict[str, str]) -> dict[str, Any]:
@@ -59,18 +62,28 @@ def opencode_entry(command: Sequence[str], env: dict[str, str]) -> dict[str, Any
 _BOM = "\ufeff"
 
 
-def _json_edit(outer: str, *, jsonc: bool) -> Callable[[str, dict[str, Any] | None], str]:
-    def edit(text: str, entry: dict[str, Any] | None) -> str:
+def _keeping_format(edit: Edit) -> Edit:
+    """``edit`` on the text without its byte order mark and with LF line endings; the result
+    gets both back as the file had them (a file all in CRLF stays all in CRLF)."""
+
+    def kept(text: str, entry: dict[str, Any] | None) -> str:
         bom = _BOM if text.startswith(_BOM) else ""
         body = text[len(bom) :]
         crlf = "\r\n" in body and "\n" not in body.replace("\r\n", "")
         body = body.replace("\r\n", "\n") if crlf else body
-        new = _edit_json(body if body.strip() else "{}\n", outer, entry, jsonc)
+        new = edit(body, entry)
         if new == body:
             return text
         return bom + (new.replace("\n", "\r\n") if crlf else new)
 
-    return edit
+    return kept
+
+
+def _json_edit(outer: str, *, jsonc: bool) -> Edit:
+    def edit(text: str, entry: dict[str, Any] | None) -> str:
+        return _edit_json(text if text.strip() else "{}\n", outer, entry, jsonc)
+
+    return _keeping_format(edit)
 
 
 def _edit_json(text: str, outer: str, entry: dict[str, Any] | None, jsonc: bool) -> str:
@@ -130,7 +143,12 @@ CLIENTS: dict[str, Client] = {
         claude_entry,
         _json_edit("mcpServers", jsonc=False),
     ),
-    "codex": Client("codex", lambda home: home / ".codex" / "config.toml", codex_entry, _toml_edit),
+    "codex": Client(
+        "codex",
+        lambda home: home / ".codex" / "config.toml",
+        codex_entry,
+        _keeping_format(_toml_edit),
+    ),
     "opencode": Client("opencode", _opencode_file, opencode_entry, _json_edit("mcp", jsonc=True)),
 }
 
