@@ -3,6 +3,7 @@ without a crash: the message body keeps it exactly, the search index gets a repl
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -28,6 +29,16 @@ def test_a_lone_surrogate_in_the_answer_is_stored_and_the_run_succeeds(
     conn.close()
     assert any("\\ud800" in body for body in bodies)  # kept exactly, as a JSON escape
     assert "half \ufffd a pair" in indexed  # the search index gets a replacement char
+    session_id = openheim("sessions", "list", home=home, cwd=work).stdout.split()[0]
+    for fmt in ("json", "md"):
+        out = work / f"export.{fmt}"
+        result = openheim(
+            "sessions", "export", session_id, "--format", fmt, "-o", str(out), home=home, cwd=work
+        )
+        assert result.returncode == 0, result.stderr
+        assert "half" in out.read_text(encoding="utf-8")
+    exported = json.loads((work / "export.json").read_text(encoding="utf-8"))
+    assert LONE in json.dumps(exported, ensure_ascii=False)  # the JSON export is lossless
 
 
 def test_the_stored_message_reads_back_unchanged(store: SQLiteStore) -> None:
