@@ -17,6 +17,8 @@ from typing import Any
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _STRING = re.compile(r'"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"')
 _LITERALS = ("true", "false", "null")
+MAX_DEPTH = 256
+"""The deepest nesting of objects and arrays read (deeper is refused, never a RecursionError)."""
 
 
 class JsonSyntax(ValueError):
@@ -49,9 +51,12 @@ class Node:
     items: list[Node] = field(default_factory=list)
 
     def member(self, key: str) -> Member | None:
-        """The last member named ``key`` (the one a JSON reader keeps)."""
+        """The member named ``key``. One named so twice is refused (``ValueError``): readers
+        differ on which they keep, and an edit of one would leave the other in effect."""
         found = [m for m in self.members or [] if m.key == key]
-        return found[-1] if found else None
+        if len(found) > 1:
+            raise ValueError(f'the member "{key}" appears {len(found)} times: keep one')
+        return found[0] if found else None
 
 
 def parse(text: str, *, jsonc: bool = False) -> Node:
@@ -78,6 +83,7 @@ class _Scanner:
         self.text = text
         self.jsonc = jsonc
         self.pos = 0
+        self.depth = 0
 
     def error(self, message: str) -> JsonSyntax:
         """``message`` at the scanner's place."""
@@ -106,10 +112,13 @@ class _Scanner:
         self.skip()
         start = self.pos
         char = self.text[start : start + 1]
-        if char == "{":
-            return self._object()
-        if char == "[":
-            return self._array()
+        if char in ("{", "["):
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise self.error(f"the text is nested deeper than {MAX_DEPTH} levels")
+            node = self._object() if char == "{" else self._array()
+            self.depth -= 1
+            return node
         for pattern in (_STRING, _NUMBER):
             if match := pattern.match(self.text, start):
                 self.pos = match.end()

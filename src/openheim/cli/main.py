@@ -282,6 +282,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _main(list(argv), program=False)
     from openheim.cli import process
 
+    process.lenient_streams()
     try:
         with process.collecting_later():
             code = _main(sys.argv[1:], program=True)

@@ -7,6 +7,7 @@ program (never when a caller passes it arguments):
 - ``collecting_later``: garbage collection is off while start-up imports and builds (a
   collection then finds nothing to free); ``started`` freezes what start-up made out of the
   collector's sight and turns it back on before the command runs.
+- ``lenient_streams``: output never fails on text it cannot encode.
 - ``exit_now``: once the command is done, the exit hooks run and the standard streams are
   flushed as at any exit, then the process ends without the interpreter's teardown, which
   would free every object and module one by one (some 20 ms of every ``openheim run``) for
@@ -35,6 +36,15 @@ def collecting_later() -> Iterator[None]:
         yield
     finally:
         gc.freeze()
+
+
+def lenient_streams() -> None:
+    """Standard output and error write a character they cannot encode (a lone surrogate in a
+    model's answer) as a replacement mark instead of ending the command with a traceback."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="replace")
 
 
 def started() -> None:

@@ -6,6 +6,8 @@ to it as to every file tool: ``@.env`` is refused, naming the pattern and the wa
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,24 +27,34 @@ def attach(raw: str, cwd: Path, policy: SecretPolicy | None = None) -> str:
 
 
 def read_attached(raw: str, cwd: Path, policy: SecretPolicy | None = None) -> str:
-    """The text of the file ``@raw`` names (``attach``, ``-s @FILE``): a text file of at most
-    ``MAX_ATTACHMENT_BYTES`` that the deny-read ``policy`` does not name."""
+    """The text of the file ``@raw`` names (``attach``, ``-s @FILE``): a regular text file of at
+    most ``MAX_ATTACHMENT_BYTES`` that the deny-read ``policy`` does not name."""
     path = (cwd / raw).expanduser()
     _check_secret(raw, path, SecretPolicy.from_config() if policy is None else policy)
     try:
-        data = path.read_bytes()
+        data = _read_regular(path, raw)
     except OSError as err:
         raise ConfigError(
             f"cannot attach @{raw}: {err.strerror or err}", hint="check the path after @"
         ) from None
     if len(data) > MAX_ATTACHMENT_BYTES:
         raise ConfigError(
-            f"@{raw} is {len(data)} bytes, over the {MAX_ATTACHMENT_BYTES} byte attachment limit",
+            f"@{raw} is over the {MAX_ATTACHMENT_BYTES} byte attachment limit",
             hint="attach a smaller file, or let the agent read it with its tools",
         )
     if b"\0" in data[:8192]:
         raise ConfigError(f"@{raw} is a binary file", hint="attach text files only")
     return data.decode("utf-8", "replace")
+
+
+def _read_regular(path: Path, raw: str) -> bytes:
+    """At most one byte over the limit of the regular file ``path``; a FIFO, device or folder
+    is refused before a byte is read (opened non-blocking, so a FIFO cannot hang the open)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ConfigError(f"@{raw} is not a regular file", hint="attach a text file")
+        return handle.read(MAX_ATTACHMENT_BYTES + 1)
 
 
 def _check_secret(raw: str, path: Path, policy: SecretPolicy) -> None:

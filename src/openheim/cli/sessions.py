@@ -79,7 +79,7 @@ def _export(store: SQLiteStore, session_id: str, fmt: str, output: str | None) -
         return
     from openheim.fsutil import atomic_write
 
-    atomic_write(Path(output), text.encode("utf-8"))
+    atomic_write(Path(output), text.encode("utf-8", "replace"))  # a lone surrogate: "?"
     sys.stdout.write(f"wrote {output}\n")
 
 

@@ -114,9 +114,7 @@ def _write(path: Path, old: str | None, new: str) -> Path | None:
     (0600: these files may hold tokens)."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     backup = None if old is None else _backup(path, old)
-    atomic_write(path, new.encode("utf-8"))
-    if old is None:
-        path.chmod(0o600)
+    atomic_write(path, new.encode("utf-8"), 0o600 if old is None else None)
     return backup
 
 

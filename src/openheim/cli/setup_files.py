@@ -5,8 +5,8 @@ Claude Code: ``~/.claude.json`` (JSON, ``mcpServers.openheim``). Codex: ``~/.cod
 (``[mcp_servers.openheim]``, edited with ``tomlkit`` so comments stay). OpenCode:
 ``~/.config/opencode/opencode.json`` or ``.jsonc`` (JSONC, ``mcp.openheim``, type ``local``).
 
-A file is read only when it is a regular file of this user (no symlink, no one else's file) and
-parses; anything else is refused with the reason, and the file is left as it was.
+A file is read only when it is a regular, writable file of this user (no symlink, no one else's
+file) and parses; anything else is refused with the reason, and the file is left as it was.
 """
 
 from __future__ import annotations
@@ -31,6 +31,10 @@ class Refused(ConfigError):
     usage_error = False
 
 
+Edit = Callable[[str, dict[str, Any] | None], str]
+"""The new text from the old one: our entry set to a value, or removed (None)."""
+
+
 @dataclass(frozen=True)
 class Client:
     """One client: its file under the home folder and how our entry reads and is edited there."""
@@ -38,8 +42,7 @@ class Client:
     name: str
     where: Callable[[Path], Path]
     entry: Callable[[Sequence[str], dict[str, str]], dict[str, Any]]
-    edit: Callable[[str, dict[str, Any] | None], str]
-    """The new text from the old one: our entry set to a value, or removed (None)."""
+    edit: Edit
 
 
 def claude_entry(command: Sequence[str], env: dict[str, str]) -> dict[str, Any]:
@@ -56,17 +59,41 @@ def opencode_entry(command: Sequence[str], env: dict[str, str]) -> dict[str, Any
     return {**entry, "environment": env} if env else entry
 
 
-def _json_edit(outer: str, *, jsonc: bool) -> Callable[[str, dict[str, Any] | None], str]:
-    def edit(text: str, entry: dict[str, Any] | None) -> str:
-        text = text if text.strip() else "{}\n"
-        path = (outer, ENTRY)
-        if entry is None:
-            return jsonedit.drop_member(text, path, jsonc=jsonc)
-        if jsonedit.get_member(text, path, jsonc=jsonc) == entry:
-            return text
-        return jsonedit.set_member(text, path, entry, jsonc=jsonc)
+_BOM = "\ufeff"
 
-    return edit
+
+def _keeping_format(edit: Edit) -> Edit:
+    """``edit`` on the text without its byte order mark and with LF line endings; the result
+    gets both back as the file had them (a file all in CRLF stays all in CRLF)."""
+
+    def kept(text: str, entry: dict[str, Any] | None) -> str:
+        bom = _BOM if text.startswith(_BOM) else ""
+        body = text[len(bom) :]
+        crlf = "\r\n" in body and "\n" not in body.replace("\r\n", "")
+        body = body.replace("\r\n", "\n") if crlf else body
+        new = edit(body, entry)
+        if new == body:
+            return text
+        return bom + (new.replace("\n", "\r\n") if crlf else new)
+
+    return kept
+
+
+def _json_edit(outer: str, *, jsonc: bool) -> Edit:
+    def edit(text: str, entry: dict[str, Any] | None) -> str:
+        return _edit_json(text if text.strip() else "{}\n", outer, entry, jsonc)
+
+    return _keeping_format(edit)
+
+
+def _edit_json(text: str, outer: str, entry: dict[str, Any] | None, jsonc: bool) -> str:
+    """``text`` with our entry under ``outer`` set to ``entry``, or removed (None)."""
+    path = (outer, ENTRY)
+    if entry is None:
+        return jsonedit.drop_member(text, path, jsonc=jsonc)
+    if jsonedit.get_member(text, path, jsonc=jsonc) == entry:
+        return text
+    return jsonedit.set_member(text, path, entry, jsonc=jsonc)
 
 
 def _toml_edit(text: str, entry: dict[str, Any] | None) -> str:
@@ -116,14 +143,20 @@ CLIENTS: dict[str, Client] = {
         claude_entry,
         _json_edit("mcpServers", jsonc=False),
     ),
-    "codex": Client("codex", lambda home: home / ".codex" / "config.toml", codex_entry, _toml_edit),
+    "codex": Client(
+        "codex",
+        lambda home: home / ".codex" / "config.toml",
+        codex_entry,
+        _keeping_format(_toml_edit),
+    ),
     "opencode": Client("opencode", _opencode_file, opencode_entry, _json_edit("mcp", jsonc=True)),
 }
 
 
 def read_owned(path: Path) -> str | None:
     """The file's text, or None when there is no file. Refused: a symlink, anything but a
-    regular file, a file of another user, text that is not UTF-8."""
+    regular file, a file of another user, a read-only file (its owner chose so), text that is
+    not UTF-8."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -142,6 +175,10 @@ def read_owned(path: Path) -> str | None:
             raise Refused(
                 f"{path} belongs to another user (uid {info.st_uid})",
                 hint="run setup as the file's owner",
+            )
+        if not info.st_mode & stat.S_IWUSR:
+            raise Refused(
+                f"{path} is read-only", hint="make it writable (chmod u+w), or skip it with --only"
             )
         data = handle.read()
     try:

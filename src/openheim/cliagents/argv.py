@@ -27,10 +27,13 @@ denies every tool (``"*"``) but reading, searching and, for an agent, editing.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
+
+from openheim.errors import ProviderError
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,9 @@ CODEX_OFF: Final = (
 Set as config values, which a Codex without the feature ignores (``--disable`` would fail)."""
 CODEX_SHELL: Final = ("shell_tool", "unified_exec")
 """Also off in ``MODEL`` containment: no shell tool at all."""
+MODEL_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+\[\]-]{0,199}")
+"""A model name a CLI is given (allow-listed: it goes on the command line, where one starting
+with ``-`` would read as a flag)."""
 DEFAULT_MODEL: Final = "default"
 """The model name that means "the CLI's own default": no model flag is passed."""
 
@@ -142,4 +148,11 @@ def opencode_config(containment: Containment) -> dict[str, Any]:
 
 
 def _model_flag(flag: str, model: str) -> Sequence[str]:
-    return () if not model or model == DEFAULT_MODEL else (flag, model)
+    if not model or model == DEFAULT_MODEL:
+        return ()
+    if not MODEL_NAME.fullmatch(model):
+        raise ProviderError(
+            f"the model name {model[:60]!r} is not one a CLI takes",
+            hint="use letters, digits and . _ : / @ + - [ ], starting with a letter or digit",
+        )
+    return (flag, model)

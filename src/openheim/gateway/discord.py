@@ -6,6 +6,7 @@ answers only messages that mention it; in direct messages, every message."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 from typing import Any
 
@@ -14,23 +15,33 @@ import httpx
 from openheim.errors import PlatformError
 from openheim.gateway.discord_gateway import GATEWAY_URL, DiscordGateway
 from openheim.gateway.http import Sleep, request_with_retry
-from openheim.gateway.inbound import Deliver, Inbound
+from openheim.gateway.inbound import Deliver, Inbound, numeric_id
 
 API_BASE = "https://discord.com/api/v10"
+USER_MESSAGE_TYPES = (0, 19)
+"""The message types a person types: default and reply (system messages are left out)."""
 
 
 def normalise_message(data: dict[str, Any], bot_id: str | None) -> Inbound | None:
-    """The message a ``MESSAGE_CREATE`` carries, or None (bots, the bot itself, server
-    messages that do not mention it, empty text)."""
+    """The message a ``MESSAGE_CREATE`` carries, or None (bots, webhooks, system messages, the
+    bot itself, server messages that do not mention it, empty text). Allow-listed: a user's
+    own message, of a type a person types, with ids of digits."""
     author = data.get("author")
     content, message_id, channel = data.get("content"), data.get("id"), data.get("channel_id")
     if not isinstance(author, dict) or author.get("bot") or not isinstance(content, str):
         return None
-    if not isinstance(message_id, str) or not isinstance(channel, str):
+    if data.get("type") not in USER_MESSAGE_TYPES or data.get("webhook_id") is not None:
         return None
-    sender = str(author.get("id"))
-    if sender == bot_id:
-        return None
+    sender = author.get("id")
+    if numeric_id(message_id) and numeric_id(channel) and numeric_id(sender) and sender != bot_id:
+        return _addressed(data, bot_id, Inbound("discord", message_id, sender, channel, content))
+    return None
+
+
+def _addressed(data: dict[str, Any], bot_id: str | None, message: Inbound) -> Inbound | None:
+    """``message`` when it is for the bot (a direct message, or a mention in a server),
+    without the mention and as a reply to itself; None otherwise or when no text is left."""
+    content = message.text
     if data.get("guild_id") is not None:
         mentioned = any(
             isinstance(m, dict) and str(m.get("id")) == bot_id for m in data.get("mentions", [])
@@ -41,7 +52,7 @@ def normalise_message(data: dict[str, Any], bot_id: str | None) -> Inbound | Non
     text = content.strip()
     if not text:
         return None
-    return Inbound("discord", message_id, sender, channel, text, reply_to=message_id)
+    return dataclasses.replace(message, text=text, reply_to=message.message_id)
 
 
 class Discord:

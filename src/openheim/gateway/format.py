@@ -15,15 +15,15 @@ LIMITS = {"telegram": 4096, "discord": 2000, "whatsapp": 4096}
 
 ZWSP = "\u200b"
 _BLANKS = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
-_FENCE = re.compile(r"^(```|~~~)[^\n]*\n(.*?)^\1[ \t]*$", re.DOTALL | re.MULTILINE)
+_FENCE_LINE = re.compile(r"^(```|~~~)[^\n]*$", re.MULTILINE)
 _MASS = re.compile(r"@(everyone|here)\b", re.IGNORECASE)
 _USER_MENTION = re.compile(r"<@[!&]?(\d+)>")
 _ROLE_OR_CHANNEL = re.compile(r"<#(\d+)>")
 _LINK = re.compile(r"\[([^\]\n]+)\]\((https?://[^)\s]+)\)")
 _HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
-_BOLD = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
+_BOLD = re.compile(r"(\*\*|__)(?=\S)((?:(?!\1).)+?)(?<=\S)\1")  # content: up to the next mark
 _ITALIC = re.compile(r"(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![\w*])")
-_STRIKE = re.compile(r"~~(?=\S)(.+?)(?<=\S)~~")
+_STRIKE = re.compile(r"~~(?=\S)((?:(?!~~).)+?)(?<=\S)~~")
 _CODE = re.compile(r"`([^`\n]+)`")
 
 
@@ -42,14 +42,44 @@ def sanitise_mentions(text: str) -> str:
     return _ROLE_OR_CHANNEL.sub(lambda m: f"#{ZWSP}{m.group(1)}", text)
 
 
-def _outside_code(text: str, convert: Callable[[str], str]) -> str:
-    """``convert`` applied to the text between fenced code blocks, the blocks kept."""
+Block = tuple[int, int, int, int]
+"""A fenced code block in a text: its start and end, and its content's start and end (the
+content keeps its last newline; the end is that of the closing fence line, before its newline)."""
+
+
+def fenced_blocks(text: str) -> list[Block]:
+    """The fenced code blocks of ``text``: a ```` ``` ```` or ``~~~`` line up to the next line
+    that is the same mark alone; an opening line never closed is plain text. One pass over the
+    fence lines (a reply of thousands of unclosed fences costs no more than its length)."""
+    lines = [(m.start(), m.end(), m.group(1), m.group(0)) for m in _FENCE_LINE.finditer(text)]
+    closer: dict[str, int | None] = {"```": None, "~~~": None}
+    next_close: list[int | None] = [None] * len(lines)
+    for index in range(len(lines) - 1, -1, -1):  # the nearest closing line after each line
+        next_close[index] = closer[lines[index][2]]
+        if lines[index][3].rstrip(" \t") == lines[index][2]:
+            closer[lines[index][2]] = index
+    blocks: list[Block] = []
+    index = 0
+    while index < len(lines):
+        close = next_close[index]
+        if close is None:
+            index += 1
+            continue
+        start, head_end = lines[index][0], lines[index][1]
+        blocks.append((start, lines[close][1], head_end + 1, lines[close][0]))
+        index = close + 1
+    return blocks
+
+
+def _sub_blocks(text: str, block: Callable[[str], str], outside: Callable[[str], str]) -> str:
+    """``text`` with each fenced block's content passed to ``block`` and the text between the
+    blocks to ``outside``."""
     out: list[str] = []
     last = 0
-    for block in _FENCE.finditer(text):
-        out += [convert(text[last : block.start()]), block.group(0)]
-        last = block.end()
-    return "".join([*out, convert(text[last:])])
+    for start, end, inner_start, inner_end in fenced_blocks(text):
+        out += [outside(text[last:start]), block(text[inner_start:inner_end])]
+        last = end
+    return "".join([*out, outside(text[last:])])
 
 
 Rules = tuple[tuple[re.Pattern[str], str], ...]
@@ -84,14 +114,13 @@ def _rewrite(rules: Rules) -> Callable[[str], str]:
 def to_plain(text: str) -> str:
     """Markdown stripped: emphasis, headings and inline code marks off, links as ``text (url)``,
     fenced blocks without their fences (their content untouched)."""
-    converted = _outside_code(text, _rewrite(_PLAIN))
-    return _FENCE.sub(lambda m: m.group(2).rstrip("\n"), converted)
+    return _sub_blocks(text, lambda code: code.rstrip("\n"), _rewrite(_PLAIN))
 
 
 def to_whatsapp(text: str) -> str:
     """Markdown in WhatsApp's dialect: ``*bold*``, ``_italic_``, ``~strike~``, headings bold,
     links as ``text (url)``; code blocks kept as ```` ``` ```` blocks (which WhatsApp shows)."""
-    return _FENCE.sub(lambda m: f"```\n{m.group(2)}```", _outside_code(text, _rewrite(_WHATSAPP)))
+    return _sub_blocks(text, lambda code: f"```\n{code}```", _rewrite(_WHATSAPP))
 
 
 _DIALECTS: dict[str, Callable[[str], str]] = {

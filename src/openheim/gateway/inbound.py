@@ -4,9 +4,19 @@ pipeline: a receive loop that delivers records, and a send for one reply chunk."
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard
+
+_NUMERIC_ID = re.compile(r"[0-9]{1,24}")
+
+
+def numeric_id(value: object) -> TypeGuard[str]:
+    """Whether ``value`` is an id as Discord (snowflake) and WhatsApp (phone number) write
+    them: a string of digits. Ids go into conversation keys and URL paths, so any other is
+    refused (allow-list)."""
+    return isinstance(value, str) and _NUMERIC_ID.fullmatch(value) is not None
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,17 @@ from openheim.secrets import redact
 
 log = logging.getLogger(__name__)
 
+GUESSES_PER_SENDER = 5
+GUESSES_IN_ALL = 50
+GUESS_WINDOW = 3600.0
+"""``/auth`` attempts taken per hour: from one sender, and from all senders together (one
+attacker may hold many accounts). Counted apart from the message limit, which may be high."""
+
+
+def _is_auth(text: str) -> bool:
+    command = parse_command(text)
+    return command is not None and command.name == "auth"
+
 
 @dataclass
 class _Conversation:
@@ -77,6 +88,8 @@ class Gateway:
         self._tasks: set[asyncio.Task[None]] = set()
         self._replies: dict[str, asyncio.Task[None]] = {}
         """Each conversation's last queued reply, which the next one waits for."""
+        self._guesses = RateLimiter(state, GUESSES_PER_SENDER, GUESS_WINDOW)
+        self._all_guesses = RateLimiter(state, GUESSES_IN_ALL, GUESS_WINDOW)
 
     async def deliver(self, message: Inbound) -> None:
         """Store ``message`` and decide what to do with it; a duplicate is dropped."""
@@ -86,7 +99,8 @@ class Gateway:
             )
             return
         log.info("%s: message %s from %s", message.platform, message.message_id, message.sender)
-        log.debug("%s: message %s text: %s", message.platform, message.message_id, message.text)
+        if not _is_auth(message.text):  # a passphrase, or a guess at it, is never logged
+            log.debug("%s: message %s text: %s", message.platform, message.message_id, message.text)
         self._route(message)
 
     def resume(self, platform: str) -> int:
@@ -133,11 +147,21 @@ class Gateway:
         refusal = self._rate_refusal(message)
         if refusal is not None:
             return refusal or None
+        if self._auth.has_passphrase and not self._may_guess(message):
+            log.warning(
+                "%s: sender %s: too many passphrase attempts", message.platform, message.sender
+            )
+            return "Too many passphrase attempts: try again in an hour."
         if self._auth.try_passphrase(message.platform, message.sender, command.argument):
             log.info("%s: sender %s admitted by passphrase", message.platform, message.sender)
             return "You are authorised. Send /help for the commands."
         log.info("%s: sender %s sent a wrong passphrase", message.platform, message.sender)
         return "That passphrase is not right." if self._auth.has_passphrase else None
+
+    def _may_guess(self, message: Inbound) -> bool:
+        """Count one ``/auth`` attempt; whether it is within both hourly limits."""
+        own = self._guesses.check(f"auth:{message.platform}", message.sender)
+        return own.allowed and self._all_guesses.check("auth", "*").allowed
 
     def _command(self, message: Inbound, command: Command) -> str:
         conversation = self._conversations.get(message.key)

@@ -1,6 +1,7 @@
 """Splits a long reply into messages within a platform's limit: at a paragraph, else a line,
 else a space, never inside a word unless the word alone is over the limit; a fenced code block
-cut in two is closed at the end of one message and opened again (same fence line) in the next.
+cut in two is closed at the end of one message and opened again (same fence line, or the bare
+mark when that line is long) in the next. Linear in the text's length: chunks are cut by index.
 """
 
 from __future__ import annotations
@@ -8,27 +9,37 @@ from __future__ import annotations
 import re
 
 _FENCE_LINE = re.compile(r"^(```|~~~)[^\n]*$", re.MULTILINE)
+_LONGEST_OPENER = 20
+"""A fence line longer than this is reopened as its bare mark (it could fill a whole chunk)."""
 
 
 def split_text(text: str, limit: int) -> list[str]:
     """``text`` as chunks of at most ``limit`` characters (``limit`` must exceed 40)."""
     chunks: list[str] = []
     opener: str | None = None  # the fence line of a block left open by the previous chunk
-    rest = text
-    while rest:
+    at = 0
+    while at < len(text):
         head = f"{opener}\n" if opener else ""
         room = limit - len(head)
-        if len(rest) <= room:
-            chunks.append(head + rest)
+        if len(text) - at <= room:
+            chunks.append(head + text[at:])
             break
-        cut = _cut(rest, room - 4)  # room for a closing "\n```"
-        piece = head + rest[:cut].rstrip()
+        cut = _cut(text, at, room - 4)  # room for a closing "\n```"
+        piece = head + text[at:cut].rstrip()
         opener = _open_fence(piece)
         if opener is not None:
             piece += "\n" + opener[:3]
+            opener = opener if len(opener) <= _LONGEST_OPENER else opener[:3]
         chunks.append(piece)
-        rest = rest[cut:].lstrip("\n" if opener else " \n")
+        at = _skip(text, cut, "\n" if opener else " \n")
     return chunks
+
+
+def _skip(text: str, at: int, chars: str) -> int:
+    """The first index from ``at`` whose character is not in ``chars``."""
+    while at < len(text) and text[at] in chars:
+        at += 1
+    return at
 
 
 def _open_fence(text: str) -> str | None:
@@ -43,11 +54,11 @@ def _open_fence(text: str) -> str | None:
     return opener
 
 
-def _cut(text: str, room: int) -> int:
-    """Where to end a chunk of at most ``room`` characters of ``text``."""
-    window = text[: room + 1]
+def _cut(text: str, start: int, room: int) -> int:
+    """Where to end a chunk of at most ``room`` characters of ``text`` from ``start``."""
+    end = start + room + 1
     for sep in ("\n\n", "\n", " "):
-        at = window.rfind(sep, 0, room + 1)
-        if at > room // 4:
+        at = text.rfind(sep, start, end)
+        if at - start > room // 4:
             return at
-    return room
+    return start + room

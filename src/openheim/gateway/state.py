@@ -1,4 +1,5 @@
-"""What the gateway keeps across restarts, in ``data_dir/gateway.db`` (SQLite, WAL):
+"""What the gateway keeps across restarts, in ``data_dir/gateway.db`` (SQLite, WAL; created
+private, ``0600``, as are its WAL files, since it holds messages until they are answered):
 
 - ``inbox``: each inbound message by platform and id, stored before the platform is told it
   arrived; a second delivery of the same id is seen as a duplicate, and a message not yet
@@ -13,6 +14,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -53,6 +56,8 @@ class GatewayState:
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):  # private: it holds messages until answered
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         self._db = sqlite3.connect(path, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA busy_timeout=5000")

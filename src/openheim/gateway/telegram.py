@@ -31,15 +31,18 @@ _FATAL = {
 
 
 def normalise_update(update: Any) -> Inbound | None:
-    """The text message an update carries, or None (edits, stickers, bots, other updates)."""
+    """The text message an update carries, or None (edits, stickers, bots, messages sent on
+    behalf of a chat, other updates). Ids must be integers (a bool is not one)."""
     message = update.get("message") if isinstance(update, dict) else None
     if not isinstance(message, dict) or not isinstance(message.get("text"), str):
+        return None
+    if message.get("sender_chat") is not None:  # "from" is then a stand-in, not the person
         return None
     sender, chat = message.get("from"), message.get("chat")
     if not isinstance(sender, dict) or not isinstance(chat, dict) or sender.get("is_bot"):
         return None
     ids = (sender.get("id"), chat.get("id"), message.get("message_id"))
-    if not all(isinstance(i, int) for i in ids):
+    if not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
         return None
     sender_id, chat_id, message_id = ids
     return Inbound(

@@ -8,15 +8,24 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import re
+import time
 from typing import Any
 
 import httpx
 
 from openheim.errors import PlatformError
 from openheim.gateway.http import Sleep, request_with_retry
-from openheim.gateway.inbound import Deliver, Inbound
+from openheim.gateway.inbound import Deliver, Inbound, numeric_id
+from openheim.gateway.state import KEEP_HANDLED_SECS
 
 API_BASE = "https://graph.facebook.com/v21.0"
+MAX_AGE = KEEP_HANDLED_SECS - 86_400.0
+"""The oldest message taken, in seconds: a signature has no date, so a delivery replayed after
+the inbox forgot its id would pass; its message's own timestamp must be newer than this."""
+MAX_SKEW = 300.0
+"""How far in the future a message's timestamp may be (clocks differ)."""
+_DIGITS = re.compile(r"[0-9]{1,12}")
 
 
 def signature_valid(app_secret: str, body: bytes, header: str | None) -> bool:
@@ -28,20 +37,30 @@ def signature_valid(app_secret: str, body: bytes, header: str | None) -> bool:
     return hmac.compare_digest(header[7:].strip().lower(), expected)
 
 
-def normalise_webhook(payload: Any, phone_number_id: str) -> list[Inbound]:
-    """The text messages of a webhook delivery to ``phone_number_id`` (statuses, media and
-    other numbers' messages are left out)."""
+def normalise_webhook(
+    payload: Any, phone_number_id: str, *, now: float | None = None
+) -> list[Inbound]:
+    """The text messages of a webhook delivery to ``phone_number_id`` (statuses, media, other
+    numbers' messages and messages not sent within ``MAX_AGE`` of ``now`` are left out)."""
+    now = time.time() if now is None else now
     found: list[Inbound] = []
     entries = payload.get("entry") if isinstance(payload, dict) else None
     for entry in entries if isinstance(entries, list) else []:
         changes = entry.get("changes") if isinstance(entry, dict) else None
         for change in changes if isinstance(changes, list) else []:
             if isinstance(change, dict) and change.get("field") == "messages":
-                found += _messages(change.get("value"), phone_number_id)
+                found += _messages(change.get("value"), phone_number_id, now)
     return found
 
 
-def _messages(value: Any, phone_number_id: str) -> list[Inbound]:
+def _recent(timestamp: Any, now: float) -> bool:
+    """Whether ``timestamp`` (Unix seconds as a decimal string) is within the accepted age."""
+    if not isinstance(timestamp, str) or not _DIGITS.fullmatch(timestamp):
+        return False
+    return -MAX_SKEW <= now - int(timestamp) <= MAX_AGE
+
+
+def _messages(value: Any, phone_number_id: str, now: float) -> list[Inbound]:
     if not isinstance(value, dict):
         return []
     metadata = value.get("metadata")
@@ -52,9 +71,11 @@ def _messages(value: Any, phone_number_id: str) -> list[Inbound]:
     for message in messages if isinstance(messages, list) else []:
         if not isinstance(message, dict) or message.get("type") != "text":
             continue
+        if not _recent(message.get("timestamp"), now):
+            continue
         text, sender, message_id = message.get("text"), message.get("from"), message.get("id")
         body = text.get("body") if isinstance(text, dict) else None
-        if isinstance(body, str) and isinstance(sender, str) and isinstance(message_id, str):
+        if isinstance(body, str) and numeric_id(sender) and isinstance(message_id, str):
             found.append(Inbound("whatsapp", message_id, sender, sender, body, message_id))
     return found
 

@@ -31,6 +31,7 @@ from openheim.messages import (
 )
 from openheim.secrets import redact, redact_data, redact_message
 from openheim.store.base import SessionRecord, SessionStore
+from openheim.store.tables import storable
 
 FORMAT = "openheim.session"
 VERSION = 1
@@ -45,7 +46,10 @@ def export_json(store: SessionStore, session_id: str) -> str:
         "session": redact_data(dataclasses.asdict(record)),
         "messages": [redact_message(m).to_dict() for m in store.messages(record.id)],
     }
-    return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+    text = json.dumps(document, ensure_ascii=False, indent=2)
+    if storable(text) != text:  # a lone surrogate: escaped (all non-ASCII), so still lossless
+        text = json.dumps(document, indent=2)
+    return text + "\n"
 
 
 def import_json(store: SessionStore, text: str, *, replace: bool = False) -> SessionRecord:

@@ -155,7 +155,7 @@ class SQLiteStore:
             conn.execute(
                 "UPDATE sessions SET message_count = message_count + 1, updated_at = ?,"
                 " title = ? WHERE id = ?",
-                (now, row["title"] or title_from(message), session_id),
+                (now, row["title"] or tables.storable(title_from(message)), session_id),
             )
 
     def update(
@@ -169,6 +169,7 @@ class SQLiteStore:
         usage: Usage | None = None,
         cost: float | None = None,
     ) -> None:
+        title = None if title is None else tables.storable(title)
         changes: dict[str, Any] = {"title": title, "model": model, "provider": provider}
         changes["skills"] = None if skills is None else json.dumps(list(skills))
         changes["cost"] = cost

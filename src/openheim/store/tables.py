@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sqlite3
 import time
 from collections.abc import Iterable, Sequence
@@ -25,6 +26,22 @@ UPSERT = (
     f"INSERT INTO sessions ({COLUMNS}) VALUES ({', '.join('?' * 15)}) ON CONFLICT(id) DO UPDATE "
     "SET " + ", ".join(f"{c} = excluded.{c}" for c in COLUMNS.split(", ")[1:])
 )
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable(text: str) -> str:
+    """``text`` with each lone surrogate (valid in JSON from a model, not encodable as UTF-8,
+    so SQLite refuses it) replaced by U+FFFD: for columns that are plain text."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def body_json(message: Message) -> str:
+    """The message as its row's JSON; lossless: where its text holds a lone surrogate, the JSON
+    keeps it as a ``\\uXXXX`` escape (all non-ASCII escaped), which reads back the same."""
+    data = message.to_dict()
+    body = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(data, separators=(",", ":")) if _SURROGATE.search(body) else body
 
 
 def stamp(conn: sqlite3.Connection) -> float:
@@ -63,12 +80,12 @@ def insert_messages(
 ) -> None:
     """Store ``messages`` numbered from ``seq``, each with its text indexed for search."""
     for offset, message in enumerate(messages):
-        body = json.dumps(message.to_dict(), ensure_ascii=False, separators=(",", ":"))
+        body = body_json(message)
         row_id = conn.execute(
             "INSERT INTO messages (session_id, seq, role, body, created_at) VALUES (?, ?, ?, ?, ?)",
             (session_id, seq + offset, message.role, body, now),
         ).lastrowid
-        text = "\n".join(b.text for b in message.content if isinstance(b, TextBlock))
+        text = storable("\n".join(b.text for b in message.content if isinstance(b, TextBlock)))
         if text.strip():
             conn.execute("INSERT INTO messages_fts (rowid, text) VALUES (?, ?)", (row_id, text))
 
@@ -116,7 +133,7 @@ def _free_stamp(conn: sqlite3.Connection, session_id: str, value: float) -> floa
 
 def values(record: SessionRecord) -> tuple[Any, ...]:
     """The record as ``UPSERT`` parameters, in ``COLUMNS`` order."""
-    head = (record.id, record.title, record.cwd, record.provider, record.model)
+    head = (record.id, storable(record.title), storable(record.cwd), record.provider, record.model)
     times = (json.dumps(list(record.skills)), record.created_at, record.updated_at)
     tail = (record.cost, record.parent_id, record.message_count)
     usage = record.usage.to_dict()
