@@ -56,7 +56,13 @@ from openheim.messages import (
     Usage,
     tool_results_message,
 )
-from openheim.providers.base import ModelRequest, ModelResponse, Provider, ToolChoice
+from openheim.providers.base import (
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    ToolChoice,
+    closing_stream,
+)
 from openheim.secrets import redact
 from openheim.tools.base import BoundCall, ToolContext, ToolOutput, ToolSet, run_batched
 from openheim.tools.sandbox import PathSandbox
@@ -216,13 +222,14 @@ class _Run:
         )
         self.partial = []
         response: ModelResponse | None = None
-        async for item in agent.provider.stream(request):
-            if isinstance(item, ModelResponse):
-                response = item
-            else:
-                if isinstance(item, TextDelta):
-                    self.partial.append(item.text)
-                await self.emit(item)
+        async with closing_stream(agent.provider.stream(request)) as stream:
+            async for item in stream:
+                if isinstance(item, ModelResponse):
+                    response = item
+                else:
+                    if isinstance(item, TextDelta):
+                        self.partial.append(item.text)
+                    await self.emit(item)
         self.partial = []
         if response is None:
             raise ProviderProtocolError(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Generic, Literal, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from openheim.errors import ProviderProtocolError
 from openheim.events import (
@@ -22,6 +22,8 @@ from openheim.events import (
     ThinkingDelta,
 )
 from openheim.messages import FinishReason, Message, Usage
+
+_Item = TypeVar("_Item")
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,3 +170,21 @@ class ProviderSettings:
     """``*_cli`` kinds: the CLI's program (else its variable, else ``PATH``)."""
     cli_env_allow: tuple[str, ...] = ()
     """``*_cli`` kinds: more variables (names or globs) passed to the CLI."""
+
+
+class closing_stream(Generic[_Item]):
+    """``async with closing_stream(provider.stream(...)) as items``: the stream, closed when the
+    block ends, also when it ends by a cancel. An async generator left suspended is closed only
+    by the event loop as it shuts down, all at once with the others of its chain, where one of
+    them can find its inner generator already closed and fail."""
+
+    def __init__(self, stream: AsyncIterator[_Item]) -> None:
+        self.stream = stream
+
+    async def __aenter__(self) -> AsyncIterator[_Item]:
+        return self.stream
+
+    async def __aexit__(self, *exc: object) -> None:
+        close = getattr(self.stream, "aclose", None)
+        if close is not None:
+            await close()

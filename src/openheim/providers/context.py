@@ -29,7 +29,7 @@ from openheim.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from openheim.providers.base import ModelRequest, Provider, StreamItem, is_content
+from openheim.providers.base import ModelRequest, Provider, StreamItem, closing_stream, is_content
 
 FILL_RATIO = 0.9
 CHARS_PER_TOKEN = 4
@@ -135,13 +135,15 @@ class ContextFitter:
                 yield ContextTrimmed(dropped, len(request.messages))
         forwarded = False
         try:
-            async for item in self.inner.stream(fitted):
-                forwarded = forwarded or is_content(item)
-                yield item
+            async with closing_stream(self.inner.stream(fitted)) as stream:
+                async for item in stream:
+                    forwarded = forwarded or is_content(item)
+                    yield item
         except ContextOverflow:
             if forwarded:
                 raise
             refitted, dropped = cut_further(request, dropped)
             yield ContextTrimmed(dropped, len(request.messages))
-            async for item in self.inner.stream(refitted):
-                yield item
+            async with closing_stream(self.inner.stream(refitted)) as stream:
+                async for item in stream:
+                    yield item

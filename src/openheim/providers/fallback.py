@@ -30,7 +30,14 @@ from openheim.errors import (
 )
 from openheim.events import Notice
 from openheim.messages import ContentBlock, Message, TextBlock, ThinkingBlock, ToolUseBlock
-from openheim.providers.base import ModelRequest, ModelResponse, Provider, StreamItem, is_content
+from openheim.providers.base import (
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    StreamItem,
+    closing_stream,
+    is_content,
+)
 
 _FALL_THROUGH_STATUSES = frozenset({401, 403, 404})
 
@@ -67,11 +74,12 @@ class FallbackProvider:
             attempt = dataclasses.replace(attempt, messages=own)
             forwarded = False
             try:
-                async for item in provider.stream(attempt):
-                    forwarded = forwarded or is_content(item)
-                    if isinstance(item, ModelResponse):
-                        item = dataclasses.replace(item, message=signed(item.message, signer))
-                    yield item
+                async with closing_stream(provider.stream(attempt)) as stream:
+                    async for item in stream:
+                        forwarded = forwarded or is_content(item)
+                        if isinstance(item, ModelResponse):
+                            item = dataclasses.replace(item, message=signed(item.message, signer))
+                        yield item
                 return
             except ProviderError as err:
                 last = index == len(self.chain) - 1

@@ -95,8 +95,11 @@ class GeminiProvider(HTTPProvider):
         url = self.url(model)
         state = _Reply(model, self._new_id, self.name)
         read = functools.partial(self._read, state=state, url=url)
-        async for item in self.post_sse(url, build_body(request, self.settings), model, read):
-            yield item
+        async with aclosing(
+            self.post_sse(url, build_body(request, self.settings), model, read)
+        ) as stream:
+            async for item in stream:
+                yield item
 
     def adjust_error(self, error: ProviderError, response: httpx.Response) -> None:
         """Gemini answers a bad key with 400 and puts its retry advice in the body."""

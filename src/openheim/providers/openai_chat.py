@@ -74,8 +74,9 @@ class OpenAIChatProvider(HTTPProvider):
         body = build_body(request, self.settings, self.dialect)
         state = _Accumulator(body["model"], self._new_id, self.name)
         read = functools.partial(self._read, state=state)
-        async for item in self.post_sse(self.url, body, body["model"], read):
-            yield item
+        async with aclosing(self.post_sse(self.url, body, body["model"], read)) as stream:
+            async for item in stream:
+                yield item
 
     async def _read(
         self, source: EventSource, state: _Accumulator

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from openheim.errors import ProviderError
 from openheim.events import RetryNotice
-from openheim.providers.base import ModelRequest, Provider, StreamItem, is_content
+from openheim.providers.base import ModelRequest, Provider, StreamItem, closing_stream, is_content
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -62,9 +62,10 @@ class RetryingProvider:
         while True:
             forwarded = False
             try:
-                async for item in self.inner.stream(request):
-                    forwarded = forwarded or is_content(item)
-                    yield item
+                async with closing_stream(self.inner.stream(request)) as stream:
+                    async for item in stream:
+                        forwarded = forwarded or is_content(item)
+                        yield item
                 return
             except ProviderError as err:
                 if forwarded or not err.retryable or attempt >= self.policy.max_retries:

@@ -33,7 +33,13 @@ from openheim.config.load import Settings
 from openheim.errors import ConfigError
 from openheim.events import ContextCompacted
 from openheim.messages import Message, TextBlock
-from openheim.providers.base import ModelRequest, Provider, ProviderSettings, StreamItem
+from openheim.providers.base import (
+    ModelRequest,
+    Provider,
+    ProviderSettings,
+    StreamItem,
+    closing_stream,
+)
 from openheim.providers.context import estimate_tokens, turn_starts
 from openheim.providers.windows import context_window
 from openheim.runtime.summary import summarise
@@ -99,8 +105,9 @@ class Compactor:
             compacted = await self.compact(request)
             if compacted is not None:
                 yield compacted
-        async for item in self.inner.stream(self.view(request)):
-            yield item
+        async with closing_stream(self.inner.stream(self.view(request))) as stream:
+            async for item in stream:
+                yield item
 
     def _over(self, request: ModelRequest) -> bool:
         return estimate_tokens(self.view(request)) > self.threshold * self.window(request.model)
