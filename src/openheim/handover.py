@@ -6,6 +6,12 @@ consumer asks for the next event, so what a surface shows always matches what ha
 tool never starts before its ``ToolCall`` was handled) and a slow consumer slows the run instead
 of queueing without bound.
 
+Text and thinking deltas are the exception: they only show what the model said and start
+nothing, so the run goes on reading the model's stream while up to ``DELTA_LEAD`` of them wait
+for the consumer. Each delta then costs the run one wake-up instead of two (the second would
+only walk down to the socket and find it empty), which is most of a streaming server's work;
+any other event still waits for every delta before it to be taken.
+
 Cancelling the run (the ``cancel`` event, or closing the generator) cancels its task once. The
 task takes the cancellation back (``Task.uncancel``) and runs its repair, whose events, like the
 closing events of every run, are queued without waiting: the consumer may be gone, and nothing
@@ -18,7 +24,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 
-from openheim.events import Event, Finished
+from openheim.events import Event, Finished, TextDelta, ThinkingDelta
+
+DELTA_LEAD = 64
+"""Deltas the run may have handed over that the consumer has not yet taken."""
 
 Closing = Sequence[Event]
 """The events that end a run; the last one is ``Finished``."""
@@ -46,6 +55,9 @@ class Handover:
         """Hand ``event`` over and wait until the consumer asks for the next one."""
         if self.cancelled:
             self._post(event)
+            return
+        if isinstance(event, TextDelta | ThinkingDelta) and self._queue.qsize() < DELTA_LEAD:
+            self._queue.put_nowait((event, None))
             return
         taken = asyncio.get_running_loop().create_future()
         self._queue.put_nowait((event, taken))
