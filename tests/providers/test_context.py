@@ -103,3 +103,17 @@ async def test_stored_history_is_never_changed(ctx: ToolContext) -> None:
     events = await collect(agent.run(stored))
     assert any(isinstance(e, ContextTrimmed) for e in events)
     assert stored[: len(before)] == before and stored[-1] == Message.assistant("fine")
+
+
+def test_a_tool_schema_counts_by_its_own_text_even_where_an_old_ones_id_is_reused() -> None:
+    import json
+
+    from openheim.providers.base import ToolSpec
+    from openheim.providers.context import CHARS_PER_TOKEN
+
+    for size in (400, 4000, 40, 4000):  # new dicts, often at the address of the one just freed
+        schema = {"type": "object", "description": "x" * size}
+        request = ModelRequest(model="m", messages=(), tools=(ToolSpec("t", "", schema),))
+        expected = len(json.dumps(schema)) // CHARS_PER_TOKEN + 1
+        assert estimate_tokens(request) == expected
+        assert estimate_tokens(request) == expected

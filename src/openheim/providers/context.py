@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import AsyncIterator, Callable, Sequence
-from typing import TypeAlias
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any, TypeAlias
 
 from openheim.errors import ContextOverflow
 from openheim.events import ContextTrimmed
@@ -54,10 +54,27 @@ def _block_chars(block: ContentBlock) -> int:
     return IMAGE_TOKENS * CHARS_PER_TOKEN
 
 
+_SCHEMA_CHARS: dict[int, tuple[Mapping[str, Any], int]] = {}
+"""The JSON length of tool schemas by ``id``, with the schema itself (so the id stays its own).
+Tools share their schema objects across requests and sessions; each is serialised once."""
+SCHEMA_CACHE = 4096
+
+
+def _schema_chars(schema: Mapping[str, Any]) -> int:
+    found = _SCHEMA_CHARS.get(id(schema))
+    if found is not None and found[0] is schema:
+        return found[1]
+    if len(_SCHEMA_CHARS) >= SCHEMA_CACHE:
+        _SCHEMA_CHARS.clear()
+    size = len(json.dumps(dict(schema)))
+    _SCHEMA_CHARS[id(schema)] = (schema, size)
+    return size
+
+
 def estimate_tokens(request: ModelRequest) -> int:
     """A rough token count of the whole request (4 characters a token, plus overheads)."""
     chars = len(request.system or "")
-    chars += sum(len(json.dumps(dict(t.parameters))) + len(t.description) for t in request.tools)
+    chars += sum(_schema_chars(t.parameters) + len(t.description) for t in request.tools)
     for message in request.messages:
         chars += 16 + sum(_block_chars(b) + 8 for b in message.content)
     return chars // CHARS_PER_TOKEN + 1
