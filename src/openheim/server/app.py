@@ -7,6 +7,7 @@ store back to the runtime.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -90,9 +91,14 @@ def create_app(context: ServerContext, policy: Policy) -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        collector = context.collector
+        pacing = asyncio.create_task(collector.run()) if collector is not None else None
         try:
             yield
         finally:
+            if pacing is not None:
+                pacing.cancel()
+                await asyncio.gather(pacing, return_exceptions=True)
             await context.hub.close_all()
             context.runtime.shared.give_back(context.store)
 

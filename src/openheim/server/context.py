@@ -14,6 +14,7 @@ from typing import Any
 from openheim.api import Runtime
 from openheim.config.load import Settings
 from openheim.server.auth import Auth
+from openheim.server.collector import Collector
 from openheim.server.hub import Hub
 from openheim.skills import SkillsManager, skills_for
 from openheim.store import SessionStore
@@ -34,6 +35,9 @@ class ServerContext:
     hub: Hub
     max_frame_bytes: int = DEFAULT_MAX_FRAME
     started: float = field(default_factory=time.time)
+    collector: Collector | None = None
+    """The process's garbage collection pacing while the server runs (``openheim serve``
+    sets one; an app embedded in another program leaves the collector alone)."""
 
     @property
     def settings(self) -> Settings:

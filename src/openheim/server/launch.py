@@ -16,6 +16,7 @@ from typing import TextIO
 from openheim.config.load import Settings
 from openheim.errors import ConfigError
 from openheim.server.auth import TOKEN_FILE, Auth, load_auth
+from openheim.server.collector import Collector
 from openheim.server.context import DEFAULT_MAX_BODY, DEFAULT_MAX_FRAME, ServerContext
 from openheim.server.guard import Policy
 
@@ -49,7 +50,9 @@ def build(settings: Settings, *, public: bool) -> tuple[ServerContext, Policy]:
     server = settings.server
     max_frame = server.max_frame_bytes or DEFAULT_MAX_FRAME
     store = runtime.shared.borrow_store(settings.data_dir)  # the sessions' own connection
-    context = ServerContext(runtime, store, auth, Hub(runtime, store), max_frame)
+    context = ServerContext(
+        runtime, store, auth, Hub(runtime, store), max_frame, collector=Collector()
+    )
     max_body = server.max_body_bytes or DEFAULT_MAX_BODY
     policy = Policy(auth, frozenset(server.allowed_origins), max_body)
     return context, policy
