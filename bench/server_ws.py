@@ -48,6 +48,8 @@ class Run:
 
     frames: int = 0
     received: dict[tuple[int, int], float] = field(default_factory=dict)
+    first: list[float] = field(default_factory=list)
+    """Per session, seconds from sending the prompt to receiving its first delta."""
 
 
 async def request(ws: ClientConnection, rid: int, **data: Any) -> dict[str, Any]:
@@ -76,6 +78,7 @@ async def session(url: str, index: int, prompt: str, ready: asyncio.Queue[None],
         await asyncio.sleep(wait)  # the ramp: prompts start spread over --ramp seconds
         data = {"type": "prompt", "id": 2, "session_id": sid, "text": f"{prompt} s{index}"}
         await ws.send(json.dumps({"channel": "agent", "data": data}))
+        asked, answered = time.monotonic(), False
         async for text in ws:
             now = time.monotonic()
             run.frames += 1
@@ -83,6 +86,9 @@ async def session(url: str, index: int, prompt: str, ready: asyncio.Queue[None],
             if event is None:
                 continue
             if event["type"] == "text_delta":
+                if not answered:
+                    answered = True
+                    run.first.append(now - asked)
                 for s, i in MARK.findall(event["text"].encode()):
                     run.received[(int(s), int(i))] = now
             elif event["type"] in ("finished", "failed"):
@@ -160,20 +166,36 @@ async def main(args: argparse.Namespace, base_url: str, conn: Any) -> None:
             print(f"memory: {per_socket:.1f} KiB per idle socket, "
                   f"{per_session:.1f} KiB per idle session (target <= 50 KB)")  # fmt: skip
             prompt = f"go d{args.delay} c{args.chunks}"
+            cpu = cpu_seconds(server.pid)
             run, elapsed = await all_sessions(url, args.sessions, prompt, args.ramp)
+            cpu = cpu_seconds(server.pid) - cpu
             conn.send("report")
-            sent: dict[tuple[int, int], float] = conn.recv()
-            latencies = [(t - sent[k]) * 1000 for k, t in run.received.items() if k in sent]
-            print(f"latency over {len(latencies)} deltas from {args.sessions} sessions "
-                  f"(prompts spread over {args.ramp:g} s) in "
-                  f"{elapsed:.1f} s: p50 {percentile(latencies, 0.5):.2f} ms, "
-                  f"p99 {percentile(latencies, 0.99):.2f} ms (target p99 <= 10 ms)")  # fmt: skip
+            report_latency(args, run, elapsed, conn.recv(), cpu)
             await throughput(args, url, (server.pid, echo.pid), echo_url)
         finally:
             server.terminate()
             echo.terminate()
             server.wait(30)
             echo.wait(30)
+
+
+def report_latency(
+    args: argparse.Namespace, run: Run, elapsed: float, sent: dict[tuple[int, int], float],
+    cpu: float,
+) -> None:  # fmt: skip
+    """Delta latencies (``sent``: when the fake model sent each), the delay before each
+    session's first delta, and the server's CPU per frame over the round."""
+    latencies = [(t - sent[k]) * 1000 for k, t in run.received.items() if k in sent]
+    p = {q: percentile(latencies, q) for q in (0.5, 0.99, 0.999)}
+    print(f"latency over {len(latencies)} deltas from {args.sessions} sessions "
+          f"(prompts spread over {args.ramp:g} s) in {elapsed:.1f} s: p50 {p[0.5]:.2f} ms, "
+          f"p99 {p[0.99]:.2f} ms (target p99 <= 10 ms), p99.9 {p[0.999]:.2f} ms, "
+          f"max {max(latencies):.2f} ms")  # fmt: skip
+    first = [t * 1000 for t in run.first]
+    per_frame = cpu * 1e6 / max(1, run.frames)
+    print(f"first delta after its prompt (the model's {args.delay:g} s delay included): "
+          f"p50 {percentile(first, 0.5):.0f} ms, p99 {percentile(first, 0.99):.0f} ms; "
+          f"server CPU {per_frame:.0f} us per frame ({run.frames} frames)")  # fmt: skip
 
 
 async def throughput(
