@@ -3,7 +3,7 @@
 Ollama, vLLM, llama.cpp, LM Studio and OpenRouter speak this wire format with small differences;
 those live in ``Dialect`` as data, not in a second copy of the adapter. A call POSTs
 ``{api_base}/chat/completions`` with ``stream: true`` and reads Server-Sent Events with
-``httpx_sse``; each ``data:`` is one ``chat.completion.chunk`` and ``[DONE]`` ends the stream.
+``providers.sse``; each ``data:`` is one ``chat.completion.chunk`` and ``[DONE]`` ends the stream.
 The request conversion lives in ``openai_wire``; this module does the transport and parsing.
 """
 
@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from httpx_sse import EventSource
 
 from openheim.events import TextDelta, ThinkingDelta
 from openheim.messages import (
@@ -33,6 +32,7 @@ from openheim.messages import (
 from openheim.providers.base import ModelRequest, ModelResponse, ProviderSettings, StreamItem
 from openheim.providers.http_base import HTTPProvider, event_object
 from openheim.providers.openai_wire import Dialect, build_body, dialect_for
+from openheim.providers.sse import EventStream
 
 _FINISH: dict[str, FinishReason] = {
     "stop": "end_turn",
@@ -79,7 +79,7 @@ class OpenAIChatProvider(HTTPProvider):
                 yield item
 
     async def _read(
-        self, source: EventSource, state: _Accumulator
+        self, source: EventStream, state: _Accumulator
     ) -> AsyncGenerator[StreamItem, None]:
         if not self.is_event_stream(source):
             items = state.feed(_completion_as_chunk(await self.whole_body(source, self.url)))
@@ -87,7 +87,7 @@ class OpenAIChatProvider(HTTPProvider):
             for item in [*items, state.response()]:
                 yield item
             return
-        async with aclosing(source.aiter_sse()) as events:
+        async with aclosing(source.events()) as events:
             async for event in events:
                 data = event.data.strip()
                 if data == "[DONE]":
