@@ -18,7 +18,7 @@ is read through httpx's content decoders instead of the raw bytes.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import httpx
 
@@ -34,7 +34,8 @@ class EventStreamError(Exception):
     """The bytes are not a well-formed UTF-8 event stream (or an event is too large)."""
 
 
-class Event(NamedTuple):
+@dataclass(slots=True)
+class Event:
     """One dispatched event: its type (``message`` when the stream named none), its data lines
     joined by ``\\n``, and the last event id seen so far."""
 
@@ -87,6 +88,7 @@ class EventParser:
         return self._lines(data)
 
     def _lines(self, data: bytes) -> list[Event]:
+        """The events completed by ``data``, which ends at a line end."""
         try:
             text = data.decode()
         except UnicodeDecodeError as exc:
@@ -103,23 +105,22 @@ class EventParser:
                     events.append(self._dispatch())
                 else:
                     self._event = ""
-            elif line[0] != ":":
-                self._field(line)
+                continue
+            name, _, value = line.partition(":")
+            if value and value[0] == " ":
+                value = value[1:]
+            if name == "data":
+                self._size += len(value) + 1
+                if self._size > MAX_EVENT:
+                    raise EventStreamError(
+                        f"an event of the event stream exceeds {MAX_EVENT} bytes"
+                    )
+                self._data.append(value)
+            elif name == "event":
+                self._event = value
+            elif name == "id" and "\0" not in value:
+                self._id = value
         return events
-
-    def _field(self, line: str) -> None:
-        name, _, value = line.partition(":")
-        if value[:1] == " ":
-            value = value[1:]
-        if name == "data":
-            self._size += len(value) + 1
-            if self._size > MAX_EVENT:
-                raise EventStreamError(f"an event of the event stream exceeds {MAX_EVENT} bytes")
-            self._data.append(value)
-        elif name == "event":
-            self._event = value
-        elif name == "id" and "\0" not in value:
-            self._id = value
 
     def _dispatch(self) -> Event:
         data = self._data
