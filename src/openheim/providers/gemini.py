@@ -186,17 +186,20 @@ class _Reply:
 
     def feed(self, chunk: Any) -> list[StreamItem]:
         """Absorb one ``GenerateContentResponse``; return the deltas it carries."""
-        chunk = event_object(
-            chunk,
-            self.provider,
-            wire="the Gemini API",
-            error_text=_error_text,
-            failed_hint="the server failed while answering; retry, or check the service status",
-        )
-        if isinstance(chunk.get("modelVersion"), str) and chunk["modelVersion"]:
-            self.model = chunk["modelVersion"]
-        if isinstance(chunk.get("usageMetadata"), dict):
-            self.usage = _usage(chunk["usageMetadata"])
+        if chunk.__class__ is not dict or chunk.get("error"):
+            chunk = event_object(
+                chunk,
+                self.provider,
+                wire="the Gemini API",
+                error_text=_error_text,
+                failed_hint="the server failed while answering; retry, or check the service status",
+            )
+        model = chunk.get("modelVersion")
+        if model and isinstance(model, str):
+            self.model = model
+        usage = chunk.get("usageMetadata")
+        if isinstance(usage, dict):
+            self.usage = _usage(usage)
         feedback = chunk.get("promptFeedback")
         if isinstance(feedback, dict) and isinstance(feedback.get("blockReason"), str):
             self.raw_finish = feedback["blockReason"]
@@ -206,8 +209,9 @@ class _Reply:
         return self._candidate(first) if isinstance(first, dict) else []
 
     def _candidate(self, candidate: Mapping[str, Any]) -> list[StreamItem]:
-        if isinstance(candidate.get("finishReason"), str) and candidate["finishReason"]:
-            self.raw_finish = candidate["finishReason"]
+        finish = candidate.get("finishReason")
+        if finish and isinstance(finish, str):
+            self.raw_finish = finish
         content = candidate.get("content")
         parts = content.get("parts") if isinstance(content, dict) else None
         items: list[StreamItem] = []
@@ -219,10 +223,13 @@ class _Reply:
     def _part(self, part: Mapping[str, Any]) -> list[StreamItem]:
         signature = part.get("thoughtSignature")
         signature = signature if isinstance(signature, str) and signature else None
-        if isinstance(part.get("functionCall"), dict):
-            self._blocks.append(self._tool_use(part["functionCall"], signature))
+        call = part.get("functionCall")
+        if isinstance(call, dict):
+            self._blocks.append(self._tool_use(call, signature))
             return []
-        text = part["text"] if isinstance(part.get("text"), str) else ""
+        text = part.get("text")
+        if not isinstance(text, str):
+            text = ""
         if not text and signature is None:
             return []
         thinking = part.get("thought") is True

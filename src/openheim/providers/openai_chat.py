@@ -151,41 +151,45 @@ class _Accumulator:
 
     def feed(self, chunk: Any) -> list[StreamItem]:
         """Absorb one chunk; return the deltas it carries."""
-        chunk = event_object(
-            chunk,
-            self.provider,
-            wire="the OpenAI format",
-            error_text=_error_text,
-            failed_hint="the server failed while answering; retry, or check its logs",
-        )
-        if isinstance(chunk.get("model"), str) and chunk["model"]:
-            self.model = chunk["model"]
-        if isinstance(chunk.get("usage"), dict):
-            self.usage = _usage(chunk["usage"])
+        if chunk.__class__ is not dict or chunk.get("error"):
+            chunk = event_object(
+                chunk,
+                self.provider,
+                wire="the OpenAI format",
+                error_text=_error_text,
+                failed_hint="the server failed while answering; retry, or check its logs",
+            )
+        model = chunk.get("model")
+        if model and isinstance(model, str):
+            self.model = model
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self.usage = _usage(usage)
         items: list[StreamItem] = []
         for choice in chunk.get("choices") or ():
             if isinstance(choice, dict) and choice.get("index", 0) == 0:
-                items.extend(self._choice(choice))
+                self._choice(choice, items)
         return items
 
-    def _choice(self, choice: Mapping[str, Any]) -> list[StreamItem]:
-        if isinstance(choice.get("finish_reason"), str) and choice["finish_reason"]:
-            self.raw_finish = choice["finish_reason"]
+    def _choice(self, choice: Mapping[str, Any], items: list[StreamItem]) -> None:
+        """Absorb one choice, appending the deltas it carries to ``items``."""
+        finish = choice.get("finish_reason")
+        if finish and isinstance(finish, str):
+            self.raw_finish = finish
         delta = choice.get("delta")
         if not isinstance(delta, dict):
-            return []
-        items: list[StreamItem] = []
+            return
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-        if isinstance(reasoning, str) and reasoning:
+        if reasoning and isinstance(reasoning, str):
             self._thinking.append(reasoning)
             items.append(ThinkingDelta(reasoning))
-        if isinstance(delta.get("content"), str) and delta["content"]:
-            self._text.append(delta["content"])
-            items.append(TextDelta(delta["content"]))
+        content = delta.get("content")
+        if content and isinstance(content, str):
+            self._text.append(content)
+            items.append(TextDelta(content))
         for fragment in delta.get("tool_calls") or ():
             if isinstance(fragment, dict):
                 self._add_fragment(fragment)
-        return items
 
     def _add_fragment(self, fragment: Mapping[str, Any]) -> None:
         call_id = fragment.get("id") if isinstance(fragment.get("id"), str) else ""
