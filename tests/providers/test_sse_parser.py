@@ -159,6 +159,12 @@ def test_an_oversized_line_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
         parser.feed(b"x" * 20)
 
 
+def test_an_oversized_line_within_one_chunk_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sse, "MAX_EVENT", 64)
+    with pytest.raises(EventStreamError, match="a line of the event stream exceeds 64 bytes"):
+        EventParser().feed(b"event: " + b"x" * 70 + b"\r\ndata: y\n\n")
+
+
 def test_an_oversized_event_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sse, "MAX_EVENT", 64)
     parser = EventParser()

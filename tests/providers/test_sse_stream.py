@@ -30,11 +30,16 @@ def events(*texts: str, end: str = "\n") -> bytes:
     return ("".join(lines) + f"data: [DONE]{end}{end}").encode()
 
 
-def answer(body: bytes, *, encoding: str | None = None, pieces: int = 1) -> Handler:
-    """Answer one request with ``body`` as an event stream, chunked into ``pieces`` writes."""
+def answer(
+    body: bytes, *, encoding: str | None = None, pieces: int = 1, heads: list[bytes] | None = None
+) -> Handler:
+    """Answer one request with ``body`` as an event stream, chunked into ``pieces`` writes;
+    the request's head goes to ``heads``."""
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await read_request(reader)
+        head = await read_request(reader)
+        if heads is not None:
+            heads.append(head)
         head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
         if encoding:
             head += b"Content-Encoding: " + encoding.encode() + b"\r\n"
@@ -75,6 +80,14 @@ async def test_any_line_ending_and_any_chunking_give_the_same_deltas(end: str, p
     deltas, content = await stream_from(Server(answer(body, pieces=pieces)))
     assert deltas == [TextDelta("Hé"), TextDelta("llo "), TextDelta("🙂")]
     assert content == (TextBlock("Héllo 🙂"),)
+
+
+async def test_a_stream_is_asked_for_uncompressed() -> None:
+    heads: list[bytes] = []
+    await stream_from(Server(answer(events("x"), heads=heads)))
+    lines = heads[0].lower().split(b"\r\n")
+    assert b"accept-encoding: identity" in lines
+    assert b"accept: text/event-stream" in lines
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,13 @@ from openheim.providers.http import make_client, redact, status_error, transport
 from openheim.providers.sse import EventStream, EventStreamError
 
 Reader = Callable[[EventStream], AsyncGenerator[StreamItem, None]]
-_SSE_HEADERS = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
+_SSE_HEADERS = {
+    "Accept": "text/event-stream",
+    "Accept-Encoding": "identity",
+    "Cache-Control": "no-store",
+}
+"""Sent with every streamed POST; ``identity`` because a compressed stream gains little (each
+event is flushed on its own) and would have to pass through httpx's decoders."""
 
 
 def event_object(

@@ -11,8 +11,8 @@ it has no data); ``retry`` is ignored and an unterminated last event is never di
 The stream must be UTF-8: each run of complete lines is decoded strictly (a line end is never
 inside a multi-byte character, so a character split across chunks waits for its line to end),
 and bytes that are not UTF-8 raise ``EventStreamError``, as does a line or an event larger than
-``MAX_EVENT`` bytes. A server that compresses the stream anyway (our transport never asks it to)
-is read through httpx's content decoders instead of the raw bytes.
+``MAX_EVENT`` bytes. A server that compresses the stream anyway (``HTTPProvider`` asks for
+``identity``) is read through httpx's content decoders instead of the raw bytes.
 """
 
 from __future__ import annotations
@@ -47,10 +47,13 @@ class Event:
 class EventParser:
     """Turns byte chunks into events, keeping the incomplete last line between chunks."""
 
-    __slots__ = ("_data", "_event", "_id", "_size", "_start", "_tail", "_trailing_cr")
+    __slots__ = ("_data", "_event", "_id", "_size", "_start", "_tail", "_tail_size", "_trailing_cr")
 
     def __init__(self) -> None:
-        self._tail = b""
+        self._tail: list[bytes] = []
+        """The pieces of the incomplete last line (a list, so a long line is not copied over
+        and over as it arrives)."""
+        self._tail_size = 0
         self._trailing_cr = False
         self._start = True
         self._event = ""
@@ -60,32 +63,45 @@ class EventParser:
 
     def feed(self, chunk: bytes) -> list[Event]:
         """The events that ``chunk`` completes (often none, usually one)."""
-        if not chunk:
-            return []
-        if self._trailing_cr:
+        if self._trailing_cr and chunk:
             self._trailing_cr = False
             if chunk[:1] == b"\n":
                 chunk = chunk[1:]
-        data = self._tail + chunk if self._tail else chunk
         if self._start:
-            if len(data) < len(_BOM) and _BOM.startswith(data):
-                self._tail = data
-                return []
-            self._start = False
-            if data.startswith(_BOM):
-                data = data[len(_BOM) :]
-        end = max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
-        if end < len(data):
-            self._tail = data[end:]
-            if len(self._tail) > MAX_EVENT:
-                raise EventStreamError(f"a line of the event stream exceeds {MAX_EVENT} bytes")
-            if not end:
-                return []
-            data = data[:end]
+            chunk = self._skip_bom(chunk)
+        end = max(chunk.rfind(b"\n"), chunk.rfind(b"\r")) + 1
+        if not end:
+            self._keep(chunk)
+            return []
+        data = chunk[:end]
+        if self._tail:
+            data = b"".join(self._tail) + data
+            self._tail, self._tail_size = [], 0
+        if end < len(chunk):
+            self._keep(chunk[end:])
         else:
-            self._tail = b""
             self._trailing_cr = data[-1:] == b"\r"
+        if len(data) > MAX_EVENT and max(map(len, data.splitlines())) > MAX_EVENT:
+            raise EventStreamError(f"a line of the event stream exceeds {MAX_EVENT} bytes")
         return self._lines(data)
+
+    def _skip_bom(self, chunk: bytes) -> bytes:
+        """``chunk`` without the BOM that may open the stream (held back while it could still
+        be the start of one)."""
+        data = b"".join(self._tail) + chunk
+        self._tail, self._tail_size = [], 0
+        if len(data) < len(_BOM) and _BOM.startswith(data):
+            return data  # no line end in it: kept as the tail, looked at again next time
+        self._start = False
+        return data.removeprefix(_BOM)
+
+    def _keep(self, piece: bytes) -> None:
+        """Add ``piece`` to the incomplete last line."""
+        if piece:
+            self._tail.append(piece)
+            self._tail_size += len(piece)
+            if self._tail_size > MAX_EVENT:
+                raise EventStreamError(f"a line of the event stream exceeds {MAX_EVENT} bytes")
 
     def _lines(self, data: bytes) -> list[Event]:
         """The events completed by ``data``, which ends at a line end."""
