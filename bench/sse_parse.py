@@ -101,7 +101,10 @@ async def timed(run: Callable[[list[bytes]], Awaitable[int]], body: list[bytes])
 
 async def main(deltas: int, repeats: int) -> None:
     body = pieces(deltas)
-    runs = {"httpx-sse chain": old_chain, "providers.sse chain": new_chain}
+    runs: dict[str, Callable[[list[bytes]], Awaitable[int]]] = {
+        "httpx-sse chain": old_chain,
+        "providers.sse chain": new_chain,
+    }
     settings = ProviderSettings(name="bench", kind="openai_compatible", model="m", api_base=URL)
     provider = OpenAIChatProvider(settings)
     runs["providers.sse + OpenAI reader"] = reader(provider)
