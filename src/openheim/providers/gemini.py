@@ -186,20 +186,17 @@ class _Reply:
 
     def feed(self, chunk: Any) -> list[StreamItem]:
         """Absorb one ``GenerateContentResponse``; return the deltas it carries."""
-        if chunk.__class__ is not dict or chunk.get("error"):
-            chunk = event_object(
-                chunk,
-                self.provider,
-                wire="the Gemini API",
-                error_text=_error_text,
-                failed_hint="the server failed while answering; retry, or check the service status",
-            )
-        model = chunk.get("modelVersion")
-        if model and isinstance(model, str):
-            self.model = model
-        usage = chunk.get("usageMetadata")
-        if isinstance(usage, dict):
-            self.usage = _usage(usage)
+        chunk = event_object(
+            chunk,
+            self.provider,
+            wire="the Gemini API",
+            error_text=_error_text,
+            failed_hint="the server failed while answering; retry, or check the service status",
+        )
+        if isinstance(chunk.get("modelVersion"), str) and chunk["modelVersion"]:
+            self.model = chunk["modelVersion"]
+        if isinstance(chunk.get("usageMetadata"), dict):
+            self.usage = _usage(chunk["usageMetadata"])
         feedback = chunk.get("promptFeedback")
         if isinstance(feedback, dict) and isinstance(feedback.get("blockReason"), str):
             self.raw_finish = feedback["blockReason"]

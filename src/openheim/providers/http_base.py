@@ -37,6 +37,8 @@ def event_object(
 ) -> dict[str, Any]:
     """One decoded stream event as a JSON object, or the error it is (not an object, or an
     ``{"error": ...}`` the server sent mid-stream)."""
+    if chunk.__class__ is dict and not chunk.get("error"):
+        return chunk  # every delta: the one check that matters, first
     if not isinstance(chunk, dict):
         raise ProviderProtocolError(
             f"provider {provider!r}: expected a JSON object per event, got {chunk!r:.200}",

@@ -151,20 +151,17 @@ class _Accumulator:
 
     def feed(self, chunk: Any) -> list[StreamItem]:
         """Absorb one chunk; return the deltas it carries."""
-        if chunk.__class__ is not dict or chunk.get("error"):
-            chunk = event_object(
-                chunk,
-                self.provider,
-                wire="the OpenAI format",
-                error_text=_error_text,
-                failed_hint="the server failed while answering; retry, or check its logs",
-            )
-        model = chunk.get("model")
-        if model and isinstance(model, str):
-            self.model = model
-        usage = chunk.get("usage")
-        if isinstance(usage, dict):
-            self.usage = _usage(usage)
+        chunk = event_object(
+            chunk,
+            self.provider,
+            wire="the OpenAI format",
+            error_text=_error_text,
+            failed_hint="the server failed while answering; retry, or check its logs",
+        )
+        if isinstance(chunk.get("model"), str) and chunk["model"]:
+            self.model = chunk["model"]
+        if isinstance(chunk.get("usage"), dict):
+            self.usage = _usage(chunk["usage"])
         items: list[StreamItem] = []
         for choice in chunk.get("choices") or ():
             if isinstance(choice, dict) and choice.get("index", 0) == 0:
