@@ -1,7 +1,7 @@
 """Anthropic Messages: kind ``anthropic``.
 
 A call POSTs ``{api_base}/messages`` with ``stream: true`` and reads Server-Sent Events with
-``httpx_sse``. The stream is a sequence of content blocks, each opened, filled by deltas and
+``providers.sse``. The stream is a sequence of content blocks, each opened, filled by deltas and
 closed, keyed by ``index``: text (``text_delta``), thinking (``thinking_delta``, then one
 ``signature_delta``), redacted thinking (its encrypted ``data`` arrives whole) and tool calls
 (``input_json_delta`` fragments of the arguments). ``message_delta`` carries the stop reason and
@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from httpx_sse import EventSource
 
 from openheim.errors import ProviderProtocolError
 from openheim.events import TextDelta, ThinkingDelta
@@ -35,6 +34,7 @@ from openheim.providers.anthropic_wire import (
 )
 from openheim.providers.base import ModelRequest, ModelResponse, ProviderSettings, StreamItem
 from openheim.providers.http_base import HTTPProvider
+from openheim.providers.sse import EventStream
 
 
 def create(
@@ -72,14 +72,14 @@ class AnthropicProvider(HTTPProvider):
                 yield item
 
     async def _read(
-        self, source: EventSource, state: _Accumulator
+        self, source: EventStream, state: _Accumulator
     ) -> AsyncGenerator[StreamItem, None]:
         if not self.is_event_stream(source):
             body = await self.whole_body(source, self.url)
             for item in [*state.feed_message(body), state.response()]:
                 yield item
             return
-        async with aclosing(source.aiter_sse()) as events:
+        async with aclosing(source.events()) as events:
             async for event in events:
                 data = event.data.strip()
                 if not data:

@@ -1,7 +1,7 @@
 """Google Gemini (kind ``gemini``): the Generative Language API's ``streamGenerateContent``.
 
 A call POSTs ``{api_base}/models/{model}:streamGenerateContent?alt=sse`` and reads Server-Sent
-Events with ``httpx_sse``; each ``data:`` is one ``GenerateContentResponse`` whose first
+Events with ``providers.sse``; each ``data:`` is one ``GenerateContentResponse`` whose first
 candidate holds new parts. The stream has no end marker: it is complete once a candidate has a
 ``finishReason`` (or the prompt was blocked). The API key travels only in the ``x-goog-api-key``
 header, never in the URL, so no URL in an error or a log can leak it.
@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from httpx_sse import EventSource
 
 from openheim.errors import (
     ProviderError,
@@ -43,6 +42,7 @@ from openheim.messages import (
 from openheim.providers.base import ModelRequest, ModelResponse, ProviderSettings, StreamItem
 from openheim.providers.gemini_wire import build_body, thinking_config
 from openheim.providers.http_base import HTTPProvider, event_object
+from openheim.providers.sse import EventStream
 
 _FINISH: dict[str, FinishReason] = {
     "STOP": "end_turn",
@@ -109,7 +109,7 @@ class GeminiProvider(HTTPProvider):
             error.retry_after = retry_delay(response.content)
 
     async def _read(
-        self, source: EventSource, state: _Reply, url: str
+        self, source: EventStream, state: _Reply, url: str
     ) -> AsyncGenerator[StreamItem, None]:
         if not self.is_event_stream(source):
             data = await self.whole_body(source, url)
@@ -117,7 +117,7 @@ class GeminiProvider(HTTPProvider):
                 for item in state.feed(chunk):
                     yield item
         else:
-            async with aclosing(source.aiter_sse()) as events:
+            async with aclosing(source.events()) as events:
                 async for event in events:
                     if event.data.strip():
                         for item in state.feed(self.decode(event.data, url)):
@@ -206,8 +206,9 @@ class _Reply:
         return self._candidate(first) if isinstance(first, dict) else []
 
     def _candidate(self, candidate: Mapping[str, Any]) -> list[StreamItem]:
-        if isinstance(candidate.get("finishReason"), str) and candidate["finishReason"]:
-            self.raw_finish = candidate["finishReason"]
+        finish = candidate.get("finishReason")
+        if finish and isinstance(finish, str):
+            self.raw_finish = finish
         content = candidate.get("content")
         parts = content.get("parts") if isinstance(content, dict) else None
         items: list[StreamItem] = []
@@ -219,10 +220,13 @@ class _Reply:
     def _part(self, part: Mapping[str, Any]) -> list[StreamItem]:
         signature = part.get("thoughtSignature")
         signature = signature if isinstance(signature, str) and signature else None
-        if isinstance(part.get("functionCall"), dict):
-            self._blocks.append(self._tool_use(part["functionCall"], signature))
+        call = part.get("functionCall")
+        if isinstance(call, dict):
+            self._blocks.append(self._tool_use(call, signature))
             return []
-        text = part["text"] if isinstance(part.get("text"), str) else ""
+        text = part.get("text")
+        if not isinstance(text, str):
+            text = ""
         if not text and signature is None:
             return []
         thinking = part.get("thought") is True

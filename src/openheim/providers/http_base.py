@@ -15,14 +15,21 @@ from contextlib import aclosing
 from typing import Any, ClassVar, Self
 
 import httpx
-from httpx_sse import EventSource, aconnect_sse
 
 from openheim._version import __version__
 from openheim.errors import ConfigError, ProviderError, ProviderProtocolError, StreamCut
 from openheim.providers.base import ProviderSettings, StreamItem
 from openheim.providers.http import make_client, redact, status_error, transport_error
+from openheim.providers.sse import EventStream, EventStreamError
 
-Reader = Callable[[EventSource], AsyncGenerator[StreamItem, None]]
+Reader = Callable[[EventStream], AsyncGenerator[StreamItem, None]]
+_SSE_HEADERS = {
+    "Accept": "text/event-stream",
+    "Accept-Encoding": "identity",
+    "Cache-Control": "no-store",
+}
+"""Sent with every streamed POST; ``identity`` because a compressed stream gains little (each
+event is flushed on its own) and would have to pass through httpx's decoders."""
 
 
 def event_object(
@@ -30,6 +37,8 @@ def event_object(
 ) -> dict[str, Any]:
     """One decoded stream event as a JSON object, or the error it is (not an object, or an
     ``{"error": ...}`` the server sent mid-stream)."""
+    if chunk.__class__ is dict and not chunk.get("error"):
+        return chunk  # every delta: the one check that matters, first
     if not isinstance(chunk, dict):
         raise ProviderProtocolError(
             f"provider {provider!r}: expected a JSON object per event, got {chunk!r:.200}",
@@ -115,14 +124,16 @@ class HTTPProvider:
         """POST ``body`` and yield what ``read`` makes of the event stream."""
         started = False
         try:
-            async with aconnect_sse(
-                self._client, "POST", url, json=body, headers=dict(self._headers)
-            ) as source:
-                await self._check_status(source.response, model)
+            async with self._client.stream(
+                "POST", url, json=body, headers={**self._headers, **_SSE_HEADERS}
+            ) as response:
+                await self._check_status(response, model)
                 started = True
-                async with aclosing(read(source)) as items:
+                async with aclosing(read(EventStream(response))) as items:
                     async for item in items:
                         yield item
+        except EventStreamError as exc:
+            raise self.scrub(self.malformed(url, str(exc))) from None
         except httpx.RequestError as exc:
             error = transport_error(
                 exc,
@@ -161,12 +172,11 @@ class HTTPProvider:
             raise ProviderProtocolError(
                 f"provider {self.name!r}: {url} sent a stream event that is not JSON: "
                 f"{data[:200]!r}",
-                hint=f"the server does not speak {self.wire_name}; check api_base "
-                f"(e.g. {self.example_base}) and kind",
+                hint=self.wire_hint,
                 provider=self.name,
             ) from None
 
-    async def whole_body(self, source: EventSource, url: str) -> Any:
+    async def whole_body(self, source: EventStream, url: str) -> Any:
         """The JSON body of a server that answered without streaming (some ignore the flag)."""
         body = await source.response.aread()
         try:
@@ -180,8 +190,24 @@ class HTTPProvider:
                 provider=self.name,
             ) from None
 
-    def is_event_stream(self, source: EventSource) -> bool:
+    def is_event_stream(self, source: EventStream) -> bool:
         return "text/event-stream" in source.response.headers.get("content-type", "")
+
+    def malformed(self, url: str, what: str) -> ProviderProtocolError:
+        """A stream whose bytes are not a well-formed event stream."""
+        return ProviderProtocolError(
+            f"provider {self.name!r}: {url} sent a malformed event stream: {what}",
+            hint=self.wire_hint,
+            provider=self.name,
+        )
+
+    @property
+    def wire_hint(self) -> str:
+        """What to check when the server's answer is not this wire format."""
+        return (
+            f"the server does not speak {self.wire_name}; check api_base "
+            f"(e.g. {self.example_base}) and kind"
+        )
 
     def stream_cut(self, url: str, what: str) -> StreamCut:
         return StreamCut(

@@ -3,7 +3,7 @@
 Ollama, vLLM, llama.cpp, LM Studio and OpenRouter speak this wire format with small differences;
 those live in ``Dialect`` as data, not in a second copy of the adapter. A call POSTs
 ``{api_base}/chat/completions`` with ``stream: true`` and reads Server-Sent Events with
-``httpx_sse``; each ``data:`` is one ``chat.completion.chunk`` and ``[DONE]`` ends the stream.
+``providers.sse``; each ``data:`` is one ``chat.completion.chunk`` and ``[DONE]`` ends the stream.
 The request conversion lives in ``openai_wire``; this module does the transport and parsing.
 """
 
@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from httpx_sse import EventSource
 
 from openheim.events import TextDelta, ThinkingDelta
 from openheim.messages import (
@@ -33,6 +32,7 @@ from openheim.messages import (
 from openheim.providers.base import ModelRequest, ModelResponse, ProviderSettings, StreamItem
 from openheim.providers.http_base import HTTPProvider, event_object
 from openheim.providers.openai_wire import Dialect, build_body, dialect_for
+from openheim.providers.sse import EventStream
 
 _FINISH: dict[str, FinishReason] = {
     "stop": "end_turn",
@@ -79,7 +79,7 @@ class OpenAIChatProvider(HTTPProvider):
                 yield item
 
     async def _read(
-        self, source: EventSource, state: _Accumulator
+        self, source: EventStream, state: _Accumulator
     ) -> AsyncGenerator[StreamItem, None]:
         if not self.is_event_stream(source):
             items = state.feed(_completion_as_chunk(await self.whole_body(source, self.url)))
@@ -87,7 +87,7 @@ class OpenAIChatProvider(HTTPProvider):
             for item in [*items, state.response()]:
                 yield item
             return
-        async with aclosing(source.aiter_sse()) as events:
+        async with aclosing(source.events()) as events:
             async for event in events:
                 data = event.data.strip()
                 if data == "[DONE]":
@@ -165,27 +165,28 @@ class _Accumulator:
         items: list[StreamItem] = []
         for choice in chunk.get("choices") or ():
             if isinstance(choice, dict) and choice.get("index", 0) == 0:
-                items.extend(self._choice(choice))
+                self._choice(choice, items)
         return items
 
-    def _choice(self, choice: Mapping[str, Any]) -> list[StreamItem]:
-        if isinstance(choice.get("finish_reason"), str) and choice["finish_reason"]:
-            self.raw_finish = choice["finish_reason"]
+    def _choice(self, choice: Mapping[str, Any], items: list[StreamItem]) -> None:
+        """Absorb one choice, appending the deltas it carries to ``items``."""
+        finish = choice.get("finish_reason")
+        if finish and isinstance(finish, str):
+            self.raw_finish = finish
         delta = choice.get("delta")
         if not isinstance(delta, dict):
-            return []
-        items: list[StreamItem] = []
+            return
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-        if isinstance(reasoning, str) and reasoning:
+        if reasoning and isinstance(reasoning, str):
             self._thinking.append(reasoning)
             items.append(ThinkingDelta(reasoning))
-        if isinstance(delta.get("content"), str) and delta["content"]:
-            self._text.append(delta["content"])
-            items.append(TextDelta(delta["content"]))
+        content = delta.get("content")
+        if content and isinstance(content, str):
+            self._text.append(content)
+            items.append(TextDelta(content))
         for fragment in delta.get("tool_calls") or ():
             if isinstance(fragment, dict):
                 self._add_fragment(fragment)
-        return items
 
     def _add_fragment(self, fragment: Mapping[str, Any]) -> None:
         call_id = fragment.get("id") if isinstance(fragment.get("id"), str) else ""
