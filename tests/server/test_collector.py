@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from openheim.server.collector import MIN_YOUNG, Collector
+from openheim.server.collector import HOLD, MIN_YOUNG, Collector
 
 
 class _Node:
@@ -78,11 +78,16 @@ def test_a_full_collection_is_due_after_the_budget_of_young_ones(collector: Coll
 async def test_run_collects_when_due_and_gives_the_pacing_back() -> None:
     saved = gc.get_threshold()
     made = Collector(young=1000)
-    task = asyncio.create_task(made.run(check=0.001))
+    busy = [True]
+    task = asyncio.create_task(made.run(lambda: busy[0], check=0.001))
     for _ in range(100):
         await asyncio.sleep(0)
     assert gc.get_threshold()[0] == 1000 and made.full_collections == 1
-    made.since_full = made.budget
+    made.since_full = made.budget  # due, but prompts run: it waits for a quiet moment
+    for _ in range(20):
+        await asyncio.sleep(0.001)
+    assert made.full_collections == 1
+    busy[0] = False
     for _ in range(200):
         if made.full_collections == 2:
             break
@@ -91,3 +96,12 @@ async def test_run_collects_when_due_and_gives_the_pacing_back() -> None:
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     assert gc.get_threshold() == saved and made._collected not in gc.callbacks
+
+
+def test_a_due_collection_waits_for_quiet_but_not_forever() -> None:
+    made = Collector()
+    made.budget = 10
+    made.since_full = 10
+    assert made.ready(busy=False) and not made.ready(busy=True)
+    made.since_full = 10 * HOLD
+    assert made.ready(busy=True)

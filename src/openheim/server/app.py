@@ -92,7 +92,9 @@ def create_app(context: ServerContext, policy: Policy) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         collector = context.collector
-        pacing = asyncio.create_task(collector.run()) if collector is not None else None
+        pacing = None
+        if collector is not None:
+            pacing = asyncio.create_task(collector.run(context.hub.busy))
         try:
             yield
         finally:

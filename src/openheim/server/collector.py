@@ -11,9 +11,11 @@ each collection walks only what was made since the last one.
 
 What freezing gives up is finding reference cycles among frozen objects that die later. So
 once the young collections since the last full one may have frozen as many objects as that one
-kept (``growth``), a full collection runs (everything thawed, collected, frozen again) at the
-next check: the memory a server may hold in such cycles stays within that bound, and full
-collections come as rarely as the live heap allows.
+kept (``growth``), a full collection is due (everything thawed, collected, frozen again). It
+runs at the next check when no prompt is running; while prompts run (a full collection of a
+large heap stops every stream for a few hundred milliseconds) it waits, up to ``HOLD`` times
+that growth. The memory a server may hold in such cycles stays within that bound, and full
+collections come as rarely as the live heap allows, at quiet moments where there are any.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import asyncio
 import gc
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -35,6 +38,8 @@ CHECK = 1.0
 """Seconds between checks for a due full collection."""
 MIN_YOUNG = 10
 """Young collections between two full ones at the least."""
+HOLD = 3
+"""How far past due a full collection waits for a moment when no prompt runs."""
 
 
 class Collector:
@@ -51,6 +56,10 @@ class Collector:
     @property
     def due(self) -> bool:
         return self.since_full >= self.budget
+
+    def ready(self, busy: bool) -> bool:
+        """Whether to collect now: due and quiet, or far past due."""
+        return self.since_full >= self.budget * (HOLD if busy else 1)
 
     def start(self) -> None:
         """Take over the process's collection pacing (``stop`` gives it back)."""
@@ -96,13 +105,14 @@ class Collector:
             (time.perf_counter() - began) * 1000,
         )
 
-    async def run(self, check: float = CHECK) -> None:
-        """Run full collections when due, until cancelled."""
+    async def run(self, busy: Callable[[], bool], check: float = CHECK) -> None:
+        """Run full collections when ``ready`` (``busy``: whether a prompt runs now), until
+        cancelled."""
         self.start()
         try:
             while True:
                 await asyncio.sleep(check)
-                if self.due:
+                if self.due and self.ready(busy()):
                     self.collect()
         finally:
             self.stop()

@@ -309,6 +309,10 @@ class Hub:
     def get(self, key: str) -> Live | None:
         return self.sessions.get(key)
 
+    def busy(self) -> bool:
+        """Whether a prompt runs (or waits to begin) in any open session."""
+        return any(live.busy for live in self.sessions.values())
+
     async def forget(self, key: str) -> None:
         """Close the session ``key`` if it is open here (before it is deleted)."""
         live = self.sessions.pop(key, None)
