@@ -17,7 +17,15 @@ from collections.abc import AsyncGenerator, Awaitable
 from pathlib import Path
 from typing import TypeVar
 
-from openheim.events import Event, Finished, Notice, ToolCall, ToolResult
+from openheim.events import (
+    Event,
+    Finished,
+    Notice,
+    TextDelta,
+    ThinkingDelta,
+    ToolCall,
+    ToolResult,
+)
 from openheim.messages import Message, TextBlock
 from openheim.runtime import shell_changes
 from openheim.runtime.checkpoints import CheckpointStore, TurnRecorder
@@ -100,6 +108,12 @@ class TurnWatch:
         calls: dict[str, ToolCall] = {}
         async with contextlib.aclosing(run) as events:
             async for event in events:
+                if isinstance(event, TextDelta | ThinkingDelta):  # most events: nothing to do
+                    yield event
+                    if self._notes or self.hooks.warnings:
+                        for note in self.drain():
+                            yield note
+                    continue
                 if isinstance(event, Finished):
                     await self.hooks.run(
                         "stop", stop_reason=event.stop_reason, reason=event.reason, text=event.text

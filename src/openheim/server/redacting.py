@@ -14,6 +14,10 @@ from openheim.secrets import redact_data
 from openheim.secrets_stream import StreamRedactor
 
 
+_NAMES = {TextDelta: "text_delta", ThinkingDelta: "thinking_delta"}
+"""The ``type`` of each delta's dict, as ``event_to_dict`` writes it."""
+
+
 class EventRedactor:
     """Turns the events of one prompt into redacted event dicts (none, one or several)."""
 
@@ -27,11 +31,11 @@ class EventRedactor:
         out: list[dict[str, Any]] = []
         for kind, stream in self.streams.items():
             if not isinstance(event, kind) and not stream.idle and (held := stream.flush()):
-                out.append(event_to_dict(kind(held)))
+                out.append({"type": _NAMES[kind], "text": held})
         if isinstance(event, TextDelta | ThinkingDelta):
             text = self.streams[type(event)].feed(event.text)
             if text:
-                out.append(event_to_dict(type(event)(text)))
+                out.append({"type": event.type, "text": text})
         else:
             redacted: dict[str, Any] = redact_data(event_to_dict(event))
             out.append(redacted)
