@@ -100,11 +100,18 @@ class Compactor:
     async def aclose(self) -> None:
         await self.inner.aclose()
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        """The inner provider's stream of the request as compacted; a request over the
+        threshold is compacted first (then its ``ContextCompacted`` leads the stream). Below
+        it, the inner stream is returned as it is: no layer of ours on every delta."""
         if self.threshold and self._over(request):
-            compacted = await self.compact(request)
-            if compacted is not None:
-                yield compacted
+            return self._compacting(request)
+        return self.inner.stream(self.view(request))
+
+    async def _compacting(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        compacted = await self.compact(request)
+        if compacted is not None:
+            yield compacted
         async with closing_stream(self.inner.stream(self.view(request))) as stream:
             async for item in stream:
                 yield item
