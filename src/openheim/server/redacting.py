@@ -13,7 +13,6 @@ from openheim.events import Event, TextDelta, ThinkingDelta, event_to_dict
 from openheim.secrets import redact_data
 from openheim.secrets_stream import StreamRedactor
 
-
 _NAMES = {TextDelta: "text_delta", ThinkingDelta: "thinking_delta"}
 """The ``type`` of each delta's dict, as ``event_to_dict`` writes it."""
 
