@@ -173,7 +173,12 @@ class _Exchange:
 
 class _Body(httpx.AsyncByteStream):
     """A response body read as it arrives; the connection goes back to the pool once the
-    whole message was read on a keep-alive exchange, and is closed otherwise."""
+    whole message was read on a keep-alive exchange, and is closed otherwise.
+
+    A reader that stops at the end of the data it wanted (an SSE reader at ``[DONE]``) closes
+    the body just before the message's own end (the last chunk): ``aclose`` then reads what
+    is left, when that is little and arrives within ``_LINGER`` seconds, so the connection
+    can still be reused instead of being closed after every streamed reply."""
 
     def __init__(
         self,
@@ -186,13 +191,14 @@ class _Body(httpx.AsyncByteStream):
         self._origin = origin
         self._exchange: _Exchange | None = exchange
         self._head = head
+        self._pieces: AsyncIterator[bytes] | None = None
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         exchange = self._exchange
         if exchange is None:
             return
-        pieces = http11.body(exchange.connection.reader, self._head)
-        while (piece := await exchange.bounded(anext(pieces, b""))) != b"":
+        self._pieces = http11.body(exchange.connection.reader, self._head)
+        while (piece := await exchange.bounded(anext(self._pieces, b""))) != b"":
             yield piece
         self._exchange = None
         if self._head.keep_alive:
@@ -201,9 +207,36 @@ class _Body(httpx.AsyncByteStream):
             exchange.connection.close()
 
     async def aclose(self) -> None:
-        if self._exchange is not None:
-            self._exchange.connection.close()
-            self._exchange = None
+        exchange, self._exchange = self._exchange, None
+        if exchange is None:
+            return
+        pieces, reusable = self._pieces, False
+        try:
+            reusable = pieces is not None and self._head.keep_alive and await _rest(pieces)
+        finally:
+            if reusable:
+                self._transport.release(self._origin, exchange.connection)
+            else:
+                exchange.connection.close()
+
+
+_LINGER = 0.05
+_LINGER_BYTES = 16 * 1024
+
+
+async def _rest(pieces: AsyncIterator[bytes]) -> bool:
+    """Read the rest of a body, if it ends within ``_LINGER`` seconds and ``_LINGER_BYTES``
+    bytes; whether it did (a broken or slow rest just means the connection is not reused)."""
+    left = _LINGER_BYTES
+    try:
+        async with asyncio.timeout(_LINGER):
+            async for piece in pieces:
+                left -= len(piece)
+                if left < 0:
+                    return False
+    except (TimeoutError, OSError, ssl.SSLError, http11.ProtocolError):
+        return False
+    return True
 
 
 def _origin(url: httpx.URL) -> _Origin:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -29,6 +30,7 @@ from openheim.loop import Agent
 from openheim.messages import Message
 from openheim.prompt import PromptBuilder
 from openheim.providers.base import ProviderSettings
+from openheim.runtime.clients import Lease
 from openheim.runtime.compaction import attach, compacting
 from openheim.runtime.history import PersistentHistory
 from openheim.runtime.hook_gate import HookGate
@@ -42,7 +44,7 @@ from openheim.runtime.options import (
     skill_names,
 )
 from openheim.runtime.policy import policy_gate, staged_gate
-from openheim.runtime.provider import build_provider
+from openheim.runtime.provider import Lender, build_provider
 from openheim.runtime.session import Session
 from openheim.runtime.shared import Shared
 from openheim.runtime.subagents import Spawner, main_profile, profile_provider, profiles_for
@@ -99,16 +101,18 @@ async def open_session(
 
     ``tools`` are offered besides the configured ones; ``client`` is the file and terminal
     access of the surface's client (an ACP editor), if it offers any; ``shared`` lends what
-    the sessions of one runtime use in common (the store connection). The session's notices
-    start with the settings' own, then those found while it opens."""
+    the sessions of one runtime use in common (the store connection, HTTP clients). The
+    session's notices start with the settings' own, then those found while it opens."""
     options = options or SessionOptions()
     notices = list(settings.notices)
     settings = session_settings(settings, options)
     async with contextlib.AsyncExitStack() as stack:
         store = open_session_store(settings, options, stack, shared)
         record = find_record(store, settings, options)
-        parts = await _parts(settings, options, record, stack, store, tools, client, notices)
-        provider = compacting(build_provider(settings, parts.chosen), settings, parts.chosen)
+        lend = await stack.enter_async_context(Lease(shared.clients)) if shared else None
+        parts = await _parts(settings, options, record, stack, store, tools, client, notices, lend)
+        provider = build_provider(settings, parts.chosen, lend)
+        provider = compacting(provider, settings, parts.chosen)
         stack.push_async_callback(provider.aclose)
         profile = parts.profile
         policy = gate or policy_gate(settings, parts.context.sandbox, notices)
@@ -154,6 +158,7 @@ async def _parts(
     extra: Sequence[Tool],
     client: ClientIO | None,
     notices: list[Notice],
+    lend: Lender | None,
 ) -> _Parts:
     """The session's profile, provider choice, tools, system prompt and tool context."""
     profiles = profiles_for(settings, notices)
@@ -165,7 +170,7 @@ async def _parts(
     names = skill_names(settings, options, record)
     skills = skills_for(settings, _teller(notices, "skills"))
     area = _staging_area(settings)
-    spawner = Spawner(settings, stack, store, build_provider)
+    spawner = Spawner(settings, stack, store, functools.partial(build_provider, lend=lend))
     wanted = ToolRequest(options.tool_patterns, options.tool_choice, extra)
     offered = await session_tools(
         settings,
