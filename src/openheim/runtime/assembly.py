@@ -113,7 +113,7 @@ async def open_session(
         parts = await _parts(settings, options, record, stack, store, tools, client, notices, lend)
         provider = build_provider(settings, parts.chosen, lend)
         provider = compacting(provider, settings, parts.chosen)
-        stack.push_async_callback(provider.aclose)
+        await stack.enter_async_context(contextlib.aclosing(provider))
         profile = parts.profile
         policy = gate or policy_gate(settings, parts.context.sandbox, notices)
         hooks = Hooks(settings.hooks, parts.context.cwd, parts.context.env)
@@ -185,8 +185,10 @@ async def _parts(
         small=chosen.small,
     )
     work_dir = Path(settings.work_dir)
-    policy = SecretPolicy.from_config(settings.deny_read, home=settings.home)
-    shell = await _shell_sandbox(settings, policy, "execute_command" in offered, notices)
+    deny_read = tuple(settings.deny_read) if settings.deny_read is not None else None
+    mode = cast("SandboxMode", settings.shell_sandbox)
+    policy, shell = _confinement(deny_read, settings.home, mode, settings.shell_network)
+    await _note_sandbox(shell, "execute_command" in offered, notices)
     register_env_files(work_dir)
     system = _system_prompt(
         settings, skills, names, offered, profile, notices, chosen.small, options.system_prompt
@@ -252,17 +254,34 @@ def _note_embedded_model(
         )
 
 
-async def _shell_sandbox(
-    settings: Settings, policy: SecretPolicy, offered: bool, notices: list[Notice]
-) -> ShellSandbox:
-    """How shell commands are confined; when the shell is offered and the OS sandbox is
-    missing, a notice says so (once per process)."""
-    mode = cast("SandboxMode", settings.shell_sandbox)
-    shell = ShellSandbox(mode, settings.shell_network, policy.fixed_paths())
+_KEPT: dict[object, tuple[SecretPolicy, ShellSandbox]] = {}
+"""The confinements made so far, by what they consist of (a handful: one per configuration)."""
+
+
+def _confinement(
+    deny_read: tuple[str, ...] | None, home: Path, mode: SandboxMode, network: bool
+) -> tuple[SecretPolicy, ShellSandbox]:
+    """The secret policy (``deny_read``) and the shell's confinement, made afresh for each
+    session (the patterns resolve ``~`` and symlinks as they are now), then replaced by an
+    equal pair made before, so sessions of one configuration hold one pair.
+
+    Sharing is safe because neither changes once made: ``ShellSandbox`` is frozen and a
+    ``SecretPolicy`` only holds its patterns, compiled; an equal pair (the same patterns,
+    resolved to the same paths) decides every path exactly as the fresh one would."""
+    policy = SecretPolicy.from_config(deny_read, home=home)
+    shell = ShellSandbox(mode, network, policy.fixed_paths())
+    key = (policy.deny_read, policy.resolved, shell)
+    if key not in _KEPT and len(_KEPT) >= 64:
+        _KEPT.clear()
+    return _KEPT.setdefault(key, (policy, shell))
+
+
+async def _note_sandbox(shell: ShellSandbox, offered: bool, notices: list[Notice]) -> None:
+    """When the shell is offered and the OS sandbox is missing, a notice says so (once per
+    process)."""
     line = await asyncio.to_thread(shell_sandbox.notice, shell) if offered else None
     if line is not None:
         notices.append(Notice(line, "warning", "sandbox"))
-    return shell
 
 
 def _staging_area(settings: Settings) -> StagingArea | None:
