@@ -1,23 +1,29 @@
-"""Sessions of one configuration hold one secret policy and one shell confinement; a policy
-whose patterns resolve differently (another home) is a new one."""
+"""Sessions of one configuration hold one path sandbox, secret policy, shell confinement and
+child environment; one that comes out differently (another home, another variable) is new,
+and the shared environment cannot be changed."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from openheim.api import Session
 from openheim.secrets import SecretPolicy
+from openheim.tools.sandbox import PathSandbox
 from openheim.tools.shell_sandbox import ShellSandbox
 from tests.api.conftest import MakeRuntime, Scripted
 
 
-def confinement(session: Session) -> tuple[SecretPolicy, ShellSandbox]:
-    """The session's secret policy and shell confinement."""
+def confinement(
+    session: Session,
+) -> tuple[SecretPolicy, ShellSandbox, PathSandbox, Mapping[str, str]]:
+    """The session's secret policy, shell confinement, path sandbox and child environment."""
     context = session.agent.context
     assert context.secret_policy is not None
-    return context.secret_policy, context.shell_sandbox
+    return context.secret_policy, context.shell_sandbox, context.sandbox, context.env
 
 
 async def test_sessions_of_a_configuration_share_their_confinement(
@@ -42,9 +48,27 @@ async def test_a_policy_resolving_to_other_paths_is_its_own(
     elsewhere.mkdir()
     monkeypatch.setenv("HOME", str(elsewhere))
     after = await runtime.new_session()
-    policy, shell = confinement(after)
+    policy, shell, sandbox, _ = confinement(after)
     assert policy is not confinement(before)[0]
     assert shell is not confinement(before)[1]
+    assert sandbox is confinement(before)[2]
     assert any("elsewhere" in pattern for pattern in policy.resolved)
+    await before.close()
+    await after.close()
+
+
+async def test_a_changed_environment_is_a_new_one_and_none_can_be_changed(
+    scripted: Scripted, make_runtime: MakeRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = make_runtime()
+    before = await runtime.new_session()
+    monkeypatch.setenv("LANG", "xx_XX.UTF-8")
+    after = await runtime.new_session()
+    env = confinement(after)[3]
+    assert env is not confinement(before)[3]
+    assert env["LANG"] == "xx_XX.UTF-8"
+    changing: Any = env
+    with pytest.raises(TypeError):
+        changing["LANG"] = "C"
     await before.close()
     await after.close()

@@ -16,11 +16,10 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from openheim.agents.profiles import AgentProfile
 from openheim.approval import ApprovalGate, Resolver
-from openheim.child_env import child_env
 from openheim.config.load import Settings
 from openheim.config.providers import LOCAL_KINDS
 from openheim.env_files import register_env_files
@@ -32,6 +31,7 @@ from openheim.prompt import PromptBuilder
 from openheim.providers.base import ProviderSettings
 from openheim.runtime.clients import Lease
 from openheim.runtime.compaction import attach, compacting
+from openheim.runtime.confinement import confinement
 from openheim.runtime.history import PersistentHistory
 from openheim.runtime.hook_gate import HookGate
 from openheim.runtime.hooks import Hooks
@@ -50,14 +50,12 @@ from openheim.runtime.shared import Shared
 from openheim.runtime.subagents import Spawner, main_profile, profile_provider, profiles_for
 from openheim.runtime.tools import ToolRequest, session_tools
 from openheim.runtime.turn_watch import watch_session
-from openheim.secrets import SecretPolicy
 from openheim.skills import LOAD_SKILL, SkillsManager, skills_for
 from openheim.store import SessionRecord, SessionStore
 from openheim.tools import shell_sandbox
 from openheim.tools.base import Tool, ToolContext, ToolSet
 from openheim.tools.client_io import ClientIO
-from openheim.tools.sandbox import PathSandbox
-from openheim.tools.shell_sandbox import SandboxMode, ShellSandbox
+from openheim.tools.shell_sandbox import ShellSandbox
 from openheim.usage import DEFAULT_PRICES, Meter, Price
 
 if TYPE_CHECKING:
@@ -184,22 +182,15 @@ async def _parts(
         notices,
         small=chosen.small,
     )
-    work_dir = Path(settings.work_dir)
-    deny_read = tuple(settings.deny_read) if settings.deny_read is not None else None
-    mode = cast("SandboxMode", settings.shell_sandbox)
-    policy, shell = _confinement(deny_read, settings.home, mode, settings.shell_network)
+    work_dir = settings.work_dir
+    sandbox, policy, shell, env = confinement(settings, work_dir)
     await _note_sandbox(shell, "execute_command" in offered, notices)
     register_env_files(work_dir)
     system = _system_prompt(
         settings, skills, names, offered, profile, notices, chosen.small, options.system_prompt
     )
     context = ToolContext(
-        PathSandbox(work_dir),
-        work_dir,
-        child_env(allow=settings.shell_env_allow),
-        secret_policy=policy,
-        client=client,
-        shell_sandbox=shell,
+        sandbox, work_dir, env, secret_policy=policy, client=client, shell_sandbox=shell
     )
     return _Parts(chosen, profile, names, offered, area, spawner, system, context)
 
@@ -252,28 +243,6 @@ def _note_embedded_model(
                 "provider",
             )
         )
-
-
-_KEPT: dict[object, tuple[SecretPolicy, ShellSandbox]] = {}
-"""The confinements made so far, by what they consist of (a handful: one per configuration)."""
-
-
-def _confinement(
-    deny_read: tuple[str, ...] | None, home: Path, mode: SandboxMode, network: bool
-) -> tuple[SecretPolicy, ShellSandbox]:
-    """The secret policy (``deny_read``) and the shell's confinement, made afresh for each
-    session (the patterns resolve ``~`` and symlinks as they are now), then replaced by an
-    equal pair made before, so sessions of one configuration hold one pair.
-
-    Sharing is safe because neither changes once made: ``ShellSandbox`` is frozen and a
-    ``SecretPolicy`` only holds its patterns, compiled; an equal pair (the same patterns,
-    resolved to the same paths) decides every path exactly as the fresh one would."""
-    policy = SecretPolicy.from_config(deny_read, home=home)
-    shell = ShellSandbox(mode, network, policy.fixed_paths())
-    key = (policy.deny_read, policy.resolved, shell)
-    if key not in _KEPT and len(_KEPT) >= 64:
-        _KEPT.clear()
-    return _KEPT.setdefault(key, (policy, shell))
 
 
 async def _note_sandbox(shell: ShellSandbox, offered: bool, notices: list[Notice]) -> None:
