@@ -42,6 +42,10 @@ class Shared:
         self._stores[key] = (found[0], found[1] + 1)
         return found[0]
 
+    def store_loan(self, data_dir: Path) -> StoreLoan:
+        """``borrow_store`` as a context manager: the store is given back on exit."""
+        return StoreLoan(self, self.borrow_store(data_dir))
+
     def give_back(self, store: SessionStore) -> None:
         """One borrower is done with ``store``; the last one closes it."""
         for key, (held, count) in list(self._stores.items()):
@@ -58,3 +62,20 @@ class Shared:
     def open_stores(self) -> int:
         """How many store connections are open now."""
         return len(self._stores)
+
+
+class StoreLoan:
+    """A borrowed store, given back when the ``with`` block (a session's exit stack) ends;
+    lighter for a session to hold than a callback closure."""
+
+    __slots__ = ("_shared", "_store")
+
+    def __init__(self, shared: Shared, store: SQLiteStore) -> None:
+        self._shared = shared
+        self._store = store
+
+    def __enter__(self) -> SQLiteStore:
+        return self._store
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._shared.give_back(self._store)
