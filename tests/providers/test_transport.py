@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
 import subprocess
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -400,3 +402,32 @@ async def test_a_long_rest_of_a_body_is_not_read_to_keep_its_connection(
         assert not _idle_open(client)
         await first_piece(client, server.url)
     assert server.connections == 2
+
+
+def answer_then_close(listener: socket.socket, count: int, closed: threading.Event) -> None:
+    """On a thread: answer ``count`` connections one request each, closing each right after
+    its answer, without ``Connection: close`` (as a server ending an idle keep-alive does)."""
+    for _ in range(count):
+        connection, _ = listener.accept()
+        with connection:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += connection.recv(4096)
+            connection.sendall(OK)
+        closed.set()
+
+
+async def test_a_connection_closed_before_the_loop_noticed_is_not_reused(
+    client: httpx.AsyncClient,
+) -> None:
+    closed = threading.Event()
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        server = threading.Thread(target=answer_then_close, args=(listener, 2, closed))
+        server.start()
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1/x"
+        first = await client.get(url)
+        assert closed.wait(5)  # the loop does not run meanwhile: it has not seen the close
+        second = await client.get(url)
+        server.join(5)
+    assert (first.text, second.text) == ("ok", "ok")
+    assert not server.is_alive()

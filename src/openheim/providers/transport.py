@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import select
 import ssl
 from collections.abc import AsyncIterator, Awaitable
 from typing import TypeVar
@@ -39,8 +40,19 @@ class _Connection:
         self.writer = writer
 
     def open(self) -> bool:
-        """Still open: neither side has closed it since its last exchange."""
-        return not self.writer.is_closing() and not self.reader.at_eof()
+        """Still open and quiet: neither side has closed it since its last exchange, and
+        nothing arrived on the socket that the event loop has not read yet (a server's close
+        seen before the loop noticed it), as httpcore checks before reusing a connection."""
+        if self.writer.is_closing() or self.reader.at_eof():
+            return False
+        sock = self.writer.get_extra_info("socket")
+        if sock is None:
+            return True
+        try:
+            readable, _, _ = select.select([sock], [], [], 0)
+        except (OSError, ValueError):
+            return False
+        return not readable
 
     def close(self) -> None:
         self.writer.close()
