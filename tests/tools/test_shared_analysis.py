@@ -4,6 +4,7 @@ their own closures; a function remade with other defaults or texts gets its own.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from openheim.memory import MemoryStore, memory_tools
 from openheim.tools.base import ToolContext
@@ -64,3 +65,23 @@ def test_a_function_remade_with_ever_new_defaults_keeps_few_analyses() -> None:
     made = [counter(1000 + n) for n in range(30)]
     assert [t.parse({}).n for t in made[-2:]] == [1028, 1029]
     assert len(_ANALYSES[made[0].fn.__code__]) <= 8
+
+
+_EVALUATED = '''
+def make(kind):
+    def pick(value: kind) -> str:
+        """Pick a value."""
+        return str(value)
+    return pick
+'''
+
+
+def test_evaluated_annotations_that_differ_get_their_own_analysis() -> None:
+    """A function whose annotations are evaluated when it is made (no ``from __future__
+    import annotations``) may be annotated differently each time."""
+    namespace: dict[str, Any] = {}
+    exec(compile(_EVALUATED, "<evaluated>", "exec", dont_inherit=True), namespace)
+    whole, text = tool(namespace["make"](int)), tool(namespace["make"](str))
+    assert whole.parameters["properties"]["value"]["type"] == "integer"
+    assert text.parameters["properties"]["value"]["type"] == "string"
+    assert tool(namespace["make"](int)).parameters is whole.parameters

@@ -16,6 +16,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from openheim.agents.profiles import AgentProfile
@@ -64,10 +65,16 @@ if TYPE_CHECKING:
 
 def make_meter(settings: Settings) -> Meter:
     """The usage meter: default prices overlaid with ``[prices]``, and the budget caps."""
+    if not settings.prices:  # the common case: every session reads one table
+        return Meter(_DEFAULT_PRICES, settings.max_cost, settings.max_tokens_per_session)
     prices = dict(DEFAULT_PRICES)
     for model, entry in settings.prices.items():
         prices[model] = Price(entry.input, entry.output, entry.cache_read, entry.cache_write)
     return Meter(prices, settings.max_cost, settings.max_tokens_per_session)
+
+
+_DEFAULT_PRICES = MappingProxyType(DEFAULT_PRICES)
+"""The default prices, read-only, for meters of sessions that set none of their own."""
 
 
 @dataclass

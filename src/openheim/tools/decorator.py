@@ -10,6 +10,7 @@ thread.
 """
 
 from __future__ import annotations
+import __future__
 
 import asyncio
 import dataclasses
@@ -100,16 +101,20 @@ the few newest per code are kept, so a function remade with ever new defaults ca
 
 def _fingerprint(fn: Callable[..., Any], name: str, description: str | None) -> _Fingerprint:
     """What an analysis depends on besides the code: the globals the hints resolve in, the
-    names, the docstring, the annotations and the default values. Defaults are compared by
+    names, the docstring, the annotations (unless postponed, ``from __future__ import
+    annotations``: then the code holds them, and reading them would make a dict per
+    function) and the default values. Defaults are compared by
     identity (a closure's constant defaults are the same objects every time; the analysis's
     parameters hold the objects, so an id cannot be reused while it is kept)."""
     defaults = getattr(fn, "__defaults__", None) or ()
     keyword = getattr(fn, "__kwdefaults__", None) or {}
+    code = getattr(fn, "__code__", None)
+    postponed = code is not None and code.co_flags & __future__.annotations.compiler_flag
     return getattr(fn, "__globals__", {}), (
         name,
         description,
         fn.__doc__,
-        dict(getattr(fn, "__annotations__", {})),
+        None if postponed else dict(getattr(fn, "__annotations__", {})),
         tuple(id(value) for value in defaults),
         tuple((key, id(value)) for key, value in keyword.items()),
     )
