@@ -431,3 +431,24 @@ async def test_a_connection_closed_before_the_loop_noticed_is_not_reused(
         server.join(5)
     assert (first.text, second.text) == ("ok", "ok")
     assert not server.is_alive()
+
+
+async def test_a_read_cancelled_midway_closes_its_connection(client: httpx.AsyncClient) -> None:
+    release = asyncio.Event()
+    async with Server(streamed_then(b"0\r\n\r\n", release)) as server:
+        first = asyncio.Event()
+
+        async def read_all() -> None:
+            async with client.stream("GET", server.url) as response:
+                async for _ in response.aiter_raw():
+                    first.set()
+
+        reading = asyncio.ensure_future(read_all())
+        await asyncio.wait_for(first.wait(), 5)
+        reading.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await reading
+        assert not _idle_open(client)
+        release.set()
+        assert await first_piece(client, server.url) == b"data"
+    assert server.connections == 2

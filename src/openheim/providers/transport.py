@@ -190,7 +190,8 @@ class _Body(httpx.AsyncByteStream):
     A reader that stops at the end of the data it wanted (an SSE reader at ``[DONE]``) closes
     the body just before the message's own end (the last chunk): ``aclose`` then reads what
     is left, when that is little and arrives within ``_LINGER`` seconds, so the connection
-    can still be reused instead of being closed after every streamed reply."""
+    can still be reused instead of being closed after every streamed reply. A body whose
+    read failed or was cancelled midway is never read on: its connection is closed."""
 
     def __init__(
         self,
@@ -209,8 +210,15 @@ class _Body(httpx.AsyncByteStream):
         exchange = self._exchange
         if exchange is None:
             return
-        self._pieces = http11.body(exchange.connection.reader, self._head)
-        while (piece := await exchange.bounded(anext(self._pieces, b""))) != b"":
+        pieces = self._pieces = http11.body(exchange.connection.reader, self._head)
+        while True:
+            try:
+                piece = await exchange.bounded(anext(pieces, b""))
+            except BaseException:  # failed or cancelled inside a read: the rest is unknown
+                self._pieces = None
+                raise
+            if piece == b"":
+                break
             yield piece
         self._exchange = None
         if self._head.keep_alive:
