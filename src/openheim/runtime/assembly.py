@@ -232,8 +232,13 @@ def _system_prompt(
 
 
 def _teller(notices: list[Notice], kind: NoticeKind) -> Callable[[str], None]:
-    """A warning callback that adds each warning to ``notices`` as a notice of ``kind``."""
-    return lambda message: notices.append(Notice(message, "warning", kind))
+    """A warning callback that adds each warning to ``notices`` as a notice of ``kind`` (a
+    partial rather than a closure: the skills manager keeps it for the session's life)."""
+    return functools.partial(_tell, notices, kind)
+
+
+def _tell(notices: list[Notice], kind: NoticeKind, message: str) -> None:
+    notices.append(Notice(message, "warning", kind))
 
 
 def _note_embedded_model(
