@@ -318,6 +318,12 @@ class SecretPolicy:
             if any(map(r.match, names))
         )
 
+    @property
+    def resolved(self) -> tuple[str, ...]:
+        """The patterns as they match: ``~`` expanded, absolute folders resolved (two policies
+        with equal ``deny_read`` and ``resolved`` decide every path alike)."""
+        return tuple(r.pattern for r in self._regexes)
+
     def fixed_paths(self) -> tuple[Path, ...]:
         """The files and folders absolute patterns name outright (``~/.aws/credentials``,
         ``~/.ssh/**``): the shell's OS sandbox hides them."""

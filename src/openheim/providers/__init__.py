@@ -39,6 +39,20 @@ def register(kind: str, factory: Factory) -> None:
     _FACTORIES[kind] = factory
 
 
+_HTTP_KINDS = frozenset({"anthropic", "openai", "openai_compatible", "gemini"})
+
+
+def takes_shared_client(kind: str) -> bool:
+    """Whether a provider of ``kind`` is one of openheim's HTTP adapters, which use the client
+    they are given and never close it, so sessions may lend them a shared one (a kind a
+    plugin registered gets None, as docs/custom-provider.md says)."""
+    factory = _FACTORIES.get(kind)
+    module = _MODULES.get(kind)
+    if kind not in _HTTP_KINDS or module is None:
+        return False
+    return factory is None or getattr(factory, "__module__", None) == module
+
+
 def known_kinds() -> list[str]:
     return sorted({*_MODULES, *_FACTORIES})
 

@@ -1,7 +1,8 @@
 """HTTP plumbing shared by the HTTP providers.
 
 * ``make_client``: the ``httpx.AsyncClient`` every provider uses unless one is injected: system
-  trust store plus ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``, proxy variables, per-phase timeouts.
+  trust store plus ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``, proxy variables, per-phase timeouts,
+  no cookies; ``client_key``: what such a client depends on, so equal keys may share one.
 * ``parse_retry_after``: the ``Retry-After`` header in seconds, from either of its two forms.
 * ``status_error`` / ``transport_error``: one mapping from HTTP failures to openheim's provider
   errors, so every wire format reports an unreachable server, a bad key or a stalled stream alike.
@@ -20,8 +21,10 @@ import ssl
 import time
 from datetime import UTC
 from email.utils import parsedate_to_datetime
+from http.cookiejar import Cookie, CookieJar
 from pathlib import Path
 from typing import Any
+from urllib.request import Request
 
 import httpx
 
@@ -100,6 +103,35 @@ def _needs_trust_store(api_base: str | None) -> bool:
     return _proxy_set()
 
 
+class _NoCookies(CookieJar):
+    """A cookie jar that never keeps a cookie.
+
+    Model APIs do not need cookies, and one client serves every provider of a runtime that
+    talks to the same endpoint, whatever its key: a cookie one provider's server set must
+    never travel with another provider's requests."""
+
+    def set_cookie(self, cookie: Cookie) -> None:
+        """Drops ``cookie``."""
+
+    def extract_cookies(self, response: Any, request: Request) -> None:
+        """Keeps none of ``response``'s cookies."""
+
+
+_CLIENT_VARIABLES = (*_PROXY_VARIABLES, "NO_PROXY", "no_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR")
+
+
+def client_key(timeout_secs: float, api_base: str) -> tuple[object, ...]:
+    """Everything ``make_client(timeout_secs, api_base)`` depends on: the endpoint's origin,
+    the timeout and the proxy and CA variables. Two providers with equal keys can share one
+    client (the key travels in each request's headers, never in the client)."""
+    environment = tuple(os.environ.get(name) for name in _CLIENT_VARIABLES)
+    try:
+        url = httpx.URL(api_base)
+    except httpx.InvalidURL:  # the provider refuses it with a clear error
+        return (api_base, timeout_secs, environment)
+    return (url.scheme, url.host, url.port, timeout_secs, environment)
+
+
 def make_client(timeout_secs: float, api_base: str | None = None) -> httpx.AsyncClient:
     """An ``AsyncClient`` for model APIs.
 
@@ -109,7 +141,9 @@ def make_client(timeout_secs: float, api_base: str | None = None) -> httpx.Async
     except for a loopback endpoint, which is never reached through a proxy. Where no proxy
     applies, requests go through ``AsyncioTransport`` (HTTP/1.1 on asyncio streams, cheaper to
     start than httpx's own); where one is set, through httpx's transports, which route by the
-    proxy variables (httpx ignores them once it is handed a transport).
+    proxy variables (httpx ignores them once it is handed a transport), with no cap on
+    connections, since many sessions may stream through one client at once. The client keeps
+    no cookies (``_NoCookies``).
 
     Loading the trust store costs tens of milliseconds, so a plain ``http://`` endpoint (a local
     server) gets a TLS context with no CAs instead: it is never used, and if it were it would
@@ -122,10 +156,17 @@ def make_client(timeout_secs: float, api_base: str | None = None) -> httpx.Async
     local = api_base is not None and is_loopback(api_base)
     timeout = httpx.Timeout(timeout_secs)
     if not local and _proxy_set():
-        return httpx.AsyncClient(verify=verify, trust_env=True, timeout=timeout)
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=20)
+        return httpx.AsyncClient(
+            verify=verify, trust_env=True, timeout=timeout, limits=limits, cookies=_NoCookies()
+        )
     transport = AsyncioTransport(verify)
     return httpx.AsyncClient(
-        transport=transport, verify=verify, trust_env=not local, timeout=timeout
+        transport=transport,
+        verify=verify,
+        trust_env=not local,
+        timeout=timeout,
+        cookies=_NoCookies(),
     )
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import select
 import ssl
 from collections.abc import AsyncIterator, Awaitable
 from typing import TypeVar
@@ -39,8 +40,19 @@ class _Connection:
         self.writer = writer
 
     def open(self) -> bool:
-        """Still open: neither side has closed it since its last exchange."""
-        return not self.writer.is_closing() and not self.reader.at_eof()
+        """Still open and quiet: neither side has closed it since its last exchange, and
+        nothing arrived on the socket that the event loop has not read yet (a server's close
+        seen before the loop noticed it), as httpcore checks before reusing a connection."""
+        if self.writer.is_closing() or self.reader.at_eof():
+            return False
+        sock = self.writer.get_extra_info("socket")
+        if sock is None:
+            return True
+        try:
+            readable, _, _ = select.select([sock], [], [], 0)
+        except (OSError, ValueError):
+            return False
+        return not readable
 
     def close(self) -> None:
         self.writer.close()
@@ -173,7 +185,13 @@ class _Exchange:
 
 class _Body(httpx.AsyncByteStream):
     """A response body read as it arrives; the connection goes back to the pool once the
-    whole message was read on a keep-alive exchange, and is closed otherwise."""
+    whole message was read on a keep-alive exchange, and is closed otherwise.
+
+    A reader that stops at the end of the data it wanted (an SSE reader at ``[DONE]``) closes
+    the body just before the message's own end (the last chunk): ``aclose`` then reads what
+    is left, when that is little and arrives within ``_LINGER`` seconds, so the connection
+    can still be reused instead of being closed after every streamed reply. A body whose
+    read failed or was cancelled midway is never read on: its connection is closed."""
 
     def __init__(
         self,
@@ -186,13 +204,21 @@ class _Body(httpx.AsyncByteStream):
         self._origin = origin
         self._exchange: _Exchange | None = exchange
         self._head = head
+        self._pieces: AsyncIterator[bytes] | None = None
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         exchange = self._exchange
         if exchange is None:
             return
-        pieces = http11.body(exchange.connection.reader, self._head)
-        while (piece := await exchange.bounded(anext(pieces, b""))) != b"":
+        pieces = self._pieces = http11.body(exchange.connection.reader, self._head)
+        while True:
+            try:
+                piece = await exchange.bounded(anext(pieces, b""))
+            except BaseException:  # failed or cancelled inside a read: the rest is unknown
+                self._pieces = None
+                raise
+            if piece == b"":
+                break
             yield piece
         self._exchange = None
         if self._head.keep_alive:
@@ -201,9 +227,36 @@ class _Body(httpx.AsyncByteStream):
             exchange.connection.close()
 
     async def aclose(self) -> None:
-        if self._exchange is not None:
-            self._exchange.connection.close()
-            self._exchange = None
+        exchange, self._exchange = self._exchange, None
+        if exchange is None:
+            return
+        pieces, reusable = self._pieces, False
+        try:
+            reusable = pieces is not None and self._head.keep_alive and await _rest(pieces)
+        finally:
+            if reusable:
+                self._transport.release(self._origin, exchange.connection)
+            else:
+                exchange.connection.close()
+
+
+_LINGER = 0.05
+_LINGER_BYTES = 16 * 1024
+
+
+async def _rest(pieces: AsyncIterator[bytes]) -> bool:
+    """Read the rest of a body, if it ends within ``_LINGER`` seconds and ``_LINGER_BYTES``
+    bytes; whether it did (a broken or slow rest just means the connection is not reused)."""
+    left = _LINGER_BYTES
+    try:
+        async with asyncio.timeout(_LINGER):
+            async for piece in pieces:
+                left -= len(piece)
+                if left < 0:
+                    return False
+    except (TimeoutError, OSError, ssl.SSLError, http11.ProtocolError):
+        return False
+    return True
 
 
 def _origin(url: httpx.URL) -> _Origin:

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from openheim.agents.profiles import AgentProfile
 from openheim.approval import ApprovalGate, Resolver
-from openheim.child_env import child_env
 from openheim.config.load import Settings
 from openheim.config.providers import LOCAL_KINDS
 from openheim.env_files import register_env_files
@@ -29,7 +30,9 @@ from openheim.loop import Agent
 from openheim.messages import Message
 from openheim.prompt import PromptBuilder
 from openheim.providers.base import ProviderSettings
+from openheim.runtime.clients import Lease
 from openheim.runtime.compaction import attach, compacting
+from openheim.runtime.confinement import confinement
 from openheim.runtime.history import PersistentHistory
 from openheim.runtime.hook_gate import HookGate
 from openheim.runtime.hooks import Hooks
@@ -42,20 +45,18 @@ from openheim.runtime.options import (
     skill_names,
 )
 from openheim.runtime.policy import policy_gate, staged_gate
-from openheim.runtime.provider import build_provider
+from openheim.runtime.provider import Lender, build_provider
 from openheim.runtime.session import Session
 from openheim.runtime.shared import Shared
 from openheim.runtime.subagents import Spawner, main_profile, profile_provider, profiles_for
 from openheim.runtime.tools import ToolRequest, session_tools
 from openheim.runtime.turn_watch import watch_session
-from openheim.secrets import SecretPolicy
 from openheim.skills import LOAD_SKILL, SkillsManager, skills_for
 from openheim.store import SessionRecord, SessionStore
 from openheim.tools import shell_sandbox
 from openheim.tools.base import Tool, ToolContext, ToolSet
 from openheim.tools.client_io import ClientIO
-from openheim.tools.sandbox import PathSandbox
-from openheim.tools.shell_sandbox import SandboxMode, ShellSandbox
+from openheim.tools.shell_sandbox import ShellSandbox
 from openheim.usage import DEFAULT_PRICES, Meter, Price
 
 if TYPE_CHECKING:
@@ -64,10 +65,16 @@ if TYPE_CHECKING:
 
 def make_meter(settings: Settings) -> Meter:
     """The usage meter: default prices overlaid with ``[prices]``, and the budget caps."""
+    if not settings.prices:  # the common case: every session reads one table
+        return Meter(_DEFAULT_PRICES, settings.max_cost, settings.max_tokens_per_session)
     prices = dict(DEFAULT_PRICES)
     for model, entry in settings.prices.items():
         prices[model] = Price(entry.input, entry.output, entry.cache_read, entry.cache_write)
     return Meter(prices, settings.max_cost, settings.max_tokens_per_session)
+
+
+_DEFAULT_PRICES = MappingProxyType(DEFAULT_PRICES)
+"""The default prices, read-only, for meters of sessions that set none of their own."""
 
 
 @dataclass
@@ -99,17 +106,19 @@ async def open_session(
 
     ``tools`` are offered besides the configured ones; ``client`` is the file and terminal
     access of the surface's client (an ACP editor), if it offers any; ``shared`` lends what
-    the sessions of one runtime use in common (the store connection). The session's notices
-    start with the settings' own, then those found while it opens."""
+    the sessions of one runtime use in common (the store connection, HTTP clients). The
+    session's notices start with the settings' own, then those found while it opens."""
     options = options or SessionOptions()
     notices = list(settings.notices)
     settings = session_settings(settings, options)
     async with contextlib.AsyncExitStack() as stack:
         store = open_session_store(settings, options, stack, shared)
         record = find_record(store, settings, options)
-        parts = await _parts(settings, options, record, stack, store, tools, client, notices)
-        provider = compacting(build_provider(settings, parts.chosen), settings, parts.chosen)
-        stack.push_async_callback(provider.aclose)
+        lend = await stack.enter_async_context(Lease(shared.clients)) if shared else None
+        parts = await _parts(settings, options, record, stack, store, tools, client, notices, lend)
+        provider = build_provider(settings, parts.chosen, lend)
+        provider = compacting(provider, settings, parts.chosen)
+        await stack.enter_async_context(contextlib.aclosing(provider))
         profile = parts.profile
         policy = gate or policy_gate(settings, parts.context.sandbox, notices)
         hooks = Hooks(settings.hooks, parts.context.cwd, parts.context.env)
@@ -154,6 +163,7 @@ async def _parts(
     extra: Sequence[Tool],
     client: ClientIO | None,
     notices: list[Notice],
+    lend: Lender | None,
 ) -> _Parts:
     """The session's profile, provider choice, tools, system prompt and tool context."""
     profiles = profiles_for(settings, notices)
@@ -165,7 +175,7 @@ async def _parts(
     names = skill_names(settings, options, record)
     skills = skills_for(settings, _teller(notices, "skills"))
     area = _staging_area(settings)
-    spawner = Spawner(settings, stack, store, build_provider)
+    spawner = Spawner(settings, stack, store, functools.partial(build_provider, lend=lend))
     wanted = ToolRequest(options.tool_patterns, options.tool_choice, extra)
     offered = await session_tools(
         settings,
@@ -179,20 +189,15 @@ async def _parts(
         notices,
         small=chosen.small,
     )
-    work_dir = Path(settings.work_dir)
-    policy = SecretPolicy.from_config(settings.deny_read, home=settings.home)
-    shell = await _shell_sandbox(settings, policy, "execute_command" in offered, notices)
+    work_dir = settings.work_dir
+    sandbox, policy, shell, env = confinement(settings, work_dir)
+    await _note_sandbox(shell, "execute_command" in offered, notices)
     register_env_files(work_dir)
     system = _system_prompt(
         settings, skills, names, offered, profile, notices, chosen.small, options.system_prompt
     )
     context = ToolContext(
-        PathSandbox(work_dir),
-        work_dir,
-        child_env(allow=settings.shell_env_allow),
-        secret_policy=policy,
-        client=client,
-        shell_sandbox=shell,
+        sandbox, work_dir, env, secret_policy=policy, client=client, shell_sandbox=shell
     )
     return _Parts(chosen, profile, names, offered, area, spawner, system, context)
 
@@ -227,8 +232,13 @@ def _system_prompt(
 
 
 def _teller(notices: list[Notice], kind: NoticeKind) -> Callable[[str], None]:
-    """A warning callback that adds each warning to ``notices`` as a notice of ``kind``."""
-    return lambda message: notices.append(Notice(message, "warning", kind))
+    """A warning callback that adds each warning to ``notices`` as a notice of ``kind`` (a
+    partial rather than a closure: the skills manager keeps it for the session's life)."""
+    return functools.partial(_tell, notices, kind)
+
+
+def _tell(notices: list[Notice], kind: NoticeKind, message: str) -> None:
+    notices.append(Notice(message, "warning", kind))
 
 
 def _note_embedded_model(
@@ -247,17 +257,12 @@ def _note_embedded_model(
         )
 
 
-async def _shell_sandbox(
-    settings: Settings, policy: SecretPolicy, offered: bool, notices: list[Notice]
-) -> ShellSandbox:
-    """How shell commands are confined; when the shell is offered and the OS sandbox is
-    missing, a notice says so (once per process)."""
-    mode = cast("SandboxMode", settings.shell_sandbox)
-    shell = ShellSandbox(mode, settings.shell_network, policy.fixed_paths())
+async def _note_sandbox(shell: ShellSandbox, offered: bool, notices: list[Notice]) -> None:
+    """When the shell is offered and the OS sandbox is missing, a notice says so (once per
+    process)."""
     line = await asyncio.to_thread(shell_sandbox.notice, shell) if offered else None
     if line is not None:
         notices.append(Notice(line, "warning", "sandbox"))
-    return shell
 
 
 def _staging_area(settings: Settings) -> StagingArea | None:

@@ -88,8 +88,7 @@ def open_session_store(
             )
         return None
     if shared is not None:
-        store = shared.borrow_store(settings.data_dir)
-        stack.callback(shared.give_back, store)
+        store = stack.enter_context(shared.store_loan(settings.data_dir))
     else:
         from openheim.store.sqlite import open_store
 

@@ -69,7 +69,7 @@ class Runtime:
         self._resolver = _callback_resolver(approval) if callable(approval) else None
         self._sessions: set[Session] = set()
         self.shared = Shared()
-        """What this runtime's sessions use in common (one store connection)."""
+        """What this runtime's sessions use in common (one store connection, HTTP clients)."""
 
     @classmethod
     def from_config(
@@ -170,9 +170,11 @@ class Runtime:
             store.close()
 
     async def aclose(self) -> None:
-        """Close every session this runtime opened and has not closed yet."""
+        """Close every session this runtime opened and has not closed yet, then the HTTP
+        clients its sessions shared."""
         for session in list(self._sessions):
             await session.close()
+        await self.shared.clients.aclose()
 
     async def __aenter__(self) -> Runtime:
         return self

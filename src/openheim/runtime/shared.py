@@ -6,6 +6,9 @@ per data dir. The connection is opened by the first session that needs it and cl
 ``PRAGMA optimize``) when the last one that borrowed it is closed, so a single ``openheim run``
 opens and closes its store exactly as before. ``SQLiteStore`` serialises its calls behind a
 lock, and each write is one transaction, so sessions sharing it cannot interleave inside one.
+
+The HTTP clients of the sessions' providers are lent the same way (``clients``, see
+``runtime.clients``).
 """
 
 from __future__ import annotations
@@ -13,16 +16,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from openheim.runtime.clients import ClientPool
+
 if TYPE_CHECKING:
     from openheim.store.base import SessionStore
     from openheim.store.sqlite import SQLiteStore
 
 
 class Shared:
-    """Store connections lent to sessions, one per data dir, counted."""
+    """Store connections lent to sessions, one per data dir, counted; and HTTP clients."""
 
     def __init__(self) -> None:
         self._stores: dict[Path, tuple[SQLiteStore, int]] = {}
+        self.clients = ClientPool()
+        """The HTTP clients lent to the sessions' providers."""
 
     def borrow_store(self, data_dir: Path) -> SQLiteStore:
         """The store of ``data_dir``, opened if no session holds it; ``give_back`` it later."""
@@ -34,6 +41,10 @@ class Shared:
             found = (open_store(data_dir), 0)
         self._stores[key] = (found[0], found[1] + 1)
         return found[0]
+
+    def store_loan(self, data_dir: Path) -> StoreLoan:
+        """``borrow_store`` as a context manager: the store is given back on exit."""
+        return StoreLoan(self, self.borrow_store(data_dir))
 
     def give_back(self, store: SessionStore) -> None:
         """One borrower is done with ``store``; the last one closes it."""
@@ -51,3 +62,20 @@ class Shared:
     def open_stores(self) -> int:
         """How many store connections are open now."""
         return len(self._stores)
+
+
+class StoreLoan:
+    """A borrowed store, given back when the ``with`` block (a session's exit stack) ends;
+    lighter for a session to hold than a callback closure."""
+
+    __slots__ = ("_shared", "_store")
+
+    def __init__(self, shared: Shared, store: SQLiteStore) -> None:
+        self._shared = shared
+        self._store = store
+
+    def __enter__(self) -> SQLiteStore:
+        return self._store
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._shared.give_back(self._store)

@@ -126,8 +126,12 @@ class ToolOutput:
 
 
 class Tool(ABC):
-    """Base class; subclasses set ``name``, ``description``, ``capabilities`` and ``args_model``."""
+    """Base class; subclasses set ``name``, ``description``, ``capabilities`` and ``args_model``.
 
+    It holds no instance fields itself (empty ``__slots__``), so a subclass with slots of its
+    own (``FunctionTool``, made per session) needs no per-instance dict."""
+
+    __slots__ = ()
     name: str
     description: str
     capabilities: Capabilities

@@ -10,14 +10,16 @@ thread.
 """
 
 from __future__ import annotations
+import __future__
 
 import asyncio
 import dataclasses
 import inspect
 import re
+import types
 import typing
 from collections.abc import Callable
-from functools import cached_property
+from functools import cache
 from typing import Annotated, Any, overload
 
 from openheim.tools.base import Capabilities, Tool, ToolContext, ToolKind, ToolOutput
@@ -53,8 +55,102 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     return description, params
 
 
+class _Analysis:
+    """What a tool function's signature and docstring say, the same for every tool made of it:
+    the description, the parameters the model fills in, the ``ToolContext`` parameter, and,
+    made on first use, the JSON schema and the argument dataclass.
+
+    A session makes its own tool objects (closures over its memory store, its skills), but
+    the closures made by one ``def`` share their code, hints and docstring, so one analysis
+    serves them all (``_analysis``). Nothing here is changed once made, and the schema is
+    only read by its users, so sharing it between sessions is safe."""
+
+    __slots__ = ("ctx_param", "description", "model", "params", "schema")
+
+    def __init__(self, fn: Callable[..., Any], name: str, description: str | None) -> None:
+        doc_description, param_docs = _parse_docstring(fn.__doc__ or "")
+        self.description = description or doc_description or name
+        self.ctx_param: str | None = None
+        self.params = self._signature(fn, param_docs)
+        self.schema: dict[str, Any] | None = None
+        self.model: type[Any] | None = None
+
+    def _signature(
+        self, fn: Callable[..., Any], docs: dict[str, str]
+    ) -> tuple[inspect.Parameter, ...]:
+        """The parameters the model fills in, each annotated with its resolved type and text."""
+        hints = typing.get_type_hints(fn, include_extras=True)
+        params = []
+        for param in inspect.signature(fn).parameters.values():
+            hint = hints.get(param.name, Any)
+            if hint is ToolContext:
+                self.ctx_param = param.name
+                continue
+            if param.name in docs and typing.get_origin(hint) is not Annotated:
+                hint = Annotated[hint, docs[param.name]]
+            params.append(param.replace(annotation=hint))
+        return tuple(params)
+
+
+_KEPT_PER_FUNCTION = 8
+_Fingerprint = tuple[dict[str, Any], tuple[Any, ...]]
+_ANALYSES: dict[types.CodeType, list[tuple[_Fingerprint, _Analysis]]] = {}
+"""Analyses by the function's code, each with what else it depends on (``_fingerprint``);
+the few newest per code are kept, so a function remade with ever new defaults cannot grow it."""
+
+
+def _fingerprint(fn: Callable[..., Any], name: str, description: str | None) -> _Fingerprint:
+    """What an analysis depends on besides the code: the globals the hints resolve in, the
+    names, the docstring, the annotations (unless postponed, ``from __future__ import
+    annotations``: then the code holds them, and reading them would make a dict per
+    function) and the default values. Defaults are compared by
+    identity (a closure's constant defaults are the same objects every time; the analysis's
+    parameters hold the objects, so an id cannot be reused while it is kept)."""
+    defaults = getattr(fn, "__defaults__", None) or ()
+    keyword = getattr(fn, "__kwdefaults__", None) or {}
+    code = getattr(fn, "__code__", None)
+    postponed = code is not None and code.co_flags & __future__.annotations.compiler_flag
+    return getattr(fn, "__globals__", {}), (
+        name,
+        description,
+        fn.__doc__,
+        None if postponed else dict(getattr(fn, "__annotations__", {})),
+        tuple(id(value) for value in defaults),
+        tuple((key, id(value)) for key, value in keyword.items()),
+    )
+
+
+def _analysis(fn: Callable[..., Any], name: str, description: str | None) -> _Analysis:
+    """The analysis of ``fn``, shared with earlier tools of the same function and fingerprint
+    (only plain functions: other callables are analysed each time)."""
+    code = getattr(fn, "__code__", None)
+    if not isinstance(code, types.CodeType):
+        return _Analysis(fn, name, description)
+    key = _fingerprint(fn, name, description)
+    known = _ANALYSES.setdefault(code, [])
+    for seen, found in known:
+        if _same(seen, key):
+            return found
+    made = _Analysis(fn, name, description)
+    known.append((key, made))
+    del known[:-_KEPT_PER_FUNCTION]
+    return made
+
+
+def _same(one: _Fingerprint, other: _Fingerprint) -> bool:
+    """Whether two fingerprints are equal: the same globals (by identity) and equal rest (an
+    annotation whose ``==`` fails counts as new)."""
+    try:
+        return one[0] is other[0] and bool(one[1] == other[1])
+    except Exception:
+        return False
+
+
 class FunctionTool(Tool):
-    """A Tool that calls a Python function with its validated arguments."""
+    """A Tool that calls a Python function with its validated arguments; what the function's
+    signature says is shared with every other tool of the same function (``_Analysis``)."""
+
+    __slots__ = ("_analysis", "_model", "capabilities", "description", "fn", "name")
 
     def __init__(
         self,
@@ -66,49 +162,42 @@ class FunctionTool(Tool):
     ) -> None:
         self.fn = fn
         self.name = name or fn.__name__
-        doc_description, param_docs = _parse_docstring(fn.__doc__ or "")
-        self.description = description or doc_description or self.name
+        self._analysis = _analysis(fn, self.name, description)
+        self.description = self._analysis.description
         self.capabilities = capabilities
-        self._ctx_param: str | None = None
-        self._params = self._signature(fn, param_docs)
         self._model: type[Any] | None = None
-
-    def _signature(self, fn: Callable[..., Any], docs: dict[str, str]) -> list[inspect.Parameter]:
-        """The parameters the model fills in, each annotated with its resolved type and text."""
-        hints = typing.get_type_hints(fn, include_extras=True)
-        params = []
-        for param in inspect.signature(fn).parameters.values():
-            hint = hints.get(param.name, Any)
-            if hint is ToolContext:
-                self._ctx_param = param.name
-                continue
-            if param.name in docs and typing.get_origin(hint) is not Annotated:
-                hint = Annotated[hint, docs[param.name]]
-            params.append(param.replace(annotation=hint))
-        return params
 
     @property
     def args_model(self) -> type[Any]:  # type: ignore[override]
-        """The arguments' frozen dataclass, made on first use."""
+        """The arguments' frozen dataclass, made on the first use of any tool of this
+        function."""
         if self._model is None:
-            specs = [(p.name, p.annotation, _field(p)) for p in self._params]
-            name = "".join(part.title() for part in self.name.split("_")) + "Args"
-            self._model = dataclasses.make_dataclass(name, specs, frozen=True)
+            shared = self._analysis
+            if shared.model is None:
+                specs = [(p.name, p.annotation, _field(p)) for p in shared.params]
+                name = "".join(part.title() for part in self.name.split("_")) + "Args"
+                shared.model = dataclasses.make_dataclass(name, specs, frozen=True)
+            self._model = shared.model
         return self._model
 
-    @cached_property
+    @property
     def parameters(self) -> dict[str, Any]:
-        """The schema, from the signature itself (no dataclass needed)."""
-        fields = [
-            field_info(p.name, p.annotation, required=p.default is inspect.Parameter.empty)
-            for p in self._params
-        ]
-        return object_schema(fields)
+        """The schema, from the signature itself (no dataclass needed), made once per
+        function; callers only read it."""
+        shared = self._analysis
+        if shared.schema is None:
+            fields = [
+                field_info(p.name, p.annotation, required=p.default is inspect.Parameter.empty)
+                for p in shared.params
+            ]
+            shared.schema = object_schema(fields)
+        return shared.schema
 
     async def call(self, args: Any, ctx: ToolContext) -> ToolOutput:
         kwargs = {f.name: getattr(args, f.name) for f in dataclasses.fields(args)}
-        if self._ctx_param:
-            kwargs[self._ctx_param] = ctx
+        ctx_param = self._analysis.ctx_param
+        if ctx_param:
+            kwargs[ctx_param] = ctx
         if inspect.iscoroutinefunction(self.fn):
             result = await self.fn(**kwargs)
         else:  # plain functions may block: keep them off the event loop
@@ -146,9 +235,15 @@ def tool(
     kind: ToolKind = ToolKind.OTHER,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Make a Tool of a function: ``@tool`` or ``@tool(read_only=True, kind=ToolKind.READ)``."""
-    caps = Capabilities(read_only=read_only, kind=kind)
+    caps = _capabilities(read_only, kind)
 
     def wrap(f: Callable[..., Any]) -> FunctionTool:
         return FunctionTool(f, name=name, description=description, capabilities=caps)
 
     return wrap(fn) if fn is not None else wrap
+
+
+@cache
+def _capabilities(read_only: bool, kind: ToolKind) -> Capabilities:
+    """One ``Capabilities`` per combination: they are frozen, so every tool may share it."""
+    return Capabilities(read_only=read_only, kind=kind)

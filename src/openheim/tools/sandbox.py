@@ -42,6 +42,12 @@ class PathSandbox:
         self._roots = (real,) if given == real else (real, given)
         self._prefixes = tuple((str(r), str(r).rstrip("/") + "/") for r in self._roots)
 
+    @property
+    def roots(self) -> tuple[Path, ...]:
+        """The work dir's real path, and the path it was given as when that differs: all a
+        sandbox decides by (two with equal roots decide every path alike)."""
+        return self._roots
+
     def _relative(self, path: str | os.PathLike[str]) -> tuple[str, ...] | None:
         """The components of ``path`` (absolute, normalised) below the work dir; None when it
         lies outside. (Plain string work: this runs several times per tool call.)"""
