@@ -452,3 +452,58 @@ async def test_a_read_cancelled_midway_closes_its_connection(client: httpx.Async
         release.set()
         assert await first_piece(client, server.url) == b"data"
     assert server.connections == 2
+
+
+def _trickle(pieces: int, gap: float, then_stall: bool = False) -> Handler:
+    """A chunked body of ``pieces`` pieces ``gap`` seconds apart; then its end, or nothing."""
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        for _ in range(pieces):
+            writer.write(b"1\r\nx\r\n")
+            await writer.drain()
+            await asyncio.sleep(gap)
+        if then_stall:
+            await reader.read()
+            return
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+
+    return handler
+
+
+async def test_the_read_limit_is_per_wait_not_for_the_whole_body() -> None:
+    transport = AsyncioTransport(ssl.create_default_context())
+    async with (
+        Server(_trickle(8, 0.05)) as server,  # 0.4 s in all, no gap near the 0.25 s limit
+        httpx.AsyncClient(transport=transport, timeout=0.25) as client,
+        client.stream("GET", server.url) as response,
+    ):
+        body = b"".join([piece async for piece in response.aiter_raw()])
+    assert body == b"x" * 8
+
+
+async def test_a_stall_after_some_pieces_is_a_read_timeout_and_a_cancel_stays_one() -> None:
+    transport = AsyncioTransport(ssl.create_default_context())
+    async with (
+        Server(_trickle(2, 0.0, then_stall=True)) as server,
+        httpx.AsyncClient(transport=transport, timeout=0.2) as client,
+    ):
+        async with client.stream("GET", server.url) as response:
+            got: list[bytes] = []
+            with pytest.raises(httpx.ReadTimeout):
+                async for piece in response.aiter_raw():
+                    got.append(piece)
+        assert b"".join(got) == b"xx"
+
+        async def read_all() -> None:
+            async with client.stream("GET", server.url) as response:
+                async for _ in response.aiter_raw():
+                    pass
+
+        reading = asyncio.create_task(read_all())
+        await asyncio.sleep(0.05)  # inside the stalled wait, well before the limit
+        reading.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await reading

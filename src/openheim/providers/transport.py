@@ -20,7 +20,7 @@ import logging
 import select
 import ssl
 from collections.abc import AsyncIterator, Awaitable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import httpx
 
@@ -173,13 +173,21 @@ class _Exchange:
         try:
             async with asyncio.timeout(self.read_limit):
                 return await step
-        except TimeoutError:
+        except BaseException as err:
+            self.fail(err, timed_out=isinstance(err, TimeoutError))
+            raise
+
+    def fail(self, err: BaseException, *, timed_out: bool) -> None:
+        """Raise what a read's failure ``err`` is to httpx's callers (a timeout, or a protocol
+        or transport error of httpx's); return for anything else (a cancellation, a bug), for
+        the caller to re-raise."""
+        if timed_out:
             raise httpx.ReadTimeout(
                 "no data from the server in time", request=self.request
             ) from None
-        except http11.ProtocolError as err:
+        if isinstance(err, http11.ProtocolError):
             raise httpx.RemoteProtocolError(str(err), request=self.request) from None
-        except (OSError, ssl.SSLError) as err:
+        if isinstance(err, OSError | ssl.SSLError):
             raise httpx.ReadError(_text(err), request=self.request) from err
 
 
@@ -211,15 +219,22 @@ class _Body(httpx.AsyncByteStream):
         if exchange is None:
             return
         pieces = self._pieces = http11.body(exchange.connection.reader, self._head)
-        while True:
-            try:
-                piece = await exchange.bounded(anext(pieces, b""))
-            except BaseException:  # failed or cancelled inside a read: the rest is unknown
-                self._pieces = None
-                raise
-            if piece == b"":
-                break
-            yield piece
+        idle = _IdleLimit(exchange.read_limit)
+        try:
+            while True:
+                idle.arm()
+                try:
+                    piece = await anext(pieces, b"")
+                except BaseException as err:  # failed or cancelled inside a read: the rest
+                    self._pieces = None  # is unknown
+                    exchange.fail(err, timed_out=idle.timed_out(err))
+                    raise
+                idle.waiting = False
+                if piece == b"":
+                    break
+                yield piece
+        finally:
+            idle.close()
         self._exchange = None
         if self._head.keep_alive:
             self._transport.release(self._origin, exchange.connection)
@@ -238,6 +253,62 @@ class _Body(httpx.AsyncByteStream):
                 self._transport.release(self._origin, exchange.connection)
             else:
                 exchange.connection.close()
+
+
+class _IdleLimit:
+    """``limit`` seconds for each wait for a body's next piece, kept with one timer for the
+    whole body instead of an ``asyncio.timeout`` (a timer made and cancelled) per piece: each
+    wait notes when it began, and the timer, when it fires, either moves on to the deadline of
+    the wait in progress or, past it, cancels the reading task as ``asyncio.timeout`` would
+    (``timed_out`` then takes that cancellation back as a timeout; one from elsewhere stays a
+    cancellation). A streaming reply of thousands of pieces costs one timer per ``limit``."""
+
+    __slots__ = ("cancelling", "fired", "handle", "limit", "loop", "since", "task", "waiting")
+
+    def __init__(self, limit: float | None) -> None:
+        self.limit = limit
+        self.loop = asyncio.get_running_loop()
+        self.task: asyncio.Task[Any] | None = None
+        self.since = 0.0
+        self.waiting = False
+        self.handle: asyncio.TimerHandle | None = None
+        self.cancelling = 0
+        self.fired = False
+
+    def arm(self) -> None:
+        """A wait begins."""
+        if self.limit is None:
+            return
+        task = self.task = asyncio.current_task()
+        self.cancelling = task.cancelling() if task is not None else 0
+        self.since = self.loop.time()
+        self.waiting = True
+        if self.handle is None:
+            self.handle = self.loop.call_at(self.since + self.limit, self._check)
+
+    def _check(self) -> None:
+        self.handle = None
+        if not self.waiting or self.task is None or self.limit is None:
+            return  # the next wait arms a new timer
+        due = self.since + self.limit
+        if self.loop.time() < due:
+            self.handle = self.loop.call_at(due, self._check)
+            return
+        self.fired = True
+        self.task.cancel()
+
+    def timed_out(self, err: BaseException) -> bool:
+        """Whether ``err``, raised in a wait, is this limit's cancellation (taken back)."""
+        if not self.fired or not isinstance(err, asyncio.CancelledError) or self.task is None:
+            return False
+        self.fired = False
+        return self.task.uncancel() <= self.cancelling
+
+    def close(self) -> None:
+        self.waiting = False
+        if self.handle is not None:
+            self.handle.cancel()
+            self.handle = None
 
 
 _LINGER = 0.05
