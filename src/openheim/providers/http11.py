@@ -107,6 +107,9 @@ async def _chunks(reader: asyncio.StreamReader) -> AsyncIterator[bytes]:
             while await _line(reader):  # trailers, up to the empty line
                 pass
             return
+        if left <= PIECE:  # the usual chunk (an event of a stream): one read, with its CRLF
+            yield await _small_chunk(reader, left)
+            continue
         while left:
             piece = await reader.read(min(left, PIECE))
             if not piece:
@@ -115,6 +118,17 @@ async def _chunks(reader: asyncio.StreamReader) -> AsyncIterator[bytes]:
             yield piece
         if await _line(reader):
             raise ProtocolError("a chunk of the response is longer than its size")
+
+
+async def _small_chunk(reader: asyncio.StreamReader, size: int) -> bytes:
+    """A chunk's ``size`` bytes, read with the CRLF that must end them."""
+    try:
+        data = await reader.readexactly(size + 2)
+    except asyncio.IncompleteReadError:
+        raise ProtocolError("the server closed the connection inside a chunk") from None
+    if data[-2:] != b"\r\n":
+        raise ProtocolError("a chunk of the response is longer than its size")
+    return data[:-2]
 
 
 async def _line(reader: asyncio.StreamReader) -> bytes:
