@@ -25,6 +25,7 @@ import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 
 from openheim.events import Event, Finished, TextDelta, ThinkingDelta
+from openheim.mailbox import Mailbox
 
 DELTA_LEAD = 64
 """Deltas the run may have handed over that the consumer has not yet taken."""
@@ -47,7 +48,7 @@ class Handover:
     """The run's side of the hand-over: ``emit`` each event, in order."""
 
     def __init__(self) -> None:
-        self._queue: asyncio.Queue[_Item] = asyncio.Queue()
+        self._queue: Mailbox[_Item] = Mailbox()
         self.cancelled = False
         """True once the run was cancelled: from then on events are queued, not handed over."""
 
@@ -56,15 +57,15 @@ class Handover:
         if self.cancelled:
             self._post(event)
             return
-        if isinstance(event, TextDelta | ThinkingDelta) and self._queue.qsize() < DELTA_LEAD:
-            self._queue.put_nowait((event, None))
+        if isinstance(event, TextDelta | ThinkingDelta) and len(self._queue) < DELTA_LEAD:
+            self._queue.put((event, None))
             return
         taken = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait((event, taken))
+        self._queue.put((event, taken))
         await taken
 
     def _post(self, item: Event | _Crash) -> None:
-        self._queue.put_nowait((item, None))
+        self._queue.put((item, None))
 
     async def run(
         self,

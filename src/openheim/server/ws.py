@@ -19,6 +19,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from openheim._version import __version__
 from openheim.errors import OpenheimError
+from openheim.mailbox import Mailbox
 from openheim.secrets import redact
 from openheim.server.agent import AgentChannel
 from openheim.server.auth import SUBPROTOCOL
@@ -39,7 +40,7 @@ class Connection:
     def __init__(self, websocket: WebSocket, context: ServerContext) -> None:
         self.websocket = websocket
         self.context = context
-        self.queue: asyncio.Queue[str | None] = asyncio.Queue()
+        self.queue: Mailbox[str | None] = Mailbox()
         self.overflowed = False
         self._closer: asyncio.Future[None] | None = None
         self.agent = AgentChannel(context, self)
@@ -57,14 +58,13 @@ class Connection:
         (1013, try again later): it re-attaches and reads what it missed from the store."""
         if self.overflowed:
             return
-        if self.queue.qsize() >= MAX_PENDING:
+        if len(self.queue) >= MAX_PENDING:
             self.overflowed = True
-            while not self.queue.empty():
-                self.queue.get_nowait()
-            self.queue.put_nowait(None)
+            self.queue.clear()
+            self.queue.put(None)
             self._closer = asyncio.ensure_future(self.websocket.close(code=1013))
             return
-        self.queue.put_nowait(text)
+        self.queue.put(text)
 
     async def writer(self) -> None:
         while (text := await self.queue.get()) is not None:
@@ -86,7 +86,7 @@ class Connection:
         finally:
             self.agent.detach_all()
             self.fs.close()
-            self.queue.put_nowait(None)
+            self.queue.put(None)
             with contextlib.suppress(Exception):
                 await writer
 
