@@ -33,7 +33,8 @@ _Origin = tuple[str, str, int]
 
 
 class _Connection:
-    """One socket; ``reusable`` once a response was read to its end on a keep-alive exchange."""
+    """One socket, lent back to its origin's pool once a response was read to its end on a
+    keep-alive exchange (see ``_Body``)."""
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader = reader
