@@ -17,6 +17,7 @@ from openheim.tools.builtin.files import edit_file, read_file, write_file
 from openheim.tools.builtin.search import search
 from openheim.tools.sandbox import PathSandbox
 from tests.tools.support import call, ok
+from tests.tools.test_client_delegation import attach
 
 SECRET = "API_TOKEN=hunter2-very-secret\n"
 
@@ -68,3 +69,15 @@ async def test_write_file_replaces_the_link_without_showing_the_old_text(
     assert output.diff is None or "hunter2" not in (output.diff.old_text or "")
     assert (tmp_path / "elsewhere" / ".env").read_text() == SECRET
     assert await ok(read_file, ctx, path="notes.txt") == "mine\n"
+
+
+async def test_an_editor_is_not_asked_for_a_hard_linked_file(ctx: ToolContext) -> None:
+    client = attach(ctx)
+    client.files[ctx.cwd / "notes.txt"] = SECRET  # what the editor would read from disk
+    with pytest.raises(ToolError, match="hard link"):
+        await call(read_file, ctx, path="notes.txt")
+    with pytest.raises(ToolError, match="hard link"):
+        await call(edit_file, ctx, path="notes.txt", old_string="hunter2", new_string="x")
+    assert client.calls == []
+    client.files[ctx.cwd / "unsaved.txt"] = "only in the editor\n"  # no file on disk: asked
+    assert await ok(read_file, ctx, path="unsaved.txt") == "only in the editor\n"

@@ -59,6 +59,19 @@ def open_regular(sandbox: PathSandbox, path: Path) -> BinaryIO:
         return open_regular_at(folder, name)
 
 
+def refuse_hard_link(sandbox: PathSandbox, path: Path, shown: str) -> None:
+    """Raise the refusal of ``read_error`` when ``path`` is a file with more than one name;
+    checked before an editor is asked to read ``path`` by name. Anything else (no file there,
+    an unsaved buffer only the editor holds) is left for the editor to answer."""
+    try:
+        with open_regular(sandbox, path):
+            return
+    except HardLinkError as err:
+        raise read_error(err, shown) from None
+    except OSError:
+        return
+
+
 def open_regular_at(dir_fd: int, name: str) -> BinaryIO:
     """Open the regular file ``name`` in the folder ``dir_fd`` for reading, as ``open_regular``."""
     fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
