@@ -130,3 +130,19 @@ def test_a_trusted_projects_prompt_may_be_the_system_prompt(home: Path, work: Pa
         done = openheim("run", "--prompt-name", "theirs", "hi", home=home, cwd=work)
     assert done.returncode == 0, done.stderr
     assert "Do {{input}} now" in sent(server.requests[0])[0]
+
+
+def test_an_untrusted_projects_symlinked_prompts_are_ignored(
+    home: Path, work: Path, tmp_path: Path
+) -> None:
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "diary.md").write_text("my private notes")
+    (work / ".git").mkdir()
+    (work / ".openheim").mkdir()
+    (work / ".openheim" / "prompts").symlink_to(mine, target_is_directory=True)
+    listed = openheim("prompts", "list", home=home, cwd=work)
+    shown = openheim("prompts", "show", "diary", home=home, cwd=work)
+    assert listed.returncode == 0 and "diary" not in listed.stdout
+    assert "prompts" in listed.stderr and "is a symlink" in listed.stderr
+    assert shown.returncode != 0 and "my private notes" not in shown.stdout + shown.stderr

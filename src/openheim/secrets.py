@@ -19,8 +19,8 @@ Two halves, both testable on their own:
 
 Known limits: the shell can still print a denied file, and then only registered values and
 key formats are redacted (a password under an innocent name, or encoded, shows); a private key
-read in windows that cut off its ``BEGIN`` line is not recognised; a hard link is not followed
-back.
+read in windows that cut off its ``BEGIN`` line is not recognised. A hard link's other names
+are not known, so the file tools refuse every file with more than one name (``fs.py``).
 This module imports only the standard library, ``errors`` and ``messages``, so the core can use it.
 """
 

@@ -1,4 +1,4 @@
-"""The fake Telegram Bot API that most gateway tests talk to."""
+"""The fake Telegram Bot API that most gateway tests talk to, and the fake Discord."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from tests.gateway.fake_discord import FakeDiscord
 from tests.gateway.fake_telegram import FakeTelegram
 from tests.gateway.loopback import serving
 
@@ -16,3 +17,12 @@ async def telegram() -> AsyncIterator[tuple[FakeTelegram, str]]:
     fake = FakeTelegram()
     async with serving(fake.app()) as url:
         yield fake, url
+
+
+@pytest.fixture
+async def discord() -> AsyncIterator[FakeDiscord]:
+    """A fake Discord (gateway WebSocket and REST) on loopback."""
+    fake = FakeDiscord()
+    async with serving(fake.app()) as url:
+        fake.ws_url = url.replace("http://", "ws://") + "/gateway"
+        yield fake

@@ -1,6 +1,6 @@
 """A fake Discord on loopback: the gateway WebSocket (HELLO, IDENTIFY, READY, HEARTBEAT and
 its ACK, DISPATCH MESSAGE_CREATE, RESUME with the missed events replayed, RESUMED) and the REST
-endpoint that creates a message, in the real JSON shapes (API v10)."""
+endpoints that create and delete a message, in the real JSON shapes (API v10)."""
 
 from __future__ import annotations
 
@@ -38,6 +38,10 @@ class FakeDiscord:
     ws_url: str = ""
     events: list[dict[str, Any]] = field(default_factory=list)
     created: list[Created] = field(default_factory=list)
+    deleted: list[tuple[str, str]] = field(default_factory=list)
+    """``(channel, message id)`` of each message the bot deleted."""
+    may_delete: bool = True
+    """False: deleting is refused (403), as for a bot without Manage Messages."""
     identifies: int = 0
     resumes: list[int] = field(default_factory=list)
     heartbeats: int = 0
@@ -50,6 +54,11 @@ class FakeDiscord:
             routes=[
                 WebSocketRoute("/gateway", self._gateway),
                 Route("/api/v10/channels/{channel}/messages", self._create, methods=["POST"]),
+                Route(
+                    "/api/v10/channels/{channel}/messages/{message}",
+                    self._delete,
+                    methods=["DELETE"],
+                ),
             ]
         )
 
@@ -154,3 +163,13 @@ class FakeDiscord:
         await self._notify()
         self._next_id += 1
         return JSONResponse({"id": str(self._next_id), "content": body["content"]})
+
+    async def _delete(self, request: Request) -> Response:
+        if request.headers.get("authorization") != f"Bot {TOKEN}":
+            return JSONResponse({"message": "401: Unauthorized", "code": 0}, status_code=401)
+        if not self.may_delete:
+            return JSONResponse({"message": "Missing Permissions", "code": 50013}, status_code=403)
+        params = request.path_params
+        self.deleted.append((params["channel"], params["message"]))
+        await self._notify()
+        return Response(status_code=204)

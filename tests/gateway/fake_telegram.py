@@ -1,5 +1,6 @@
 """A fake Telegram Bot API on loopback: ``getUpdates`` (long polling with offsets, as the real
-API acknowledges updates) and ``sendMessage``, in the real JSON shapes, with injected 429s."""
+API acknowledges updates), ``sendMessage`` and ``deleteMessage``, in the real JSON shapes, with
+injected 429s."""
 
 from __future__ import annotations
 
@@ -43,6 +44,10 @@ class FakeTelegram:
     """Method name -> how many of its next calls answer 502 Bad Gateway."""
     history: list[dict[str, Any]] = field(default_factory=list)
     """Every update ever queued."""
+    deleted: list[tuple[str, int]] = field(default_factory=list)
+    """``(chat_id, message_id)`` of each ``deleteMessage`` the fake accepted."""
+    may_delete: bool = True
+    """False: ``deleteMessage`` is refused, as for a bot that is not a group's admin."""
     _next_update: int = 1000
     _next_message: int = 1
     _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
@@ -50,9 +55,11 @@ class FakeTelegram:
     def app(self) -> Starlette:
         return Starlette(routes=[Route("/bot{token}/{method}", self._call, methods=["POST"])])
 
-    async def message(self, user: int, text: str, chat: int | None = None) -> int:
-        """Queue a text message from ``user`` in their private chat (or ``chat``); its
-        update id."""
+    async def message(
+        self, user: int, text: str, chat: int | None = None, kind: str = "private"
+    ) -> int:
+        """Queue a text message from ``user`` in their private chat (or ``chat``, of type
+        ``kind``: ``group``, ``supergroup``); its update id."""
         self._next_update += 1
         self._next_message += 1
         self.history.append(
@@ -61,7 +68,7 @@ class FakeTelegram:
                 "message": {
                     "message_id": self._next_message,
                     "from": {"id": user, "is_bot": False, "first_name": "Ann"},
-                    "chat": {"id": chat or user, "type": "private"},
+                    "chat": {"id": chat or user, "type": kind},
                     "date": int(time.time()),
                     "text": text,
                 },
@@ -97,6 +104,8 @@ class FakeTelegram:
             return await self._get_updates(body)
         if method == "sendMessage":
             return await self._send_message(body)
+        if method == "deleteMessage":
+            return await self._delete_message(body)
         return _error(404, "Not Found")
 
     async def _get_updates(self, body: dict[str, Any]) -> JSONResponse:
@@ -136,6 +145,14 @@ class FakeTelegram:
         return JSONResponse(
             {"ok": True, "result": {"message_id": self._next_message, "text": text}}
         )
+
+    async def _delete_message(self, body: dict[str, Any]) -> JSONResponse:
+        if not self.may_delete:
+            return _error(400, "Bad Request: message can't be deleted")
+        self.deleted.append((str(body["chat_id"]), int(body["message_id"])))
+        async with self._changed:
+            self._changed.notify_all()
+        return JSONResponse({"ok": True, "result": True})
 
 
 def _error(code: int, description: str) -> JSONResponse:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -15,20 +14,11 @@ from openheim.gateway.format import render
 from openheim.gateway.service import serve
 from openheim.testing import FakeLLMServer
 from tests.gateway.fake_discord import BOT_ID, TOKEN, FakeDiscord
-from tests.gateway.loopback import serving
 from tests.gateway.support import running, settings_for, write_config
 
 ANN = "300000000000000042"
 DM = "500000000000000001"
 ENV = {"DC_TOKEN": TOKEN}
-
-
-@pytest.fixture
-async def discord(home: Path) -> AsyncIterator[FakeDiscord]:
-    fake = FakeDiscord()
-    async with serving(fake.app()) as url:
-        fake.ws_url = url.replace("http://", "ws://") + "/gateway"
-        yield fake
 
 
 def configure(home: Path, llm: FakeLLMServer, fake: FakeDiscord) -> None:

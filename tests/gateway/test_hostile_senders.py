@@ -84,6 +84,9 @@ class _Sink:
     async def send(self, to: Inbound, text: str) -> None:
         self.sent.append(text)
 
+    async def delete(self, message: Inbound) -> None:
+        """Nothing to delete: these senders write in private."""
+
     async def aclose(self) -> None:
         """Nothing to close."""
 
@@ -102,7 +105,9 @@ async def test_a_passphrase_guess_is_never_logged(
     )
     caplog.set_level(logging.DEBUG)
     for number, phrase in enumerate(("my-bank-password", "open sesame")):
-        await gateway.deliver(Inbound("telegram", str(number), "7", "7", f"/auth {phrase}"))
+        await gateway.deliver(
+            Inbound("telegram", str(number), "7", "7", f"/auth {phrase}", private=True)
+        )
     async with asyncio.timeout(5):
         while len(sink.sent) < 2:
             await asyncio.sleep(0.01)
@@ -130,17 +135,21 @@ async def test_passphrase_guesses_are_limited_per_sender_and_in_all(tmp_path: Pa
     gateway = _gateway(tmp_path, sink)
     texts = [f"/auth guess{n}" for n in range(GUESSES_PER_SENDER)] + ["/auth open sesame"]
     for number, text in enumerate(texts):
-        await gateway.deliver(Inbound("telegram", f"a{number}", "7", "7", text))
+        await gateway.deliver(Inbound("telegram", f"a{number}", "7", "7", text, private=True))
     sent = await _replies(sink, len(texts))
     assert sent[-1].startswith("Too many passphrase attempts")  # even the right one, now
     senders = GUESSES_IN_ALL // (GUESSES_PER_SENDER - 1) + 1
     for sender in range(100, 100 + senders):  # many accounts, each under its own limit
         for number in range(GUESSES_PER_SENDER - 1):
             await gateway.deliver(
-                Inbound("telegram", f"b{sender}-{number}", str(sender), "1", "/auth x")
+                Inbound(
+                    "telegram", f"b{sender}-{number}", str(sender), "1", "/auth x", private=True
+                )
             )
     await _replies(sink, len(texts) + senders * (GUESSES_PER_SENDER - 1))
-    await gateway.deliver(Inbound("telegram", "last", "999", "999", "/auth open sesame"))
+    await gateway.deliver(
+        Inbound("telegram", "last", "999", "999", "/auth open sesame", private=True)
+    )
     sent = await _replies(sink, len(texts) + senders * (GUESSES_PER_SENDER - 1) + 1)
     await gateway.aclose()
     assert sent[-1].startswith("Too many passphrase attempts")

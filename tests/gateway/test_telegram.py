@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from openheim.gateway.pipeline import NOT_ADMITTED
 from openheim.testing import FakeLLMServer
 from tests.gateway.fake_telegram import TOKEN, FakeTelegram
 from tests.gateway.support import running, write_config
@@ -75,11 +76,11 @@ async def test_the_passphrase_admits_until_revoked(
             sent = await fake.wait_sent(5)
         assert len(llm.requests) == 1
     assert [s.text for s in sent] == [
-        "You are not authorised. Send /auth followed by the passphrase.",
+        NOT_ADMITTED,
         "That passphrase is not right.",
         "You are authorised. Send /help for the commands.",
         "welcome Bob",
-        "You are not authorised. Send /auth followed by the passphrase.",
+        NOT_ADMITTED,
     ]
 
 

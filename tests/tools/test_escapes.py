@@ -1,14 +1,15 @@
 """Sandbox escape attempts through the file tools, one row each in ``ESCAPES``.
 
 The work dir holds symlinks planted to lead out (``out``, ``secret-link``, ``rel-out``, a chain
-``hop1 -> hop2``, a loop) and the outside folder holds a file whose text and name appear
-nowhere inside. Each row names a tool and its arguments and whether the call must be refused;
-either way its output must show nothing from outside and the outside folder must not change.
-A hard link planted beforehand is a documented limit (the file *is* inside) and has no row.
+``hop1 -> hop2``, a loop) and a hard link ``notes.txt`` to the outside file, whose text and name
+appear nowhere inside. Each row names a tool and its arguments and whether the call must be
+refused; either way its output must show nothing from outside and the outside folder must not
+change.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,10 @@ ESCAPES: list[tuple[Tool, dict[str, Any], bool]] = [
     (read_file, {"path": "hop1/outside-only.txt"}, True),
     (read_file, {"path": "sub/up/../out/outside-only.txt"}, True),
     (read_file, {"path": "loop/x"}, True),
+    (read_file, {"path": "notes.txt"}, True),
+    (edit_file, {"path": "notes.txt", "old_string": "top", "new_string": "x"}, True),
+    (write_file, {"path": "notes.txt", "content": "x"}, False),
+    (search, {"pattern": "secret", "path": "notes.txt"}, False),
     (write_file, {"path": "out/new.txt", "content": "x"}, True),
     (write_file, {"path": "out/deep/new.txt", "content": "x"}, True),
     (write_file, {"path": "secret-link", "content": "x"}, True),
@@ -90,6 +95,7 @@ def planted(ctx: ToolContext, outside: Path) -> Path:
     (work / "hop2").symlink_to(outside)
     (work / "hop1").symlink_to("hop2")
     (work / "loop").symlink_to("loop")
+    os.link(outside / OUTSIDE_NAME, work / "notes.txt")
     return work
 
 

@@ -40,7 +40,7 @@ def prompts_command(args: argparse.Namespace) -> int:
         sys.stdout.write("\n".join(lines) + "\n")
     elif action == "show":
         prompt = library.get(args.name)
-        sys.stdout.write(prompt.path.read_text(encoding="utf-8"))
+        sys.stdout.write(prompt.file_text)
     elif action == "add":
         path = add_prompt(library, args.name, _text_of(args.file), force=args.force)
         sys.stdout.write(f"added prompt {args.name} ({path})\n")

@@ -52,7 +52,8 @@ def _addressed(data: dict[str, Any], bot_id: str | None, message: Inbound) -> In
     text = content.strip()
     if not text:
         return None
-    return dataclasses.replace(message, text=text, reply_to=message.message_id)
+    private = data.get("guild_id") is None
+    return dataclasses.replace(message, text=text, reply_to=message.message_id, private=private)
 
 
 class Discord:
@@ -110,6 +111,15 @@ class Discord:
             )
         if response.status_code not in (200, 201):
             raise PlatformError(f"discord create message refused: HTTP {response.status_code}")
+
+    async def delete(self, message: Inbound) -> None:
+        """``DELETE /channels/{id}/messages/{id}``: in a server the bot needs Manage Messages."""
+        url = f"{self._api}/channels/{message.channel}/messages/{message.message_id}"
+        response = await request_with_retry(
+            "discord delete message", lambda: self._client.delete(url), sleep=self._sleep
+        )
+        if response.status_code != 204:
+            raise PlatformError(f"discord delete message refused: HTTP {response.status_code}")
 
     async def aclose(self) -> None:
         await self._client.aclose()

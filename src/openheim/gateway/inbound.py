@@ -25,7 +25,10 @@ class Inbound:
 
     ``message_id`` identifies the delivery on its platform (a redelivery carries the same one),
     ``channel`` is where the reply goes (a chat, a channel, a phone number) and ``reply_to``
-    the platform's id of the message the reply answers, where the platform threads replies."""
+    the platform's id of the message the reply answers, where the platform threads replies.
+    ``private`` is true only for a chat between the sender and the bot alone (a Telegram chat of
+    type ``private``, a Discord direct message, a WhatsApp chat): ``/auth`` is taken only
+    there, since elsewhere others would read the passphrase."""
 
     platform: str
     message_id: str
@@ -33,6 +36,7 @@ class Inbound:
     channel: str
     text: str
     reply_to: str | None = None
+    private: bool = False
 
     @property
     def key(self) -> str:
@@ -45,7 +49,8 @@ class Inbound:
     @classmethod
     def from_json(cls, raw: str) -> Inbound:
         data = json.loads(raw)
-        return cls(**{k: data.get(k) for k in cls.__dataclass_fields__})
+        fields = {k: data.get(k) for k in cls.__dataclass_fields__}
+        return cls(**{**fields, "private": fields["private"] is True})
 
 
 Deliver = Callable[[Inbound], Awaitable[None]]
@@ -70,6 +75,11 @@ class Platform(Protocol):
 
     async def send(self, to: Inbound, text: str) -> None:
         """Send one chunk of a reply to ``to``'s channel (already formatted and split)."""
+        ...
+
+    async def delete(self, message: Inbound) -> None:
+        """Delete ``message`` from its chat where the platform lets the bot (raises
+        PlatformError when it is refused; does nothing where the platform has no way)."""
         ...
 
     async def aclose(self) -> None:

@@ -36,6 +36,12 @@ GUESSES_IN_ALL = 50
 GUESS_WINDOW = 3600.0
 """``/auth`` attempts taken per hour: from one sender, and from all senders together (one
 attacker may hold many accounts). Counted apart from the message limit, which may be high."""
+NOT_PRIVATE = (
+    "Send /auth only in a private chat with the bot: others here can read this chat, so it "
+    "was not checked, and the message is deleted where the bot may. If it held the "
+    "passphrase, ask the owner to change it."
+)
+NOT_ADMITTED = "You are not authorised. Send /auth and the passphrase in a private chat with me."
 
 
 def _is_auth(text: str) -> bool:
@@ -119,12 +125,13 @@ class Gateway:
 
     def _route(self, message: Inbound) -> None:
         command = parse_command(message.text)
-        if command is not None and command.name == "auth":
+        if command is not None and command.name == "auth" and not message.private:
+            self._refuse_auth(message)
+        elif command is not None and command.name == "auth":
             self._answer(message, self._authenticate(message, command))
         elif not self._auth.admitted(message.platform, message.sender):
             log.info("%s: sender %s is not admitted", message.platform, message.sender)
-            hint = "You are not authorised. Send /auth followed by the passphrase."
-            self._answer(message, hint if self._auth.has_passphrase else None)
+            self._answer(message, NOT_ADMITTED if self._auth.has_passphrase else None)
         elif (refusal := self._rate_refusal(message)) is not None:
             self._answer(message, refusal or None)
         elif command is not None:
@@ -157,6 +164,29 @@ class Gateway:
             return "You are authorised. Send /help for the commands."
         log.info("%s: sender %s sent a wrong passphrase", message.platform, message.sender)
         return "That passphrase is not right." if self._auth.has_passphrase else None
+
+    def _refuse_auth(self, message: Inbound) -> None:
+        """``/auth`` outside a private chat: not checked, counted as a failed attempt, deleted
+        where the platform lets the bot, and answered with where to send it instead."""
+        log.warning(
+            "%s: sender %s sent /auth in a chat that is not private; refused",
+            message.platform,
+            message.sender,
+        )
+        task = asyncio.create_task(self._delete(message))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        answer = self._rate_refusal(message)
+        if answer is None and self._auth.has_passphrase:
+            self._may_guess(message)
+            answer = NOT_PRIVATE
+        self._answer(message, answer or None)
+
+    async def _delete(self, message: Inbound) -> None:
+        try:
+            await self._platforms[message.platform].delete(message)
+        except OpenheimError as err:
+            log.warning("%s: message %s not deleted: %s", message.platform, message.message_id, err)
 
     def _may_guess(self, message: Inbound) -> bool:
         """Count one ``/auth`` attempt; whether it is within both hourly limits."""

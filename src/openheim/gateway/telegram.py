@@ -52,6 +52,7 @@ def normalise_update(update: Any) -> Inbound | None:
         str(chat_id),
         message["text"],
         reply_to=str(message_id),
+        private=chat.get("type") == "private",
     )
 
 
@@ -154,6 +155,20 @@ class Telegram:
             detail = _json(response).get("description", "")
             raise PlatformError(
                 f"telegram sendMessage refused: HTTP {response.status_code} {detail}"
+            )
+
+    async def delete(self, message: Inbound) -> None:
+        """``deleteMessage``: in a group the bot must be an admin allowed to delete messages."""
+        assert message.reply_to is not None  # every Telegram record carries its message id
+        body = {"chat_id": message.channel, "message_id": int(message.reply_to)}
+        url = f"{self._base}/deleteMessage"
+        response = await request_with_retry(
+            "telegram deleteMessage", lambda: self._client.post(url, json=body), sleep=self._sleep
+        )
+        if response.status_code != 200:
+            detail = _json(response).get("description", "")
+            raise PlatformError(
+                f"telegram deleteMessage refused: HTTP {response.status_code} {detail}"
             )
 
     async def aclose(self) -> None:

@@ -76,7 +76,9 @@ def _messages(value: Any, phone_number_id: str, now: float) -> list[Inbound]:
         text, sender, message_id = message.get("text"), message.get("from"), message.get("id")
         body = text.get("body") if isinstance(text, dict) else None
         if isinstance(body, str) and numeric_id(sender) and isinstance(message_id, str):
-            found.append(Inbound("whatsapp", message_id, sender, sender, body, message_id))
+            found.append(
+                Inbound("whatsapp", message_id, sender, sender, body, message_id, private=True)
+            )
     return found
 
 
@@ -133,6 +135,9 @@ class WhatsApp:
             )
         if response.status_code != 200:
             raise PlatformError(f"whatsapp send message refused: HTTP {response.status_code}")
+
+    async def delete(self, message: Inbound) -> None:
+        """Nothing: the Cloud API cannot delete a user's message (and every chat is private)."""
 
     async def aclose(self) -> None:
         await self._client.aclose()

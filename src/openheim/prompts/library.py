@@ -15,12 +15,22 @@ Names are an allow-list: letters, digits, ``.``, ``_`` and ``-``, starting with 
 digit, at most 64 characters, so a name can never address a file outside its folder. A file
 that resolves outside its folder (a symlink) is skipped, and a file larger than ``MAX_BYTES`` is
 refused.
+
+An untrusted project's prompts must be its own real files: ``.openheim`` and ``prompts`` are
+opened from the project root with ``O_NOFOLLOW``, one folder at a time, and each prompt file
+the same way; only a regular file with one name (no hard link) is read, its type, link count
+and size taken with ``fstat`` of the opened descriptor. A symlink anywhere on the way, a hard
+link or any other kind of file is skipped with a notice naming it, so a cloned repository
+cannot offer another folder of yours (or a file of it) as its prompts. The user's folder and a
+trusted project's follow symlinks (inside the folder, for files): the user chose them.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +57,9 @@ class NamedPrompt:
     source: str
     """``user`` or ``project``."""
     trusted: bool
+    file_text: str
+    """The file as it was read (frontmatter included), for ``prompts show``: reading it again
+    by name could meet another file swapped in since."""
 
     @property
     def is_template(self) -> bool:
@@ -85,6 +98,7 @@ class PromptLibrary:
         warn: Callable[[str], None] | None = None,
     ) -> None:
         self.user_dir = data_dir / "prompts"
+        self.project_root = project_root
         self.project_dir = project_root / ".openheim" / "prompts" if project_root else None
         if self.project_dir is not None and self.project_dir.resolve() == self.user_dir.resolve():
             self.project_dir = None  # a project at the data dir is not a second user folder
@@ -125,6 +139,9 @@ class PromptLibrary:
         return prompt.text
 
     def _scan(self, folder: Path, source: str, trusted: bool) -> Iterator[NamedPrompt]:
+        if source == "project" and not trusted:
+            yield from self._scan_untrusted(folder)
+            return
         try:
             base = folder.resolve(strict=True)
             with os.scandir(folder) as it:
@@ -139,6 +156,93 @@ class PromptLibrary:
                 yield _load(Path(entry.path), base, name, source, trusted)
             except (OSError, ValueError, ConfigError) as err:
                 self._warn(f"skipped prompt file {entry.path}: {err}")
+
+    def _scan_untrusted(self, folder: Path) -> list[NamedPrompt]:
+        """The prompts of an untrusted project's ``folder``, real files only (module docstring)."""
+        assert self.project_root is not None  # there is a project folder only with a root
+        try:
+            fd = _open_real(self.project_root, folder.relative_to(self.project_root).parts)
+        except FileNotFoundError:
+            return []
+        except _NotReal as err:
+            self._warn(f"ignored the prompts of {folder}: {err}")
+            return []
+        except OSError as err:
+            self._warn(f"ignored the prompts of {folder}: {err.strerror or err}")
+            return []
+        found = []
+        try:
+            with os.scandir(fd) as it:
+                listed = sorted(e.name for e in it)
+            for name in listed:
+                stem = name.removesuffix(".md")
+                if not name.endswith(".md") or not NAME.fullmatch(stem):
+                    continue
+                try:
+                    text = _read_real(fd, name)
+                    found.append(parse_prompt(text, stem, folder / name, "project", False))
+                except (OSError, ValueError, ConfigError) as err:
+                    self._warn(f"skipped prompt file {folder / name}: {err}")
+        finally:
+            os.close(fd)
+        return found
+
+
+class _NotReal(OSError):
+    """A symlink (or not a folder) where an untrusted project's prompts must be real."""
+
+
+_UNTRUSTED_HINT = (
+    "an untrusted project's prompts must be its own files; `openheim trust` the project to "
+    "follow links"
+)
+
+
+def _open_real(root: Path, parts: tuple[str, ...]) -> int:
+    """A descriptor of the folder ``root/parts...``, each part opened with ``O_NOFOLLOW``."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    shown = root
+    try:
+        for part in parts:
+            shown = shown / part
+            try:
+                sub = os.open(part, flags, dir_fd=fd)
+            except OSError as err:
+                if err.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+                mode = os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode
+                what = "a symlink" if stat.S_ISLNK(mode) else "not a folder"
+                raise _NotReal(f"{shown} is {what}; {_UNTRUSTED_HINT}") from None
+            os.close(fd)
+            fd = sub
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read_real(dir_fd: int, name: str) -> str:
+    """The text of the regular, singly linked file ``name`` in ``dir_fd``, read without
+    following a symlink or blocking on a FIFO; ValueError says why a file is not one."""
+    try:
+        fd = os.open(
+            name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd
+        )
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise ValueError(f"it is a symlink; {_UNTRUSTED_HINT}") from None
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"it is not a regular file; {_UNTRUSTED_HINT}")
+        if info.st_nlink > 1:
+            raise ValueError(f"it is a hard link ({info.st_nlink} names); {_UNTRUSTED_HINT}")
+        data = fh.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        raise ValueError(f"it is larger than {MAX_BYTES // 1024} KiB")
+    return data.decode("utf-8")
 
 
 def _load(path: Path, base: Path, name: str, source: str, trusted: bool) -> NamedPrompt:
@@ -164,4 +268,5 @@ def parse_prompt(text: str, name: str, path: Path, source: str, trusted: bool) -
         )
     arguments = parse_arguments(doc.meta.get("arguments"), str(path))
     description = text_field(doc.meta, "description") or ""
-    return NamedPrompt(name, doc.body.strip(), description, arguments, path, source, trusted)
+    body = doc.body.strip()
+    return NamedPrompt(name, body, description, arguments, path, source, trusted, text)

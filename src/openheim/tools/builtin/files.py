@@ -32,6 +32,7 @@ from openheim.tools.builtin.fs import (
     open_regular,
     open_regular_at,
     read_error,
+    refuse_hard_link,
     write_bytes_at,
     write_error,
 )
@@ -153,6 +154,7 @@ async def read_file(
     target = ctx.path(path)
     shown = ctx.display(target)
     if ctx.client is not None and ctx.client.reads_files:
+        await asyncio.to_thread(refuse_hard_link, ctx.sandbox, target, shown)
         text = await ctx.client.read_text_file(target)
         return await asyncio.to_thread(_window_text, text, shown, offset, limit)
     return await asyncio.to_thread(_read_window, ctx.sandbox, target, shown, offset, limit)
@@ -291,6 +293,7 @@ async def edit_file(
     shown = ctx.display(target)
     client = ctx.client
     if client is not None and client.reads_files:
+        await asyncio.to_thread(refuse_hard_link, ctx.sandbox, target, shown)
         text = await client.read_text_file(target)
     else:
         text = await asyncio.to_thread(read_for_edit, ctx.sandbox, target, shown)

@@ -6,7 +6,11 @@ descriptor of the folder it ends in, so a folder swapped for a symlink after the
 cannot send it elsewhere.
 
 * ``open_regular`` opens a file for reading without following a symlink swapped in after the
-  sandbox check and without blocking on a FIFO; ``kind_of`` says what stands at a path.
+  sandbox check and without blocking on a FIFO, and refuses a file with more than one name
+  (``HardLinkError``): a hard link can give a secret file elsewhere an innocent name that
+  ``deny_read`` cannot see through, and its other names cannot be found cheaply. The link
+  count is read from the opened descriptor, so the file checked is the file read.
+  ``kind_of`` says what stands at a path.
 * ``write_bytes_at`` writes a file atomically, making its missing folders.
 * ``walk`` lists a tree in sorted path order without following symlinks and skipping ``.git``.
 """
@@ -39,22 +43,46 @@ def looks_binary(head: bytes) -> bool:
     return b"\0" in head[:BINARY_PROBE]
 
 
+class HardLinkError(OSError):
+    """A regular file with more than one name (``st_nlink > 1``): the file tools do not read it."""
+
+    def __init__(self, name: str, links: int) -> None:
+        super().__init__(errno.EMLINK, f"a hard link ({links} names)", name)
+        self.links = links
+
+
 def open_regular(sandbox: PathSandbox, path: Path) -> BinaryIO:
     """Open the regular file ``path`` (one the sandbox resolved) for reading; a directory, FIFO
-    or symlink raises OSError, a symlink on the way SandboxError."""
+    or symlink raises OSError, a file with other names HardLinkError, a symlink on the way
+    SandboxError."""
     with sandbox.parent(path) as (folder, name):
         return open_regular_at(folder, name)
+
+
+def refuse_hard_link(sandbox: PathSandbox, path: Path, shown: str) -> None:
+    """Raise the refusal of ``read_error`` when ``path`` is a file with more than one name;
+    checked before an editor is asked to read ``path`` by name. Anything else (no file there,
+    an unsaved buffer only the editor holds) is left for the editor to answer."""
+    try:
+        with open_regular(sandbox, path):
+            return
+    except HardLinkError as err:
+        raise read_error(err, shown) from None
+    except OSError:
+        return
 
 
 def open_regular_at(dir_fd: int, name: str) -> BinaryIO:
     """Open the regular file ``name`` in the folder ``dir_fd`` for reading, as ``open_regular``."""
     fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
     try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), name)
-        if not stat.S_ISREG(mode):
+        if not stat.S_ISREG(info.st_mode):
             raise OSError(errno.EINVAL, "not a regular file", name)
+        if info.st_nlink > 1:
+            raise HardLinkError(name, info.st_nlink)
     except BaseException:
         os.close(fd)
         raise
@@ -106,6 +134,12 @@ def read_error(err: OSError, shown: str) -> ToolError:
         return ToolError(f"a parent of {shown} is a file, not a directory", hint="fix the path")
     if isinstance(err, PermissionError):
         return ToolError(f"permission denied reading {shown}", hint="pick a file you can read")
+    if isinstance(err, HardLinkError):
+        return ToolError(
+            f"refused: {shown} is a hard link (one file with {err.links} names); file tools do "
+            "not read or edit such files, since a hard link can give a secret an innocent name",
+            hint="work without it, or ask the user to replace it with a copy of its own",
+        )
     if err.errno == errno.ELOOP:
         return ToolError(f"{shown} became a symlink while being read", hint="try again")
     return ToolError(f"cannot read {shown}: {err.strerror or err}", hint="check the path")

@@ -27,6 +27,7 @@ from openheim.tools.builtin.bounded import Budget, run_bounded
 from openheim.tools.builtin.fs import (
     BINARY_PROBE,
     Entry,
+    HardLinkError,
     kind_of,
     looks_binary,
     open_regular,
@@ -60,6 +61,7 @@ class _Search:
     too_big: int = 0
     long_lines: int = 0
     secret: int = 0
+    linked: int = 0
 
     @property
     def full(self) -> bool:
@@ -67,7 +69,7 @@ class _Search:
 
     def scan(self, path: Path, budget: Budget, folder: int | None = None) -> None:
         """Add the matching lines of one file (opened in ``folder`` if given, a descriptor of the
-        folder holding it); secret, binary, huge and unreadable files are skipped."""
+        folder holding it); secret, hard-linked, binary, huge and unreadable files are skipped."""
         if self.ctx.is_secret(path):
             self.secret += 1
             return
@@ -81,6 +83,9 @@ class _Search:
                     self.too_big += 1
                     return
                 data = fh.read(MAX_FILE_BYTES + 1)
+        except HardLinkError:
+            self.linked += 1
+            return
         except OSError:
             return
         if len(data) > MAX_FILE_BYTES:
@@ -157,6 +162,11 @@ def _report(run: _Search, shown: str, budget: Budget) -> str:
     if run.secret:
         files = "file" if run.secret == 1 else "files"
         notes.append(f"[skipped {run.secret} {files} matching secret patterns; never shown]")
+    if run.linked:
+        files = "file" if run.linked == 1 else "files"
+        notes.append(
+            f"[skipped {run.linked} {files} with more than one name (hard links); never shown]"
+        )
     if not matches:
         where = f"{run.files} file{'s' if run.files != 1 else ''} under {shown}"
         notes.insert(0, f"no matches for {run.matcher.pattern!r} in {where}")
