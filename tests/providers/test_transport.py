@@ -507,3 +507,22 @@ async def test_a_stall_after_some_pieces_is_a_read_timeout_and_a_cancel_stays_on
         reading.cancel()
         with pytest.raises(asyncio.CancelledError):
             await reading
+
+
+async def test_bytes_after_a_response_never_answer_the_next_request(
+    client: httpx.AsyncClient,
+) -> None:
+    smuggled = b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged"
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(OK + smuggled)  # one write: the tail lands in the client's buffer
+        await writer.drain()
+        await read_request(reader)
+        writer.write(OK)
+        await writer.drain()
+
+    async with Server(handler) as server:
+        first = await client.get(server.url)
+        second = await client.get(server.url)
+    assert (first.text, second.text) == ("ok", "ok")
