@@ -208,6 +208,8 @@ BROKEN = {
     "long-chunk": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nok\r\n0\r\n\r\n",
     "cut-chunk": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nok",
     "huge-head": b"HTTP/1.1 200 OK\r\nA: " + b"x" * 70000 + b"\r\n\r\n",
+    "chunked-and-length": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+    b"Content-Length: 2\r\n\r\n2\r\nok\r\n0\r\n\r\n",
 }
 
 
