@@ -244,3 +244,18 @@ async def test_owned_client_is_closed_by_aclose(anthropic: MakeAnthropic) -> Non
     await provider.aclose()
     with pytest.raises(RuntimeError, match="closed"):
         await drain(provider, request())
+
+
+@pytest.mark.parametrize("content", [5, True, 1.5])
+async def test_a_whole_answer_whose_content_is_not_a_list_has_no_blocks(content: object) -> None:
+    body = {"type": "message", "content": content, "stop_reason": "end_turn"}
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json=body)
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        settings = ProviderSettings("odd", "anthropic", "https://example.invalid", "m")
+        provider = create(settings, client)
+        deltas, response = await drain(provider, request())
+        await provider.aclose()
+    assert (deltas, response.message.content, response.raw_finish) == ([], (), "end_turn")
