@@ -25,7 +25,7 @@ from openheim.providers.openai_chat import OpenAIChatProvider, create
 from openheim.testing.fake_replies import FakeReply
 from openheim.testing.fake_server import FakeLLMServer
 from tests.providers.conftest import MakeProvider
-from tests.providers.support import API_KEY, drain, request
+from tests.providers.support import API_KEY, drain, drain_whole_body, request
 
 
 def assert_key_hidden(error: BaseException) -> None:
@@ -302,13 +302,5 @@ async def test_choices_or_tool_calls_that_are_not_lists_are_ignored(
 @pytest.mark.parametrize("message", [5, "ab", [1], True])
 async def test_a_whole_answer_whose_message_is_not_an_object_is_empty(message: object) -> None:
     body = {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
-
-    def handler(req: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, json=body)
-
-    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
-        settings = ProviderSettings("odd", "openai", "https://example.invalid/v1", "m")
-        provider = create(settings, client)
-        deltas, response = await drain(provider, request())
-        await provider.aclose()
+    deltas, response = await drain_whole_body(create, "openai", body)
     assert (deltas, response.message.content, response.raw_finish) == ([], (), "stop")
