@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import httpx
+
 from openheim.messages import Message
-from openheim.providers.base import ModelRequest, ModelResponse, Provider, StreamItem
+from openheim.providers.base import (
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    ProviderSettings,
+    StreamItem,
+)
 
 API_KEY = "sk-test-0123456789abcdef"
 
@@ -22,3 +31,22 @@ async def drain(provider: Provider, req: ModelRequest) -> tuple[list[StreamItem]
     assert isinstance(last, ModelResponse), items
     assert not any(isinstance(item, ModelResponse) for item in items[:-1]), items
     return items[:-1], last
+
+
+async def drain_whole_body(
+    create: Callable[[ProviderSettings, httpx.AsyncClient], Provider],
+    kind: str,
+    body: dict[str, Any],
+) -> tuple[list[StreamItem], ModelResponse]:
+    """``drain`` a provider of ``kind`` whose server answers with ``body``, not streamed."""
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json=body)
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        settings = ProviderSettings("odd", kind, "https://example.invalid/v1", "m")
+        provider = create(settings, client)
+        try:
+            return await drain(provider, request())
+        finally:
+            await provider.aclose()

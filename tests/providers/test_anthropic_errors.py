@@ -22,7 +22,7 @@ from openheim.providers.base import ModelResponse, ProviderSettings
 from openheim.providers.retry import RetryingProvider
 from openheim.testing.fake_replies import FakeReply
 from openheim.testing.fake_server import FakeLLMServer
-from tests.providers.support import API_KEY, drain, request
+from tests.providers.support import API_KEY, drain, drain_whole_body, request
 from tests.providers.test_anthropic_support import MakeAnthropic, anthropic_factory
 
 OVERLOADED = {"type": "overloaded_error", "message": "Overloaded"}
@@ -244,3 +244,10 @@ async def test_owned_client_is_closed_by_aclose(anthropic: MakeAnthropic) -> Non
     await provider.aclose()
     with pytest.raises(RuntimeError, match="closed"):
         await drain(provider, request())
+
+
+@pytest.mark.parametrize("content", [5, True, 1.5])
+async def test_a_whole_answer_whose_content_is_not_a_list_has_no_blocks(content: object) -> None:
+    body = {"type": "message", "content": content, "stop_reason": "end_turn"}
+    deltas, response = await drain_whole_body(create, "anthropic", body)
+    assert (deltas, response.message.content, response.raw_finish) == ([], (), "end_turn")

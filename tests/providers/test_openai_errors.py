@@ -19,12 +19,13 @@ from openheim.errors import (
     StreamCut,
 )
 from openheim.events import TextDelta
+from openheim.messages import TextBlock
 from openheim.providers.base import ModelResponse, ProviderSettings
 from openheim.providers.openai_chat import OpenAIChatProvider, create
 from openheim.testing.fake_replies import FakeReply
 from openheim.testing.fake_server import FakeLLMServer
 from tests.providers.conftest import MakeProvider
-from tests.providers.support import API_KEY, drain, request
+from tests.providers.support import API_KEY, drain, drain_whole_body, request
 
 
 def assert_key_hidden(error: BaseException) -> None:
@@ -285,3 +286,21 @@ async def test_cancelling_a_stalled_call_is_prompt(
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(task, timeout=5)
+
+
+async def test_choices_or_tool_calls_that_are_not_lists_are_ignored(
+    server: FakeLLMServer, make_provider: MakeProvider
+) -> None:
+    odd_choices = {"choices": 5}
+    odd_calls = {"choices": [{"index": 0, "delta": {"tool_calls": True, "content": "hi"}}]}
+    server.add(FakeReply(raw_events=[odd_choices, odd_calls, "[DONE]"]))
+    deltas, response = await drain(make_provider(), request())
+    assert deltas == [TextDelta("hi")]
+    assert response.message.content[0] == TextBlock("hi")
+
+
+@pytest.mark.parametrize("message", [5, "ab", [1], True])
+async def test_a_whole_answer_whose_message_is_not_an_object_is_empty(message: object) -> None:
+    body = {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+    deltas, response = await drain_whole_body(create, "openai", body)
+    assert (deltas, response.message.content, response.raw_finish) == ([], (), "stop")

@@ -208,6 +208,8 @@ BROKEN = {
     "long-chunk": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nok\r\n0\r\n\r\n",
     "cut-chunk": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nok",
     "huge-head": b"HTTP/1.1 200 OK\r\nA: " + b"x" * 70000 + b"\r\n\r\n",
+    "chunked-and-length": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+    b"Content-Length: 2\r\n\r\n2\r\nok\r\n0\r\n\r\n",
 }
 
 
@@ -507,3 +509,22 @@ async def test_a_stall_after_some_pieces_is_a_read_timeout_and_a_cancel_stays_on
         reading.cancel()
         with pytest.raises(asyncio.CancelledError):
             await reading
+
+
+async def test_bytes_after_a_response_never_answer_the_next_request(
+    client: httpx.AsyncClient,
+) -> None:
+    smuggled = b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged"
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(OK + smuggled)  # one write: the tail lands in the client's buffer
+        await writer.drain()
+        await read_request(reader)
+        writer.write(OK)
+        await writer.drain()
+
+    async with Server(handler) as server:
+        first = await client.get(server.url)
+        second = await client.get(server.url)
+    assert (first.text, second.text) == ("ok", "ok")

@@ -81,3 +81,15 @@ async def test_an_editor_is_not_asked_for_a_hard_linked_file(ctx: ToolContext) -
     assert client.calls == []
     client.files[ctx.cwd / "unsaved.txt"] = "only in the editor\n"  # no file on disk: asked
     assert await ok(read_file, ctx, path="unsaved.txt") == "only in the editor\n"
+
+
+async def test_an_editor_is_not_asked_to_write_over_a_hard_linked_file(
+    ctx: ToolContext, tmp_path: Path
+) -> None:
+    client = attach(ctx)  # an editor may write in place, through the link, to the other name
+    with pytest.raises(ToolError, match="hard link"):
+        await call(write_file, ctx, path="notes.txt", content="mine\n")
+    assert client.calls == []
+    assert (tmp_path / "elsewhere" / ".env").read_text() == SECRET
+    await call(write_file, ctx, path="fresh.txt", content="new\n")  # no file there: asked
+    assert client.calls == [("write", ctx.cwd / "fresh.txt", "new\n")]

@@ -148,7 +148,8 @@ class _Accumulator:
         if message.get("type") == "error":
             raise event_error(message.get("error"), self.provider)
         items = self.feed("message_start", {"message": message})
-        for index, block in enumerate(message.get("content") or ()):
+        blocks = message.get("content")
+        for index, block in enumerate(blocks if isinstance(blocks, list) else ()):
             items += self.feed("content_block_start", {"index": index, "content_block": block})
         self.feed("message_delta", {"delta": message, "usage": message.get("usage")})
         self.done = True

@@ -73,6 +73,8 @@ async def read_head(reader: asyncio.StreamReader, method: str) -> ResponseHead:
     elif head.values(b"transfer-encoding"):
         if _tokens(head, b"transfer-encoding") != [b"chunked"]:
             raise ProtocolError("the response's Transfer-Encoding is not chunked")
+        if head.values(b"content-length"):  # framed two ways: a sign of response splitting
+            raise ProtocolError("the response has both Transfer-Encoding and Content-Length")
     else:
         head.length = _content_length(head)
         head.keep_alive = head.keep_alive and head.length is not None

@@ -113,7 +113,8 @@ def _completion_as_chunk(data: Any) -> Any:
     for choice in data["choices"]:
         if not isinstance(choice, dict):
             continue
-        delta = dict(choice.get("message") or {})
+        message = choice.get("message")
+        delta = dict(message) if isinstance(message, dict) else {}
         calls = delta.get("tool_calls")
         if isinstance(calls, list):
             delta["tool_calls"] = [
@@ -163,7 +164,7 @@ class _Accumulator:
         if isinstance(chunk.get("usage"), dict):
             self.usage = _usage(chunk["usage"])
         items: list[StreamItem] = []
-        for choice in chunk.get("choices") or ():
+        for choice in _listed(chunk.get("choices")):
             if isinstance(choice, dict) and choice.get("index", 0) == 0:
                 self._choice(choice, items)
         return items
@@ -184,7 +185,7 @@ class _Accumulator:
         if content and isinstance(content, str):
             self._text.append(content)
             items.append(TextDelta(content))
-        for fragment in delta.get("tool_calls") or ():
+        for fragment in _listed(delta.get("tool_calls")):
             if isinstance(fragment, dict):
                 self._add_fragment(fragment)
 
@@ -258,6 +259,12 @@ def _usage(data: Mapping[str, Any]) -> Usage:
         output_tokens=_count(data.get("completion_tokens")),
         cache_read_tokens=cached,
     )
+
+
+def _listed(value: Any) -> list[Any]:
+    """``value`` if it is a JSON list; else nothing (a server's odd field is ignored, as any
+    other field of the wrong type is)."""
+    return value if isinstance(value, list) else []
 
 
 def _count(value: Any) -> int:

@@ -43,8 +43,16 @@ class _Connection:
     def open(self) -> bool:
         """Still open and quiet: neither side has closed it since its last exchange, and
         nothing arrived on the socket that the event loop has not read yet (a server's close
-        seen before the loop noticed it), as httpcore checks before reusing a connection."""
+        seen before the loop noticed it), as httpcore checks before reusing a connection.
+
+        Bytes the stream reader holds past the last response's end (a server that sent more
+        than it framed) are not quiet either: the next request would read them as its answer.
+        The reader keeps no public count of what it buffered, so the check reads its buffer and
+        refuses reuse where that is not an empty ``bytearray``."""
         if self.writer.is_closing() or self.reader.at_eof():
+            return False
+        buffered = getattr(self.reader, "_buffer", None)
+        if not isinstance(buffered, bytearray) or buffered:
             return False
         sock = self.writer.get_extra_info("socket")
         if sock is None:

@@ -211,8 +211,11 @@ async def write_file(
     shown = ctx.display(target)
     data = content.encode("utf-8")
     existed, old = await asyncio.to_thread(_prior_text, ctx.sandbox, target, shown)
+    editor = ctx.client is not None and ctx.client.writes_files
+    if editor:  # an editor may write in place, through a hard link to the file's other names
+        await asyncio.to_thread(refuse_hard_link, ctx.sandbox, target, shown)
     await ctx.before_write(target)
-    if ctx.client is not None and ctx.client.writes_files:
+    if ctx.client is not None and editor:
         await ctx.client.write_text_file(target, content)
     else:
         await asyncio.to_thread(write_bytes, ctx.sandbox, target, shown, data)
