@@ -17,7 +17,7 @@ from openheim.messages import TextBlock
 from openheim.providers import create_provider
 from openheim.providers.base import ProviderSettings
 from tests.providers.support import API_KEY, drain, request
-from tests.providers.test_transport import Handler, Server, read_request
+from tests.providers.transport_server import Handler, Server, read_request
 
 Compress = Callable[[bytes], bytes]
 

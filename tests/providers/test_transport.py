@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import ssl
 import subprocess
-import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -15,70 +13,17 @@ import pytest
 
 from openheim.providers.http import make_client
 from openheim.providers.transport import AsyncioTransport
+from tests.providers.transport_server import (
+    OK,
+    Handler,
+    Server,
+    client,
+    idle_open,
+    keep_alive,
+    read_request,
+)
 
-Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
-OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
-
-
-class Server:
-    """A loopback TCP server running ``handler`` for each connection, counting connections."""
-
-    def __init__(self, handler: Handler) -> None:
-        self.handler = handler
-        self.connections = 0
-        self.port = 0
-        self._server: asyncio.Server | None = None
-
-    async def __aenter__(self) -> Server:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.close()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.connections += 1
-        try:
-            await self.handler(reader, writer)
-        finally:
-            writer.close()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1/x"
-
-
-async def read_request(reader: asyncio.StreamReader) -> bytes:
-    """One request's head (and a Content-Length body), or b"" when the client closed."""
-    head = await reader.readuntil(b"\r\n\r\n") if not reader.at_eof() else b""
-    for line in head.split(b"\r\n"):
-        if line.lower().startswith(b"content-length:"):
-            head += await reader.readexactly(int(line.split(b":")[1]))
-    return head
-
-
-def keep_alive(responses: list[bytes]) -> Handler:
-    """Answer requests on one connection with ``responses`` in turn."""
-
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        for response in responses:
-            try:
-                await read_request(reader)
-            except asyncio.IncompleteReadError:
-                return
-            writer.write(response)
-            await writer.drain()
-
-    return handler
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[httpx.AsyncClient]:
-    transport = AsyncioTransport(ssl.create_default_context())
-    async with httpx.AsyncClient(transport=transport, timeout=2) as client:
-        yield client
+__all__ = ["client"]  # the fixture, for the tests below
 
 
 async def test_a_connection_is_reused_for_the_next_request(client: httpx.AsyncClient) -> None:
@@ -111,19 +56,13 @@ async def test_a_connection_the_server_closed_is_not_reused(client: httpx.AsyncC
     async with Server(keep_alive([OK])) as server:
         first = await client.get(server.url)
         for _ in range(200):  # until the loop has seen the server's close (bounded: 2 s)
-            if not _idle_open(client):
+            if not idle_open(client):
                 break
             await asyncio.sleep(0.01)
-        assert not _idle_open(client)
+        assert not idle_open(client)
         second = await client.get(server.url)
     assert (first.text, second.text) == ("ok", "ok")
     assert server.connections == 2
-
-
-def _idle_open(client: httpx.AsyncClient) -> bool:
-    transport = client._transport
-    assert isinstance(transport, AsyncioTransport)
-    return any(c.open() for pool in transport._idle.values() for c in pool)
 
 
 async def test_connection_close_is_honoured(client: httpx.AsyncClient) -> None:
@@ -350,112 +289,6 @@ async def test_without_a_proxy_the_providers_client_uses_the_asyncio_transport(
         assert isinstance(client._transport, AsyncioTransport)
 
 
-def streamed_then(rest: bytes, release: asyncio.Event | None = None) -> Handler:
-    """Answer each request with a chunked ``data`` piece, then (after ``release``, when given)
-    ``rest``: the rest of the body and its last chunk."""
-
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while await read_request(reader):
-            writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\ndata\r\n")
-            await writer.drain()
-            if release is not None:
-                await release.wait()
-            writer.write(rest)
-            await writer.drain()
-
-    return handler
-
-
-async def first_piece(client: httpx.AsyncClient, url: str) -> bytes:
-    """The first piece of a streamed body; the response is closed right after it."""
-    async with client.stream("GET", url) as response:
-        async for piece in response.aiter_raw():
-            return piece
-    raise AssertionError("the body was empty")
-
-
-async def test_a_reader_that_stops_before_the_last_chunk_leaves_the_connection(
-    client: httpx.AsyncClient,
-) -> None:
-    async with Server(streamed_then(b"0\r\n\r\n")) as server:
-        pieces = [await first_piece(client, server.url) for _ in range(3)]
-    assert pieces == [b"data"] * 3
-    assert server.connections == 1
-
-
-async def test_a_body_whose_end_does_not_come_closes_its_connection(
-    client: httpx.AsyncClient,
-) -> None:
-    release = asyncio.Event()
-    async with Server(streamed_then(b"0\r\n\r\n", release)) as server:
-        await first_piece(client, server.url)
-        assert not _idle_open(client)
-        release.set()
-        await first_piece(client, server.url)
-    assert server.connections == 2
-
-
-async def test_a_long_rest_of_a_body_is_not_read_to_keep_its_connection(
-    client: httpx.AsyncClient,
-) -> None:
-    long_rest = b"%x\r\n%s\r\n0\r\n\r\n" % (64 * 1024, b"x" * 64 * 1024)
-    async with Server(streamed_then(long_rest)) as server:
-        await first_piece(client, server.url)
-        assert not _idle_open(client)
-        await first_piece(client, server.url)
-    assert server.connections == 2
-
-
-def answer_then_close(listener: socket.socket, count: int, closed: threading.Event) -> None:
-    """On a thread: answer ``count`` connections one request each, closing each right after
-    its answer, without ``Connection: close`` (as a server ending an idle keep-alive does)."""
-    for _ in range(count):
-        connection, _ = listener.accept()
-        with connection:
-            head = b""
-            while b"\r\n\r\n" not in head:
-                head += connection.recv(4096)
-            connection.sendall(OK)
-        closed.set()
-
-
-async def test_a_connection_closed_before_the_loop_noticed_is_not_reused(
-    client: httpx.AsyncClient,
-) -> None:
-    closed = threading.Event()
-    with socket.create_server(("127.0.0.1", 0)) as listener:
-        server = threading.Thread(target=answer_then_close, args=(listener, 2, closed))
-        server.start()
-        url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1/x"
-        first = await client.get(url)
-        assert closed.wait(5)  # the loop does not run meanwhile: it has not seen the close
-        second = await client.get(url)
-        server.join(5)
-    assert (first.text, second.text) == ("ok", "ok")
-    assert not server.is_alive()
-
-
-async def test_a_read_cancelled_midway_closes_its_connection(client: httpx.AsyncClient) -> None:
-    release = asyncio.Event()
-    async with Server(streamed_then(b"0\r\n\r\n", release)) as server:
-        first = asyncio.Event()
-
-        async def read_all() -> None:
-            async with client.stream("GET", server.url) as response:
-                async for _ in response.aiter_raw():
-                    first.set()
-
-        reading = asyncio.ensure_future(read_all())
-        await asyncio.wait_for(first.wait(), 5)
-        reading.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await reading
-        assert not _idle_open(client)
-        release.set()
-        assert await first_piece(client, server.url) == b"data"
-    assert server.connections == 2
-
-
 def _trickle(pieces: int, gap: float, then_stall: bool = False) -> Handler:
     """A chunked body of ``pieces`` pieces ``gap`` seconds apart; then its end, or nothing."""
 
@@ -509,22 +342,3 @@ async def test_a_stall_after_some_pieces_is_a_read_timeout_and_a_cancel_stays_on
         reading.cancel()
         with pytest.raises(asyncio.CancelledError):
             await reading
-
-
-async def test_bytes_after_a_response_never_answer_the_next_request(
-    client: httpx.AsyncClient,
-) -> None:
-    smuggled = b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged"
-
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await read_request(reader)
-        writer.write(OK + smuggled)  # one write: the tail lands in the client's buffer
-        await writer.drain()
-        await read_request(reader)
-        writer.write(OK)
-        await writer.drain()
-
-    async with Server(handler) as server:
-        first = await client.get(server.url)
-        second = await client.get(server.url)
-    assert (first.text, second.text) == ("ok", "ok")

@@ -1,0 +1,148 @@
+"""The transport's pool: when a connection is lent back for the next request and when it is
+closed (a body not read to its end, a server's close, a cancelled read, bytes past a
+response)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+
+import httpx
+import pytest
+
+from tests.providers.transport_server import (
+    OK,
+    Handler,
+    Server,
+    client,
+    idle_open,
+    read_request,
+)
+
+__all__ = ["client"]
+
+
+def streamed_then(rest: bytes, release: asyncio.Event | None = None) -> Handler:
+    """Answer each request with a chunked ``data`` piece, then (after ``release``, when given)
+    ``rest``: the rest of the body and its last chunk."""
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while await read_request(reader):
+            writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\ndata\r\n")
+            await writer.drain()
+            if release is not None:
+                await release.wait()
+            writer.write(rest)
+            await writer.drain()
+
+    return handler
+
+
+async def first_piece(client: httpx.AsyncClient, url: str) -> bytes:
+    """The first piece of a streamed body; the response is closed right after it."""
+    async with client.stream("GET", url) as response:
+        async for piece in response.aiter_raw():
+            return piece
+    raise AssertionError("the body was empty")
+
+
+async def test_a_reader_that_stops_before_the_last_chunk_leaves_the_connection(
+    client: httpx.AsyncClient,
+) -> None:
+    async with Server(streamed_then(b"0\r\n\r\n")) as server:
+        pieces = [await first_piece(client, server.url) for _ in range(3)]
+    assert pieces == [b"data"] * 3
+    assert server.connections == 1
+
+
+async def test_a_body_whose_end_does_not_come_closes_its_connection(
+    client: httpx.AsyncClient,
+) -> None:
+    release = asyncio.Event()
+    async with Server(streamed_then(b"0\r\n\r\n", release)) as server:
+        await first_piece(client, server.url)
+        assert not idle_open(client)
+        release.set()
+        await first_piece(client, server.url)
+    assert server.connections == 2
+
+
+async def test_a_long_rest_of_a_body_is_not_read_to_keep_its_connection(
+    client: httpx.AsyncClient,
+) -> None:
+    long_rest = b"%x\r\n%s\r\n0\r\n\r\n" % (64 * 1024, b"x" * 64 * 1024)
+    async with Server(streamed_then(long_rest)) as server:
+        await first_piece(client, server.url)
+        assert not idle_open(client)
+        await first_piece(client, server.url)
+    assert server.connections == 2
+
+
+def answer_then_close(listener: socket.socket, count: int, closed: threading.Event) -> None:
+    """On a thread: answer ``count`` connections one request each, closing each right after
+    its answer, without ``Connection: close`` (as a server ending an idle keep-alive does)."""
+    for _ in range(count):
+        connection, _ = listener.accept()
+        with connection:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += connection.recv(4096)
+            connection.sendall(OK)
+        closed.set()
+
+
+async def test_a_connection_closed_before_the_loop_noticed_is_not_reused(
+    client: httpx.AsyncClient,
+) -> None:
+    closed = threading.Event()
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        server = threading.Thread(target=answer_then_close, args=(listener, 2, closed))
+        server.start()
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1/x"
+        first = await client.get(url)
+        assert closed.wait(5)  # the loop does not run meanwhile: it has not seen the close
+        second = await client.get(url)
+        server.join(5)
+    assert (first.text, second.text) == ("ok", "ok")
+    assert not server.is_alive()
+
+
+async def test_a_read_cancelled_midway_closes_its_connection(client: httpx.AsyncClient) -> None:
+    release = asyncio.Event()
+    async with Server(streamed_then(b"0\r\n\r\n", release)) as server:
+        first = asyncio.Event()
+
+        async def read_all() -> None:
+            async with client.stream("GET", server.url) as response:
+                async for _ in response.aiter_raw():
+                    first.set()
+
+        reading = asyncio.ensure_future(read_all())
+        await asyncio.wait_for(first.wait(), 5)
+        reading.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await reading
+        assert not idle_open(client)
+        release.set()
+        assert await first_piece(client, server.url) == b"data"
+    assert server.connections == 2
+
+
+async def test_bytes_after_a_response_never_answer_the_next_request(
+    client: httpx.AsyncClient,
+) -> None:
+    smuggled = b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged"
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(OK + smuggled)  # one write: the tail lands in the client's buffer
+        await writer.drain()
+        await read_request(reader)
+        writer.write(OK)
+        await writer.drain()
+
+    async with Server(handler) as server:
+        first = await client.get(server.url)
+        second = await client.get(server.url)
+    assert (first.text, second.text) == ("ok", "ok")
