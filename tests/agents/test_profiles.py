@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -204,3 +205,33 @@ def test_a_project_agents_folder_resolving_outside_the_project_is_refused(
 
 def test_missing_folders_give_no_profiles_and_no_warnings(data_dir: Path, project: Path) -> None:
     assert load_profiles(data_dir, project, True) == ({}, [])
+
+
+def test_an_untrusted_project_offers_only_its_own_real_profile_files(
+    data_dir: Path, project: Path, tmp_path: Path
+) -> None:
+    secret = write(tmp_path / "notes.md", "private notes")
+    own = project_file(project, "own.md", '+++\ndescription = "Own"\n+++\nBe brief.')
+    os.link(secret, own.parent / "linked.md")
+    (own.parent / "alias.md").symlink_to(own)
+    os.mkfifo(own.parent / "pipe.md")
+    profiles, warnings = load_profiles(data_dir, project, False)
+    assert list(profiles) == ["own"]
+    assert profiles["own"].system_prompt == "Be brief."
+    assert any("linked.md" in w and "hard link (2 names)" in w for w in warnings)
+    assert any("alias.md" in w and "symlink" in w for w in warnings)
+    assert any("pipe.md" in w and "not a regular file" in w for w in warnings)
+    trusted, _ = load_profiles(data_dir, project, True)
+    assert sorted(trusted) == ["alias", "linked", "own"]
+
+
+def test_an_untrusted_projects_symlinked_agents_folder_is_refused(
+    data_dir: Path, project: Path
+) -> None:
+    write(project / "elsewhere" / "x.md", "persona")
+    (project / ".openheim").mkdir()
+    (project / ".openheim" / "agents").symlink_to(project / "elsewhere")
+    profiles, [warning] = load_profiles(data_dir, project, False)
+    assert profiles == {}
+    assert "agents is a symlink" in warning and "openheim trust" in warning
+    assert list(load_profiles(data_dir, project, True)[0]) == ["x"]

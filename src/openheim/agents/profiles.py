@@ -33,6 +33,12 @@ from openheim.skills.names import name_problem
 
 KNOWN_FIELDS = frozenset({"description", "model", "provider", "tools", "max_iterations"})
 NAME_HINT = "a subagent's name is its file name without '.md', such as 'code-reviewer'"
+MAX_PROFILE_BYTES = 256 * 1024
+"""The largest profile file an untrusted project may offer."""
+_UNTRUSTED_HINT = (
+    "an untrusted project's subagent profiles must be its own files; `openheim trust` the "
+    "project to follow links"
+)
 
 
 class ProfileSource(StrEnum):
@@ -75,7 +81,12 @@ def load_profiles(
     project_dir = project_root / ".openheim" / "agents"
     if project_dir.resolve() == user_dir.resolve():  # a project at ~ is not a second source
         return profiles, warnings
-    for name, profile in _scan(project_dir, ProfileSource.PROJECT, project_root, warnings):
+    found = (
+        _scan(project_dir, ProfileSource.PROJECT, project_root, warnings)
+        if trusted
+        else _scan_untrusted(project_dir, project_root, warnings)
+    )
+    for name, profile in found:
         if not trusted:
             if name in profiles:
                 warnings.append(
@@ -122,16 +133,53 @@ def _scan(
                 "(a symlink leading out of the folder is refused)"
             )
             continue
-        problem = name_problem(name) or ("contains whitespace" if _has_space(name) else None)
-        if problem is not None:
-            warnings.append(
-                f"skipped subagent profile {path}: the name {name!r} {problem} ({NAME_HINT})"
-            )
+        if _refused_name(name, path, warnings):
             continue
         try:
             yield name, parse_profile(name, real, source, warnings)
         except (OSError, FrontmatterError, ProfileError) as err:
             warnings.append(f"skipped subagent profile {path}: {err}")
+
+
+def _scan_untrusted(
+    folder: Path, root: Path, warnings: list[str]
+) -> Iterator[tuple[str, AgentProfile]]:
+    """An untrusted project's profiles, read only from its own regular files
+    (``openheim.real_files``): no symlink from the project folder down, no hard link."""
+    from openheim.real_files import NotReal, open_real_folder, read_real
+    from openheim.skills.frontmatter import FrontmatterError
+
+    try:
+        fd = open_real_folder(root, folder.relative_to(root).parts, _UNTRUSTED_HINT)
+    except FileNotFoundError:
+        return
+    except (NotReal, OSError) as err:
+        warnings.append(f"skipped subagent folder {folder}: {err}")
+        return
+    try:
+        with os.scandir(fd) as it:
+            names = sorted(e.name for e in it if e.name.endswith(".md"))
+        for entry in names:
+            name, path = entry.removesuffix(".md"), folder / entry
+            if entry.startswith(".") or _refused_name(name, path, warnings):
+                continue
+            try:
+                text = read_real(fd, entry, MAX_PROFILE_BYTES, _UNTRUSTED_HINT)
+                yield name, parse_profile(name, path, ProfileSource.PROJECT, warnings, text)
+            except (OSError, ValueError, FrontmatterError) as err:
+                warnings.append(f"skipped subagent profile {path}: {err}")
+    finally:
+        os.close(fd)
+
+
+def _refused_name(name: str, path: Path, warnings: list[str]) -> bool:
+    """True (with a warning) when ``name`` cannot name a subagent."""
+    problem = name_problem(name) or ("contains whitespace" if _has_space(name) else None)
+    if problem is not None:
+        warnings.append(
+            f"skipped subagent profile {path}: the name {name!r} {problem} ({NAME_HINT})"
+        )
+    return problem is not None
 
 
 def _has_space(name: str) -> bool:
@@ -162,12 +210,15 @@ def _candidates(folder: Path) -> Iterator[tuple[str, Path]]:
 
 
 def parse_profile(
-    name: str, path: Path, source: ProfileSource, warnings: list[str]
+    name: str, path: Path, source: ProfileSource, warnings: list[str], text: str | None = None
 ) -> AgentProfile:
-    """One profile file (raises OSError, FrontmatterError or ProfileError)."""
+    """One profile file, or its ``text`` already read (raises OSError, FrontmatterError or
+    ProfileError)."""
     from openheim.skills.frontmatter import split_frontmatter
 
-    doc = split_frontmatter(path.read_text(encoding="utf-8", errors="replace"))
+    if text is None:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    doc = split_frontmatter(text)
     meta = doc.meta
     unknown = sorted(set(meta) - KNOWN_FIELDS)
     if unknown:

@@ -27,16 +27,15 @@ trusted project's follow symlinks (inside the folder, for files): the user chose
 
 from __future__ import annotations
 
-import errno
 import os
 import re
-import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from openheim.errors import ConfigError
 from openheim.prompts.template import Argument, all_arguments, parse_arguments, placeholders
+from openheim.real_files import NotReal, open_real_folder, read_real
 from openheim.skills.frontmatter import FrontmatterError, split_frontmatter, text_field
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -161,10 +160,11 @@ class PromptLibrary:
         """The prompts of an untrusted project's ``folder``, real files only (module docstring)."""
         assert self.project_root is not None  # there is a project folder only with a root
         try:
-            fd = _open_real(self.project_root, folder.relative_to(self.project_root).parts)
+            parts = folder.relative_to(self.project_root).parts
+            fd = open_real_folder(self.project_root, parts, _UNTRUSTED_HINT)
         except FileNotFoundError:
             return []
-        except _NotReal as err:
+        except NotReal as err:
             self._warn(f"ignored the prompts of {folder}: {err}")
             return []
         except OSError as err:
@@ -179,7 +179,7 @@ class PromptLibrary:
                 if not name.endswith(".md") or not NAME.fullmatch(stem):
                     continue
                 try:
-                    text = _read_real(fd, name)
+                    text = read_real(fd, name, MAX_BYTES, _UNTRUSTED_HINT)
                     found.append(parse_prompt(text, stem, folder / name, "project", False))
                 except (OSError, ValueError, ConfigError) as err:
                     self._warn(f"skipped prompt file {folder / name}: {err}")
@@ -188,61 +188,10 @@ class PromptLibrary:
         return found
 
 
-class _NotReal(OSError):
-    """A symlink (or not a folder) where an untrusted project's prompts must be real."""
-
-
 _UNTRUSTED_HINT = (
     "an untrusted project's prompts must be its own files; `openheim trust` the project to "
     "follow links"
 )
-
-
-def _open_real(root: Path, parts: tuple[str, ...]) -> int:
-    """A descriptor of the folder ``root/parts...``, each part opened with ``O_NOFOLLOW``."""
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    shown = root
-    try:
-        for part in parts:
-            shown = shown / part
-            try:
-                sub = os.open(part, flags, dir_fd=fd)
-            except OSError as err:
-                if err.errno not in (errno.ELOOP, errno.ENOTDIR):
-                    raise
-                mode = os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode
-                what = "a symlink" if stat.S_ISLNK(mode) else "not a folder"
-                raise _NotReal(f"{shown} is {what}; {_UNTRUSTED_HINT}") from None
-            os.close(fd)
-            fd = sub
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _read_real(dir_fd: int, name: str) -> str:
-    """The text of the regular, singly linked file ``name`` in ``dir_fd``, read without
-    following a symlink or blocking on a FIFO; ValueError says why a file is not one."""
-    try:
-        fd = os.open(
-            name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd
-        )
-    except OSError as err:
-        if err.errno == errno.ELOOP:
-            raise ValueError(f"it is a symlink; {_UNTRUSTED_HINT}") from None
-        raise
-    with os.fdopen(fd, "rb") as fh:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ValueError(f"it is not a regular file; {_UNTRUSTED_HINT}")
-        if info.st_nlink > 1:
-            raise ValueError(f"it is a hard link ({info.st_nlink} names); {_UNTRUSTED_HINT}")
-        data = fh.read(MAX_BYTES + 1)
-    if len(data) > MAX_BYTES:
-        raise ValueError(f"it is larger than {MAX_BYTES // 1024} KiB")
-    return data.decode("utf-8")
 
 
 def _load(path: Path, base: Path, name: str, source: str, trusted: bool) -> NamedPrompt:

@@ -107,9 +107,13 @@ class _Folder:
 
 
 def _parse(path: Path) -> _Parsed:
+    return _parse_text(path.read_text(encoding="utf-8", errors="replace"))
+
+
+def _parse_text(text: str) -> _Parsed:
     from openheim.skills.frontmatter import split_frontmatter, text_field
 
-    doc = split_frontmatter(path.read_text(encoding="utf-8", errors="replace"))
+    doc = split_frontmatter(text)
     body = doc.body.strip()
     description = text_field(doc.meta, "description") or _first_line(body)
     return _Parsed(text_field(doc.meta, "name"), " ".join(description.split()), body)
@@ -190,6 +194,21 @@ class SkillsManager:
         return found
 
     def _scan(self, folder: _Folder) -> Iterator[tuple[SkillInfo, _Parsed]]:
+        found: Iterable[tuple[str, Path, _Parsed]] = (
+            self._scan_untrusted(folder, folder.within)
+            if not folder.trusted and folder.within is not None
+            else self._scan_followed(folder)
+        )
+        for default_name, path, parsed in found:
+            name = (parsed.name if folder.layout == "nested" else None) or default_name
+            problem = name_problem(name)
+            if problem is not None:
+                self._warn(f"skipped skill file {path}: the name {name!r} {problem} ({NAME_HINT})")
+                continue
+            yield SkillInfo(name, parsed.description, folder.source, path, folder.trusted), parsed
+
+    def _scan_followed(self, folder: _Folder) -> Iterator[tuple[str, Path, _Parsed]]:
+        """The user's and a trusted project's skills: symlinks inside the folder followed."""
         base = self._usable_folder(folder)
         if base is None:
             return
@@ -204,16 +223,24 @@ class SkillsManager:
                 )
                 continue
             try:
-                parsed = self._cache.get(real)
+                yield default_name, real, self._cache.get(real)
             except (OSError, FrontmatterError) as err:
                 self._warn(f"skipped skill file {path}: {err}")
-                continue
-            name = (parsed.name if folder.layout == "nested" else None) or default_name
-            problem = name_problem(name)
-            if problem is not None:
-                self._warn(f"skipped skill file {path}: the name {name!r} {problem} ({NAME_HINT})")
-                continue
-            yield SkillInfo(name, parsed.description, folder.source, real, folder.trusted), parsed
+
+    def _scan_untrusted(self, folder: _Folder, root: Path) -> list[tuple[str, Path, _Parsed]]:
+        """An untrusted project's skills: its own real files only (``openheim.real_files``)."""
+        from openheim.skills.frontmatter import FrontmatterError
+        from openheim.skills.untrusted import read_untrusted
+
+        found = []
+        for default_name, path, text in read_untrusted(
+            folder.path, root, folder.layout, self._warn
+        ):
+            try:
+                found.append((default_name, path, _parse_text(text)))
+            except FrontmatterError as err:
+                self._warn(f"skipped skill file {path}: {err}")
+        return found
 
     def _usable_folder(self, folder: _Folder) -> Path | None:
         """The folder's real path, or None when it is absent or (for a project) leads out."""
