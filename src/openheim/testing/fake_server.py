@@ -36,9 +36,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from openheim.testing.fake_anthropic import ANTHROPIC
+from openheim.testing.fake_demo import demo_reply as demo_reply
+from openheim.testing.fake_demo import summarise_listing as summarise_listing
 from openheim.testing.fake_gemini import GEMINI
 from openheim.testing.fake_openai import OPENAI
-from openheim.testing.fake_replies import FakeReply, FakeToolCall, RecordedRequest, Step
+from openheim.testing.fake_pacer import PacedStream, Pacer, http_chunk
+from openheim.testing.fake_replies import FakeReply, RecordedRequest, Step
 from openheim.testing.fake_responses import RESPONSES
 from openheim.testing.fake_wire import WireFormat
 
@@ -115,6 +118,7 @@ class FakeLLMServer:
         httpd, self._httpd = self._httpd, None
         if httpd is None:
             return
+        httpd.pacer.stop()
         httpd.shutdown()
         httpd.drop_connections()
         httpd.server_close()
@@ -185,6 +189,7 @@ class _HTTPServer(ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], fake: FakeLLMServer) -> None:
         self.fake = fake
+        self.pacer = Pacer(fake._closing)
         self.connections: set[socket.socket] = set()
         self.connections_lock = threading.Lock()
         super().__init__(address, _Handler)
@@ -306,46 +311,40 @@ class _Handler(BaseHTTPRequestHandler):
         for name, value in reply.headers.items():
             self.send_header(name, value)
         self.end_headers()
-        for sent in range(len(events) + 1):
+        chunks = [http_chunk(f"{event}\n\n".encode()) for event in events]
+        start, waited = self._paced(reply, chunks)
+        for sent in range(start, len(chunks) + 1):
             if sent in (reply.hang_at, reply.cut_stream_after):
                 self._stall(reply)
                 return
-            if sent == len(events):
+            if sent == len(chunks):
                 break
-            if reply.chunk_delay:
+            if reply.chunk_delay and not waited:
                 self.server.fake._closing.wait(reply.chunk_delay)
-            data = f"{events[sent]}\n\n".encode()
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            waited = False
+            self.wfile.write(chunks[sent])
             self.wfile.flush()
         self.wfile.write(b"0\r\n\r\n")
+
+    def _paced(self, reply: FakeReply, chunks: list[bytes]) -> tuple[int, bool]:
+        """Hand a slow stream's chunks to the server's pacer (``fake_pacer``); where this
+        thread goes on, and whether that chunk's delay has passed."""
+        if not reply.chunk_delay:
+            return 0, False
+        marks = [m for m in (reply.hang_at, reply.cut_stream_after) if m is not None]
+        stream = PacedStream(
+            self.connection, self.wfile, chunks, reply.chunk_delay, min([len(chunks), *marks])
+        )
+        self.server.pacer.run(stream)
+        if stream.failed is not None:
+            raise ConnectionError(f"the client went away: {stream.failed}")
+        return stream.sent, stream.waited
 
     def _stall(self, reply: FakeReply) -> None:
         """Hang until the server closes (``hang_at``), or drop the connection at once."""
         if reply.hang_at is not None:
             self.server.fake._closing.wait()
         self.close_connection = True
-
-
-def demo_reply(request: RecordedRequest) -> FakeReply:
-    """The demo agent: list the work directory, then summarise what the tool returned."""
-    result = request.last_tool_result
-    if result is None:
-        return FakeReply(
-            text="Let me look at the work directory.",
-            tool_calls=[FakeToolCall("list_dir", {"path": "."})],
-        )
-    return FakeReply(text=summarise_listing(result))
-
-
-def summarise_listing(output: str) -> str:
-    """One sentence about a ``list_dir`` result: how many entries, and their names."""
-    if output.startswith("Error:"):
-        return f"The list_dir tool failed: {output.removeprefix('Error:').strip()}"
-    entries = [line.strip() for line in output.splitlines() if line.strip()]
-    if not entries:
-        return "The work directory is empty."
-    noun = "entry" if len(entries) == 1 else "entries"
-    return f"The work directory contains {len(entries)} {noun}: {', '.join(entries)}."
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,126 @@
+"""FakeLLMServer's pacer: slow streams share one writing thread, keep their pace, and a client
+that stops reading never holds the others back."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import socket
+import threading
+import time
+
+from openheim.testing.fake_replies import FakeReply
+from openheim.testing.fake_server import FakeLLMServer
+
+DEADLINE = 30.0
+
+
+def ask(server: FakeLLMServer, text: str = "hi") -> socket.socket:
+    """A raw connection that has sent one streamed chat request."""
+    body = json.dumps(
+        {"model": "m", "stream": True, "messages": [{"role": "user", "content": text}]}
+    ).encode()
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=DEADLINE)
+    head = (
+        f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    sock.sendall(head + body)
+    return sock
+
+
+def read_stream(sock: socket.socket) -> tuple[str, list[float]]:
+    """The streamed text, and when each content delta arrived (read until the last chunk)."""
+    data, times, seen = b"", [], 0
+    while not data.endswith(b"0\r\n\r\n"):
+        got = sock.recv(1 << 16)
+        if not got:
+            break
+        data += got
+        now = time.monotonic()
+        count = data.count(b'"content": "')
+        times += [now] * (count - seen)
+        seen = count
+    text = "".join(
+        json.loads(line[6:])["choices"][0]["delta"].get("content") or ""
+        for line in data.decode().split("\r\n")
+        if line.startswith("data: {")
+    )
+    return text, times
+
+
+def pacer_threads() -> int:
+    return sum(t.name == "FakeLLMPacer" for t in threading.enumerate())
+
+
+def test_paced_streams_share_one_thread_and_keep_their_delay() -> None:
+    pieces = [f"p{i} " for i in range(5)]
+    with FakeLLMServer(default=FakeReply(chunks=pieces, chunk_delay=0.05)) as server:
+        socks = [ask(server, f"s{i}") for i in range(40)]
+        results: list[tuple[str, list[float]]] = []
+        readers = [
+            threading.Thread(target=lambda s=s: results.append(read_stream(s))) for s in socks
+        ]
+        for reader in readers:
+            reader.start()
+        server.wait_for_requests(40, timeout=DEADLINE)
+        busy_pacers = pacer_threads()
+        for reader in readers:
+            reader.join(DEADLINE)
+        for sock in socks:
+            sock.close()
+    assert busy_pacers == 1
+    assert len(results) == 40
+    for text, times in results:
+        assert text == "".join(pieces)
+        gaps = [b - a for a, b in itertools.pairwise(times)]
+        assert all(gap >= 0.04 for gap in gaps), gaps
+
+
+def test_a_client_that_stops_reading_does_not_hold_the_others_back() -> None:
+    big = ["x" * (256 * 1024) for _ in range(40)]  # 10 MiB: more than loopback buffers hold
+    small = [f"q{i} " for i in range(5)]
+    replies = [FakeReply(chunks=big, chunk_delay=0.001), FakeReply(chunks=small, chunk_delay=0.02)]
+    with FakeLLMServer(replies) as server:
+        stalled = ask(server, "stalled")
+        server.wait_for_requests(1, timeout=DEADLINE)
+        time.sleep(0.5)
+        began = time.monotonic()
+        with ask(server, "reader") as reader:
+            text, _ = read_stream(reader)
+        took = time.monotonic() - began
+        with stalled:
+            stalled_text, _ = read_stream(stalled)
+    assert text == "".join(small)
+    assert took < 5, f"the reading client waited {took:.1f} s behind the stalled one"
+    assert stalled_text == "".join(big)
+
+
+def test_a_paced_stream_that_hangs_is_released_by_close() -> None:
+    reply = FakeReply(chunks=["a ", "b ", "c "], chunk_delay=0.01, hang_at=2)
+    server = FakeLLMServer([reply]).start()
+    with ask(server) as sock:
+        data = b""
+        while data.count(b'"content": "') < 2:
+            data += sock.recv(1 << 16)
+        began = time.monotonic()
+        server.close()
+        while sock.recv(1 << 16):
+            pass
+        assert time.monotonic() - began < 10
+    assert b'"content": "c ' not in data
+    assert pacer_threads() == 0
+
+
+def test_a_client_gone_mid_stream_leaves_the_server_serving() -> None:
+    replies = [
+        FakeReply(chunks=[f"{i} " for i in range(50)], chunk_delay=0.01),
+        FakeReply(chunks=["ok"], chunk_delay=0.01),
+    ]
+    with FakeLLMServer(replies) as server:
+        gone = ask(server)
+        gone.recv(1)
+        gone.close()
+        with ask(server) as sock:
+            text, _ = read_stream(sock)
+    assert text == "ok"
