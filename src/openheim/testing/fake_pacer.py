@@ -80,16 +80,23 @@ class Pacer:
             self._wake.notify()
 
     def _loop(self) -> None:
-        while True:
-            stream = self._next_due()
-            if stream is None:
-                return
-            if self._write(stream):
-                with self._wake:
-                    due = self._clock() + stream.delay
-                    heapq.heappush(self._heap, (due, next(self._order), stream))
-            else:
-                stream.done.set()
+        stream: PacedStream | None = None
+        try:
+            while (stream := self._next_due()) is not None:
+                if self._write(stream):
+                    with self._wake:
+                        due = self._clock() + stream.delay
+                        heapq.heappush(self._heap, (due, next(self._order), stream))
+                else:
+                    stream.done.set()
+                stream = None
+        finally:  # never leave a handler thread waiting, whatever stopped this one
+            with self._wake:
+                waiting = [s for _, _, s in self._heap] + ([stream] if stream else [])
+                self._heap.clear()
+                self._thread = None
+            for left in waiting:
+                left.done.set()
 
     def _next_due(self) -> PacedStream | None:
         """The stream whose chunk is due, waiting for it; None once the server closes."""
@@ -102,10 +109,6 @@ class Pacer:
                 if wait <= 0:
                     return heapq.heappop(self._heap)[2]
                 self._wake.wait(wait)
-            for _, _, stream in self._heap:
-                stream.done.set()
-            self._heap.clear()
-            self._thread = None
             return None
 
     def _write(self, stream: PacedStream) -> bool:
@@ -119,7 +122,7 @@ class Pacer:
                 stream.waited = True  # no room: its own thread writes the rest, blocking
                 return False
             stream.out.write(stream.chunks[stream.sent])
-        except (OSError, ValueError) as err:
+        except Exception as err:  # the handler's thread raises it; the other streams go on
             stream.failed = err
             return False
         stream.sent += 1

@@ -336,8 +336,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection, self.wfile, chunks, reply.chunk_delay, min([len(chunks), *marks])
         )
         self.server.pacer.run(stream)
+        if isinstance(stream.failed, OSError | ValueError):  # ValueError: a closed socket
+            raise ConnectionError(f"the client went away: {stream.failed}") from stream.failed
         if stream.failed is not None:
-            raise ConnectionError(f"the client went away: {stream.failed}")
+            raise stream.failed
         return stream.sent, stream.waited
 
     def _stall(self, reply: FakeReply) -> None:
