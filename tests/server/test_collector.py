@@ -1,16 +1,18 @@
-"""``Collector``: young collections freeze their survivors, a full collection comes once they
-may have doubled what the last one kept, and it finds the cycles that died frozen."""
+"""``Collector``: young collections (the loop's own, and CPython's) freeze their survivors, a
+full collection comes once the frozen objects may have doubled what the last one kept, and it
+finds the cycles that died frozen."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import sys
 import weakref
 from collections.abc import Iterator
 
 import pytest
 
-from openheim.server.collector import HOLD, MIN_YOUNG, Collector
+from openheim.server.collector import HOLD, MIN_GROWTH, Collector
 
 
 class _Node:
@@ -41,9 +43,9 @@ def test_young_collections_freeze_what_survives(collector: Collector) -> None:
     frozen = gc.get_freeze_count()
     kept = [_Node() for _ in range(3000)]
     gc.collect(0)
-    assert collector.since_full >= 1  # this one, and those the 3000 objects brought on
     assert gc.get_freeze_count() >= frozen + len(kept)
     assert gc.get_count()[1] == 0  # nothing left in the older generations to walk again
+    assert len(gc.get_objects()) < len(kept)
 
 
 def test_a_cycle_that_dies_frozen_is_found_by_the_next_full_collection(
@@ -57,33 +59,54 @@ def test_a_cycle_that_dies_frozen_is_found_by_the_next_full_collection(
     assert dead() is not None
     collector.collect()
     assert dead() is None
-    assert collector.since_full == 0
-
-
-def test_a_full_collection_is_due_after_the_budget_of_young_ones(collector: Collector) -> None:
-    collector.collect()
-    assert collector.budget >= MIN_YOUNG
-    for _ in range(collector.budget - 1):
-        gc.collect(0)
     assert not collector.due
+
+
+def test_a_full_collection_is_due_once_the_heap_has_grown_enough(collector: Collector) -> None:
+    collector.collect()
+    assert collector.limit >= sys.getallocatedblocks() + MIN_GROWTH
+    collector.limit = sys.getallocatedblocks() + 5000
+    first = [_Node() for _ in range(1000)]
+    assert not collector.check_growth()
+    second = [_Node() for _ in range(5000)]
+    assert collector.check_growth()
     frozen = gc.get_freeze_count()
-    gc.collect(0)
-    assert collector.since_full == collector.budget  # due now
     kept = _cycle()
-    gc.collect(0)  # due: survivors stay where the collector finds them
-    assert gc.get_freeze_count() == frozen
-    assert kept.other is not None
+    gc.collect(0)  # due: young collections go on freezing until the full one runs
+    assert gc.get_freeze_count() >= frozen + 2
+    assert kept.other is not None and len(first) + len(second) == 6000
+
+
+async def test_the_loop_runs_young_collections_while_prompts_run() -> None:
+    made = Collector(young=1_000_000)  # CPython's own young collections never come here
+    busy = [True]
+    task = asyncio.create_task(made.run(lambda: busy[0], check=60, tick=0.001))
+    try:
+        for _ in range(100):
+            await asyncio.sleep(0)
+        assert made.full_collections == 1
+        frozen = gc.get_freeze_count()
+        kept = [_Node() for _ in range(500)]
+        for _ in range(500):  # at most 5 s
+            if gc.get_freeze_count() >= frozen + len(kept):
+                break
+            await asyncio.sleep(0.01)
+        assert gc.get_freeze_count() >= frozen + len(kept)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    assert made._collected not in gc.callbacks
 
 
 async def test_run_collects_when_due_and_gives_the_pacing_back() -> None:
     saved = gc.get_threshold()
     made = Collector(young=1000)
     busy = [True]
-    task = asyncio.create_task(made.run(lambda: busy[0], check=0.001))
+    task = asyncio.create_task(made.run(lambda: busy[0], check=0.001, tick=0.001))
     for _ in range(100):
         await asyncio.sleep(0)
     assert gc.get_threshold()[0] == 1000 and made.full_collections == 1
-    made.since_full = made.budget  # due, but prompts run: it waits for a quiet moment
+    made.due_since = made.clock()  # due, but prompts run: it waits for a quiet moment
     for _ in range(20):
         await asyncio.sleep(0.001)
     assert made.full_collections == 1
@@ -99,9 +122,13 @@ async def test_run_collects_when_due_and_gives_the_pacing_back() -> None:
 
 
 def test_a_due_collection_waits_for_quiet_but_not_forever() -> None:
-    made = Collector()
-    made.budget = 10
-    made.since_full = 10
+    now = [100.0]
+    made = Collector(clock=lambda: now[0])
+    assert not made.ready(busy=False)  # not due
+    now[0] = 110.0
+    made.due_since = now[0]  # the heap took 10 s to grow since the last full collection
     assert made.ready(busy=False) and not made.ready(busy=True)
-    made.since_full = 10 * HOLD
+    now[0] += 10 * HOLD - 0.1
+    assert not made.ready(busy=True)
+    now[0] += 0.1
     assert made.ready(busy=True)

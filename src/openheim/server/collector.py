@@ -2,20 +2,28 @@
 
 CPython's collector walks every object that survived earlier collections again and again: a
 server holding a thousand sessions (several hundred thousand objects) stopped its event loop
-for 100 to 450 ms at each full collection, and for tens of milliseconds at many smaller ones,
-which is most of the slowest frames' delay. Objects that survive a young collection here are
+for 100 to 450 ms at each full collection. Objects that survive a young collection here are
 sessions, their tools and histories, and the prompts running; they mostly live on, and the
 ones that die are freed by reference counting whatever their generation. So after each young
 collection the survivors are frozen (``gc.freeze``: the collector stops walking them), and
 each collection walks only what was made since the last one.
 
+Young collections are also run from the event loop, every ``TICK`` seconds while a prompt
+runs. CPython starts one when allocations outnumber deallocations by its threshold, but every
+streamed delta frees the suspended coroutine chain of its stream (made young by the delta
+before) and makes a new one: the count barely moves while the young generation fills with the
+chains of every open stream, and each collection then walked some 25,000 objects, 5 to 20 ms
+of the loop's time at a thousand streams. A collection every ``TICK`` walks only what the
+last ``TICK`` made, well under a millisecond.
+
 What freezing gives up is finding reference cycles among frozen objects that die later. So
-once the young collections since the last full one may have frozen as many objects as that one
-kept (``growth``), a full collection is due (everything thawed, collected, frozen again). It
-runs at the next check when no prompt is running; while prompts run (a full collection of a
-large heap stops every stream for a few hundred milliseconds) it waits, up to ``HOLD`` times
-that growth. The memory a server may hold in such cycles stays within that bound, and full
-collections come as rarely as the live heap allows, at quiet moments where there are any.
+once the interpreter's allocated memory blocks (``sys.getallocatedblocks``, a fraction of a
+millisecond to count) have grown by ``growth`` times what the last full collection left, a full
+collection is due (everything thawed, collected, frozen again). It runs at the
+next check when no prompt is running; while prompts run (a full collection of a large heap
+stops every stream for a few hundred milliseconds) it waits, up to ``HOLD`` times as long as
+the heap took to grow that much, young collections going on as before. Full collections so
+come as rarely as the live heap allows, at quiet moments where there are any.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -30,36 +39,51 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 YOUNG = 10_000
-"""Objects made (net) between two young collections: fewer, larger collections than
-CPython's 700, each still walking only new objects."""
+"""CPython's threshold for its own young collections (its default is 700): with the loop's
+collections every ``TICK``, these come only under a burst of allocations."""
+TICK = 0.02
+"""Seconds between the young collections run from the loop while a prompt runs."""
 GROWTH = 1.0
-"""Frozen objects, as a share of those a full collection kept, that bring the next one."""
+"""Growth of the allocated blocks since the last full collection, as a share of what it left,
+that makes the next one due."""
+MIN_GROWTH = 200_000
+"""Blocks of growth that make a full collection due at the least (a small heap grows fast)."""
 CHECK = 1.0
 """Seconds between checks for a due full collection."""
-MIN_YOUNG = 10
-"""Young collections between two full ones at the least."""
 HOLD = 3
-"""How far past due a full collection waits for a moment when no prompt runs."""
+"""How far past due, as a multiple of the time the heap took to grow, a full collection waits
+for a moment when no prompt runs."""
 
 
 class Collector:
     """Freezes what young collections leave and runs a full collection when due (``run``)."""
 
-    def __init__(self, young: int = YOUNG, growth: float = GROWTH) -> None:
+    def __init__(
+        self,
+        young: int = YOUNG,
+        growth: float = GROWTH,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.young = young
         self.growth = growth
-        self.since_full = 0
-        self.budget = MIN_YOUNG
+        self.clock = clock
+        self.limit = MIN_GROWTH
+        """Allocated blocks that make the next full collection due."""
         self.full_collections = 0
+        self.last_full = clock()
+        self.due_since: float | None = None
         self._saved: tuple[int, int, int] | None = None
 
     @property
     def due(self) -> bool:
-        return self.since_full >= self.budget
+        return self.due_since is not None
 
     def ready(self, busy: bool) -> bool:
         """Whether to collect now: due and quiet, or far past due."""
-        return self.since_full >= self.budget * (HOLD if busy else 1)
+        if self.due_since is None:
+            return False
+        grew = max(self.due_since - self.last_full, CHECK)
+        return not busy or self.clock() - self.due_since >= HOLD * grew
 
     def start(self) -> None:
         """Take over the process's collection pacing (``stop`` gives it back)."""
@@ -79,24 +103,28 @@ class Collector:
         self._saved = None
 
     def _collected(self, phase: str, info: dict[str, Any]) -> None:
-        """A gc callback: after a young collection, freeze its survivors unless a full
-        collection is due (then they stay where the collector can find their cycles)."""
-        if phase != "stop" or info.get("generation", 0) >= 2:
-            return
-        self.since_full += 1
-        if not self.due:
+        """A gc callback: after a young collection, freeze its survivors."""
+        if phase == "stop" and info.get("generation", 0) < 2:
             gc.freeze()
+
+    def check_growth(self) -> bool:
+        """Whether a full collection is due, counting the allocated blocks now."""
+        if self.due_since is None and sys.getallocatedblocks() >= self.limit:
+            self.due_since = self.clock()
+        return self.due
 
     def collect(self) -> None:
         """A full collection of everything, frozen objects included; what it keeps is frozen
-        again and sets the budget of young collections until the next one."""
+        again and sets how much may be frozen before the next one."""
         began = time.perf_counter()
         gc.unfreeze()
         freed = gc.collect()
         gc.freeze()
         kept = gc.get_freeze_count()
-        self.since_full = 0
-        self.budget = max(MIN_YOUNG, int(kept * self.growth / self.young))
+        blocks = sys.getallocatedblocks()
+        self.limit = blocks + max(MIN_GROWTH, int(blocks * self.growth))
+        self.due_since = None
+        self.last_full = self.clock()
         self.full_collections += 1
         log.debug(
             "full collection: %d freed, %d kept, %.1f ms",
@@ -105,14 +133,20 @@ class Collector:
             (time.perf_counter() - began) * 1000,
         )
 
-    async def run(self, busy: Callable[[], bool], check: float = CHECK) -> None:
-        """Run full collections when ``ready`` (``busy``: whether a prompt runs now), until
-        cancelled."""
+    async def run(self, busy: Callable[[], bool], check: float = CHECK, tick: float = TICK) -> None:
+        """Until cancelled: a young collection every ``tick`` while ``busy()`` (a prompt
+        runs), and a full collection when ``ready``, looked for every ``check`` seconds."""
         self.start()
         try:
+            next_check = self.clock() + check
             while True:
-                await asyncio.sleep(check)
-                if self.due and self.ready(busy()):
-                    self.collect()
+                running = busy()
+                await asyncio.sleep(tick if running else check)
+                if running:
+                    gc.collect(0)
+                if self.clock() >= next_check:
+                    next_check = self.clock() + check
+                    if self.check_growth() and self.ready(busy()):
+                        self.collect()
         finally:
             self.stop()
