@@ -243,6 +243,40 @@ def _status_hint(status: int, *, model: str, api_base: str, key_hint: str) -> st
     return None
 
 
+MAX_ERROR_BODY = 64 * 1024
+"""Bytes of an error response's body read for its message: enough for any server's JSON error,
+and a server that answers an error with an endless body cannot fill the memory."""
+MAX_WHOLE_BODY = 32 * 1024 * 1024
+"""Bytes of a completion answered whole (not streamed) that openheim reads at most."""
+
+
+async def read_capped(response: httpx.Response, limit: int) -> tuple[httpx.Response, bool]:
+    """``response`` read to at most ``limit`` bytes of its (decoded) body, as a response of
+    its own that holds them, and whether the body went on past ``limit`` (the rest is left
+    unread: closing the streamed response then drops its connection)."""
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) > limit:
+            break
+    headers = [
+        (name, value)
+        for name, value in response.headers.multi_items()
+        if name.lower() not in _FRAMING_HEADERS
+    ]
+    read = httpx.Response(
+        response.status_code,
+        headers=headers,
+        content=bytes(body[:limit]),
+        request=response.request,
+    )
+    return read, len(body) > limit
+
+
+_FRAMING_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+"""Headers of the original response that do not describe a body read and decoded already."""
+
+
 def status_error(
     response: httpx.Response,
     *,

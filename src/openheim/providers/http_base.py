@@ -19,7 +19,15 @@ import httpx
 from openheim._version import __version__
 from openheim.errors import ConfigError, ProviderError, ProviderProtocolError, StreamCut
 from openheim.providers.base import ProviderSettings, StreamItem
-from openheim.providers.http import make_client, redact, status_error, transport_error
+from openheim.providers.http import (
+    MAX_ERROR_BODY,
+    MAX_WHOLE_BODY,
+    make_client,
+    read_capped,
+    redact,
+    status_error,
+    transport_error,
+)
 from openheim.providers.sse import EventStream, EventStreamError
 
 Reader = Callable[[EventStream], AsyncGenerator[StreamItem, None]]
@@ -150,7 +158,7 @@ class HTTPProvider:
     async def _check_status(self, response: httpx.Response, model: str) -> None:
         if response.status_code < 400:
             return
-        await response.aread()
+        response, _ = await read_capped(response, MAX_ERROR_BODY)
         error = status_error(
             response,
             provider=self.name,
@@ -178,7 +186,15 @@ class HTTPProvider:
 
     async def whole_body(self, source: EventStream, url: str) -> Any:
         """The JSON body of a server that answered without streaming (some ignore the flag)."""
-        body = await source.response.aread()
+        read, cut = await read_capped(source.response, MAX_WHOLE_BODY)
+        if cut:
+            raise ProviderProtocolError(
+                f"provider {self.name!r}: {url} answered with a body over "
+                f"{MAX_WHOLE_BODY // (1024 * 1024)} MiB, more than a completion",
+                hint=f"check that api_base points at {self.wire_name} (e.g. {self.example_base})",
+                provider=self.name,
+            )
+        body = read.content
         try:
             return json.loads(body)
         except (ValueError, UnicodeDecodeError):
