@@ -129,9 +129,13 @@ class HTTPProvider:
             ) as response:
                 await self._check_status(response, model)
                 started = True
-                async with aclosing(read(EventStream(response))) as items:
-                    async for item in items:
-                        yield item
+                source = EventStream(response)
+                try:
+                    async with aclosing(read(source)) as items:
+                        async for item in items:
+                            yield item
+                finally:
+                    await source.aclose()
         except EventStreamError as exc:
             raise self.scrub(self.malformed(url, str(exc))) from None
         except httpx.RequestError as exc:

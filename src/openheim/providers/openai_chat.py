@@ -13,7 +13,6 @@ import functools
 import itertools
 import json
 from collections.abc import AsyncGenerator, Callable, Mapping
-from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,14 +68,13 @@ class OpenAIChatProvider(HTTPProvider):
     def key_hint(self) -> str:
         return self.dialect.key_hint
 
-    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
-        """Stream one completion: text and thinking deltas, then one ``ModelResponse``."""
+    def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
+        """Stream one completion: text and thinking deltas, then one ``ModelResponse`` (the
+        POST's own generator, with no level of re-yielding above it)."""
         body = build_body(request, self.settings, self.dialect)
         state = _Accumulator(body["model"], self._new_id, self.name)
         read = functools.partial(self._read, state=state)
-        async with aclosing(self.post_sse(self.url, body, body["model"], read)) as stream:
-            async for item in stream:
-                yield item
+        return self.post_sse(self.url, body, body["model"], read)
 
     async def _read(
         self, source: EventStream, state: _Accumulator
@@ -87,8 +85,8 @@ class OpenAIChatProvider(HTTPProvider):
             for item in [*items, state.response()]:
                 yield item
             return
-        async with aclosing(source.events()) as events:
-            async for event in events:
+        while not state.done and (events := await source.next_events()):
+            for event in events:
                 data = event.data.strip()
                 if data == "[DONE]":
                     state.done = True
