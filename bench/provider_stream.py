@@ -6,7 +6,8 @@ loopback server in this process. Each tick the server sends one chunked SSE delt
 call straight on its sockets, and the clock (this process's CPU time) runs only while the
 event loop carries those deltas to the consumers: the server's own sends and the calls' start
 and end are not counted. Prints the median and p90 per delta of ``--rounds`` rounds. Run it
-against two source trees (``PYTHONPATH=.../src``), alternately, to compare them.
+against two source trees (``PYTHONPATH=.../src``), alternately, to compare them. It runs on
+uvloop, as ``openheim serve`` does (uvicorn's choice), unless ``--loop asyncio``.
 
     .venv/bin/python bench/provider_stream.py [--calls 500] [--deltas 40] [--rounds 5]
 """
@@ -145,5 +146,13 @@ if __name__ == "__main__":
     parser.add_argument("--calls", type=int, default=500)
     parser.add_argument("--deltas", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--loop", choices=["asyncio", "uvloop"], default="uvloop", help="uvloop: as `serve` runs"
+    )
     args = parser.parse_args()
-    asyncio.run(main(args.calls, args.deltas, args.rounds))
+    if args.loop == "uvloop":
+        import uvloop
+
+        uvloop.run(main(args.calls, args.deltas, args.rounds))
+    else:
+        asyncio.run(main(args.calls, args.deltas, args.rounds))

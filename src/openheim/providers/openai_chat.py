@@ -149,7 +149,35 @@ class _Accumulator:
         self._by_index: dict[int, _ToolCallDraft] = {}
 
     def feed(self, chunk: Any) -> list[StreamItem]:
-        """Absorb one chunk; return the deltas it carries."""
+        """Absorb one chunk; return the deltas it carries.
+
+        Most chunks of a stream are one choice whose delta is text and nothing else: those take
+        a few exact type checks; every other chunk (and every odd type) goes through
+        ``absorb``, which reads each field as it may come."""
+        choices = chunk.get("choices") if chunk.__class__ is dict else None
+        if choices.__class__ is list and len(choices) == 1 and chunk.get("usage") is None:
+            choice = choices[0]
+            delta = choice.get("delta") if choice.__class__ is dict else None
+            if (
+                delta.__class__ is dict
+                and len(delta) == 1
+                and (content := delta.get("content")).__class__ is str
+                and choice.get("finish_reason") is None
+                and choice.get("index", 0) == 0
+                and not chunk.get("error")
+            ):
+                model = chunk.get("model")
+                if model.__class__ is str and model:
+                    self.model = model
+                if not content:
+                    return []
+                self._text.append(content)
+                return [TextDelta(content)]
+        return self.absorb(chunk)
+
+    def absorb(self, chunk: Any) -> list[StreamItem]:
+        """Absorb any chunk, each field checked for its type (a field of the wrong type is
+        ignored, a chunk that is not an object or that holds an error is refused)."""
         chunk = event_object(
             chunk,
             self.provider,

@@ -268,7 +268,7 @@ class _IdleLimit:
         """A wait begins."""
         if self.limit is None:
             return
-        task = self.task = asyncio.current_task()
+        task = self.task = asyncio.current_task(self.loop)  # no running-loop lookup
         self.cancelling = task.cancelling() if task is not None else 0
         self.since = self.loop.time()
         self.waiting = True
