@@ -1,17 +1,25 @@
-"""The OpenAI reader's quick way through a text-only chunk gives exactly what reading every
-field does: the same deltas, the same final message, the same refusals, for any shape."""
+"""The quick ways through a stream event give exactly what the full reading does: a text-only
+OpenAI chunk the same deltas, final message and refusals for any shape; an event's JSON the
+same value or refusal as ``json.loads``."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openheim.errors import ProviderError
+from openheim.errors import ProviderError, ProviderProtocolError
 from openheim.events import TextDelta
-from openheim.providers.openai_chat import _Accumulator
+from openheim.providers.base import ProviderSettings
+from openheim.providers.openai_chat import OpenAIChatProvider, _Accumulator
+
+SETTINGS = ProviderSettings(
+    name="p", kind="openai_compatible", api_base="http://127.0.0.1:9/v1", model="m"
+)
+PROVIDER = OpenAIChatProvider(SETTINGS)  # decode only: its client never opens a connection
 
 ODD = st.one_of(st.none(), st.booleans(), st.integers(-1, 2), st.floats(0, 1), st.text(max_size=3))
 VALUE = st.one_of(ODD, st.lists(ODD, max_size=2), st.dictionaries(st.text(max_size=3), ODD))
@@ -86,3 +94,31 @@ def test_wrong_types_in_a_text_chunk_are_ignored(chunk: dict[str, Any]) -> None:
 def test_an_error_or_a_chunk_that_is_not_an_object_is_refused(chunk: Any) -> None:
     with pytest.raises(ProviderError):
         accumulator().feed(chunk)
+
+
+JSONISH = st.one_of(
+    st.text(alphabet=' \t\n\r{}[]":,0123456789.eE+-truefalsnu\\\ufeff', max_size=12),
+    st.recursive(
+        st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=4)),
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=3), inner, max_size=3)
+        ),
+        max_leaves=8,
+    ).map(json.dumps),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(body=JSONISH, before=st.sampled_from(["", " ", "\n"]), after=st.sampled_from(["", " ", "x"]))
+def test_an_event_decodes_as_json_loads_decodes_it(body: str, before: str, after: str) -> None:
+    data = before + body + after
+    try:
+        expected: Any = ("value", json.loads(data))
+    except ValueError:
+        expected = ("refused",)
+    try:
+        got: Any = ("value", PROVIDER.decode(data, "http://127.0.0.1:9/v1/chat/completions"))
+    except ProviderProtocolError as error:
+        assert "sent a stream event that is not JSON" in str(error)
+        got = ("refused",)
+    assert repr(got) == repr(expected)  # repr: NaN equals NaN

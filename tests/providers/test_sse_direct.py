@@ -84,20 +84,15 @@ async def test_a_stall_in_a_stream_read_past_httpx_is_a_timeout() -> None:
             await provider.aclose()
 
 
-class Pieces(httpx.AsyncByteStream):
-    def __init__(self, pieces: list[bytes]) -> None:
-        self.pieces = pieces
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for piece in self.pieces:
+async def test_a_response_from_another_transport_is_read_through_httpx() -> None:
+    async def pieces() -> AsyncIterator[bytes]:
+        for piece in [b"data: one\n", b"", b"\ndata: two\n\n"]:
             yield piece
 
-
-async def test_a_response_from_another_transport_is_read_through_httpx() -> None:
     response = httpx.Response(
         200,
         headers={"content-type": "text/event-stream"},
-        stream=Pieces([b"data: one\n", b"", b"\ndata: two\n\n"]),
+        content=pieces(),
         request=httpx.Request("GET", "http://127.0.0.1:9/"),
     )
     assert READ_BODY not in response.extensions

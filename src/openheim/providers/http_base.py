@@ -23,6 +23,9 @@ from openheim.providers.http import make_client, redact, status_error, transport
 from openheim.providers.sse import EventStream, EventStreamError
 
 Reader = Callable[[EventStream], AsyncGenerator[StreamItem, None]]
+_DECODER: Any = json.JSONDecoder()  # its scanner is no part of the typed interface
+_scan: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once
+"""The standard decoder's scanner: one JSON value from an index, and the index after it."""
 _SSE_HEADERS = {
     "Accept": "text/event-stream",
     "Accept-Encoding": "identity",
@@ -169,7 +172,17 @@ class HTTPProvider:
         """A hook for wire formats whose error statuses say more than the status code."""
 
     def decode(self, data: str, url: str) -> Any:
-        """One JSON stream event; a clear ProviderProtocolError when it is not JSON."""
+        """One JSON stream event; a clear ProviderProtocolError when it is not JSON.
+
+        The usual event, one JSON value from its first character to its last, is read by the
+        decoder's scanner straight away; anything else (whitespace around it, more after it,
+        no JSON at all) goes through ``json.loads``, which accepts or refuses it as always."""
+        try:
+            value, end = _scan(data, 0)
+        except (StopIteration, ValueError):
+            end = -1
+        if end == len(data):
+            return value
         try:
             return json.loads(data)
         except ValueError:
