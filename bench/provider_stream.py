@@ -5,9 +5,11 @@
 loopback server in this process. Each tick the server sends one chunked SSE delta to every
 call straight on its sockets, and the clock (this process's CPU time) runs only while the
 event loop carries those deltas to the consumers: the server's own sends and the calls' start
-and end are not counted. Prints the median and p90 per delta of ``--rounds`` rounds. Run it
-against two source trees (``PYTHONPATH=.../src``), alternately, to compare them. It runs on
-uvloop, as ``openheim serve`` does (uvicorn's choice), unless ``--loop asyncio``.
+and end are not counted. Beside it, taking turns, the floor: the same bytes read off raw
+asyncio streams with nothing parsed (what the event loop alone costs). Prints the median and
+p90 per delta of ``--rounds`` rounds, and the provider's cost above the floor. Run it against
+two source trees (``PYTHONPATH=.../src``), alternately, to compare them. It runs on uvloop, as
+``openheim serve`` does (uvicorn's choice), unless ``--loop asyncio``.
 
     .venv/bin/python bench/provider_stream.py [--calls 500] [--deltas 40] [--rounds 5]
 """
@@ -20,9 +22,17 @@ import json
 import os
 import statistics
 import time
+from collections.abc import AsyncIterator
 
-from openheim.messages import Message
-from openheim.providers.base import ModelRequest, ProviderSettings
+from openheim.events import TextDelta
+from openheim.messages import Message, Usage
+from openheim.providers.base import (
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    ProviderSettings,
+    StreamItem,
+)
 from openheim.providers.context import ContextFitter
 from openheim.providers.openai_chat import OpenAIChatProvider
 from openheim.providers.retry import RetryingProvider
@@ -80,6 +90,32 @@ class Server:
             os.write(fd, data)
 
 
+class Floor:
+    """The floor beside the provider: the same bytes read off a raw asyncio stream, one item
+    per delta and nothing parsed (what the event loop alone costs)."""
+
+    name = "floor"
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        if self.streams is None:
+            self.streams = await asyncio.open_connection("127.0.0.1", self.port)
+        reader, writer = self.streams
+        writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}")
+        await reader.readuntil(b"\r\n\r\n")
+        while not (data := await reader.read(65536)).endswith(b"\r\n0\r\n\r\n"):
+            for _ in range(data.count(b'"content"')):
+                yield TextDelta("")
+        yield ModelResponse(Message.assistant(""), "end_turn", Usage())
+
+    async def aclose(self) -> None:
+        if self.streams is not None:
+            self.streams[1].close()
+
+
 class Consumers:
     """Counts the items the calls received; ``reached`` wakes when all have ``target``."""
 
@@ -93,7 +129,7 @@ class Consumers:
         self.target, self.behind = target, self.calls
         self.reached.clear()
 
-    async def consume(self, provider: ContextFitter, request: ModelRequest) -> None:
+    async def consume(self, provider: Provider, request: ModelRequest) -> None:
         seen = 0
         async for _ in provider.stream(request):
             seen += 1
@@ -103,7 +139,7 @@ class Consumers:
                     self.reached.set()
 
 
-async def one_round(providers: list[ContextFitter], server: Server, deltas: int) -> float:
+async def one_round(providers: list[Provider], server: Server, deltas: int) -> float:
     """CPU seconds per delta spent carrying ``deltas`` deltas to every call."""
     request = ModelRequest(model="m", messages=(Message.user("go"),))
     consumers = Consumers(len(providers))
@@ -126,19 +162,33 @@ async def one_round(providers: list[ContextFitter], server: Server, deltas: int)
 async def main(calls: int, deltas: int, rounds: int) -> None:
     server = Server()
     listener = await asyncio.start_server(server.serve, "127.0.0.1", 0, backlog=4096)
-    base = f"http://127.0.0.1:{listener.sockets[0].getsockname()[1]}/v1"
-    settings = ProviderSettings(name="bench", kind="openai_compatible", api_base=base, model="m")
-    providers = [
-        ContextFitter(RetryingProvider(OpenAIChatProvider(settings)), 100_000) for _ in range(calls)
-    ]
-    await one_round(providers, server, 2)  # connections opened and warm
-    per_delta = [await one_round(providers, server, deltas) * 1e6 for _ in range(rounds)]
-    for provider in providers:
-        await provider.aclose()
+    port = listener.sockets[0].getsockname()[1]
+    settings = ProviderSettings(
+        name="bench", kind="openai_compatible", api_base=f"http://127.0.0.1:{port}/v1", model="m"
+    )
+    runs: dict[str, list[Provider]] = {
+        "provider": [
+            ContextFitter(RetryingProvider(OpenAIChatProvider(settings)), 100_000)
+            for _ in range(calls)
+        ],
+        "floor (raw stream)": [Floor(port) for _ in range(calls)],
+    }
+    results: dict[str, list[float]] = {name: [] for name in runs}
+    for providers in runs.values():
+        await one_round(providers, server, 2)  # connections opened and warm
+    for _ in range(rounds):
+        for name, providers in runs.items():
+            results[name].append(await one_round(providers, server, deltas) * 1e6)
+    for providers in runs.values():
+        for provider in providers:
+            await provider.aclose()
     listener.close()
-    p90 = statistics.quantiles(per_delta, n=10)[-1] if rounds > 1 else per_delta[0]
     print(f"{calls} calls x {deltas} deltas, {rounds} rounds: CPU per delta (microseconds)")
-    print(f"  median {statistics.median(per_delta):.1f}  p90 {p90:.1f}")
+    for name, values in results.items():
+        p90 = statistics.quantiles(values, n=10)[-1] if rounds > 1 else values[0]
+        print(f"  {name:20} median {statistics.median(values):5.1f}  p90 {p90:5.1f}")
+    path = statistics.median(results["provider"]) - statistics.median(results["floor (raw stream)"])
+    print(f"  provider minus floor: {path:.1f}")
 
 
 if __name__ == "__main__":

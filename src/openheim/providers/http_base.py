@@ -10,8 +10,8 @@ and scrubbing the key out of every error (servers sometimes echo it back).
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Callable
-from contextlib import aclosing
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import aclosing, asynccontextmanager
 from typing import Any, ClassVar, Self
 
 import httpx
@@ -125,6 +125,18 @@ class HTTPProvider:
         self, url: str, body: dict[str, Any], model: str, read: Reader
     ) -> AsyncGenerator[StreamItem, None]:
         """POST ``body`` and yield what ``read`` makes of the event stream."""
+        async with self.open_sse(url, body, model) as source, aclosing(read(source)) as items:
+            async for item in items:
+                yield item
+
+    @asynccontextmanager
+    async def open_sse(
+        self, url: str, body: dict[str, Any], model: str
+    ) -> AsyncIterator[EventStream]:
+        """POST ``body``: the event stream of the answer, open for the block, and every
+        transport and stream failure inside the block raised as openheim's error (the key
+        scrubbed out). A reader that reads inside the block itself yields its items with no
+        level of generators between it and its caller."""
         started = False
         try:
             async with self._client.stream(
@@ -134,9 +146,7 @@ class HTTPProvider:
                 started = True
                 source = EventStream(response)
                 try:
-                    async with aclosing(read(source)) as items:
-                        async for item in items:
-                            yield item
+                    yield source
                 finally:
                     await source.aclose()
         except EventStreamError as exc:

@@ -9,7 +9,6 @@ The request conversion lives in ``openai_wire``; this module does the transport 
 
 from __future__ import annotations
 
-import functools
 import itertools
 import json
 from collections.abc import AsyncGenerator, Callable, Mapping
@@ -31,7 +30,6 @@ from openheim.messages import (
 from openheim.providers.base import ModelRequest, ModelResponse, ProviderSettings, StreamItem
 from openheim.providers.http_base import HTTPProvider, event_object
 from openheim.providers.openai_wire import Dialect, build_body, dialect_for
-from openheim.providers.sse import EventStream
 
 _FINISH: dict[str, FinishReason] = {
     "stop": "end_turn",
@@ -68,35 +66,32 @@ class OpenAIChatProvider(HTTPProvider):
     def key_hint(self) -> str:
         return self.dialect.key_hint
 
-    def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
-        """Stream one completion: text and thinking deltas, then one ``ModelResponse`` (the
-        POST's own generator, with no level of re-yielding above it)."""
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
+        """Stream one completion: text and thinking deltas, then one ``ModelResponse``. The
+        events are read right here, inside the POST's block (no generator in between)."""
         body = build_body(request, self.settings, self.dialect)
         state = _Accumulator(body["model"], self._new_id, self.name)
-        read = functools.partial(self._read, state=state)
-        return self.post_sse(self.url, body, body["model"], read)
-
-    async def _read(
-        self, source: EventStream, state: _Accumulator
-    ) -> AsyncGenerator[StreamItem, None]:
-        if not self.is_event_stream(source):
-            items = state.feed(_completion_as_chunk(await self.whole_body(source, self.url)))
-            state.done = True
-            for item in [*items, state.response()]:
-                yield item
-            return
-        while not state.done and (events := await source.next_events()):
-            for event in events:
-                data = event.data.strip()
-                if data == "[DONE]":
-                    state.done = True
-                    break
-                if data:
-                    for item in state.feed(self.decode(data, self.url)):
-                        yield item
-        if not state.done and state.raw_finish is None:
-            raise self.stream_cut(self.url, "closed the stream without [DONE] or a finish reason")
-        yield state.response()
+        async with self.open_sse(self.url, body, body["model"]) as source:
+            if not self.is_event_stream(source):
+                items = state.feed(_completion_as_chunk(await self.whole_body(source, self.url)))
+                state.done = True
+                for item in [*items, state.response()]:
+                    yield item
+                return
+            while not state.done and (events := await source.next_events()):
+                for event in events:
+                    data = event.data.strip()
+                    if data == "[DONE]":
+                        state.done = True
+                        break
+                    if data:
+                        for item in state.feed(self.decode(data, self.url)):
+                            yield item
+            if not state.done and state.raw_finish is None:
+                raise self.stream_cut(
+                    self.url, "closed the stream without [DONE] or a finish reason"
+                )
+            yield state.response()
 
     def _new_id(self) -> str:
         """An id for a tool call the server sent without one; unique per provider."""
