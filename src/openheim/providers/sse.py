@@ -179,7 +179,8 @@ class EventStream:
         self._parser = EventParser()
         self._chunks: AsyncIterator[bytes] | None = None
         encoding = response.headers.get("content-encoding", "").strip().lower()
-        read = response.extensions.get(READ_BODY) if encoding in _PLAIN else None
+        self._plain = encoding in _PLAIN
+        read = response.extensions.get(READ_BODY) if self._plain else None
         self._read: Callable[[], Awaitable[bytes]] = read or self._next_chunk
 
     async def next_events(self) -> list[Event]:
@@ -208,9 +209,8 @@ class EventStream:
 
     async def _next_chunk(self) -> bytes:
         if self._chunks is None:
-            plain = self.response.headers.get("content-encoding", "").strip().lower() in _PLAIN
             response = self.response
-            self._chunks = response.aiter_raw() if plain else response.aiter_bytes()
+            self._chunks = response.aiter_raw() if self._plain else response.aiter_bytes()
         async for chunk in self._chunks:
             if chunk:
                 return chunk

@@ -233,7 +233,7 @@ class _Body(httpx.AsyncByteStream):
             exchange.connection.close()
 
     async def aclose(self) -> None:
-        exchange = self._exchange
+        exchange, self._exchange = self._exchange, None  # a read meanwhile finds it ended
         if exchange is None:
             return
         body, reusable = self._body, False
