@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny
 from openheim.errors import OpenheimError, SessionBusy
-from openheim.events import Failed, event_to_dict
+from openheim.events import Event, Failed, event_to_dict
 from openheim.messages import Message
 from openheim.runtime import Runtime, Session, SessionOptions
 from openheim.runtime.host import host_session
@@ -253,9 +253,16 @@ class Live:
             if self.gate is not None:
                 await self.gate.wait()
             redacted = EventRedactor()
-            async for event in self.session.prompt(message, cancel=self._stop):
+
+            def show(event: Event) -> bool:
                 for shown in redacted(event):
                     self.publish_event(shown)
+                return True
+
+            run = self.session.prompt(message, cancel=self._stop)
+            run.tap = show  # a delta is published from the run's task, as this loop would
+            async for event in run:
+                show(event)
         except OpenheimError as err:
             failed = Failed(err.message, err.hint, type(err).__name__)
             self.publish("event", {"event": redact_data(event_to_dict(failed))})
