@@ -164,4 +164,9 @@ if __name__ == "__main__":
     parser.add_argument("--chunks", type=int, default=40)
     parser.add_argument("--prompts", type=int, default=3)
     args = parser.parse_args()
-    asyncio.run(main(args.sessions, args.chunks, args.prompts))
+    try:  # the server runs on uvloop where it is installed
+        import uvloop
+    except ImportError:
+        asyncio.run(main(args.sessions, args.chunks, args.prompts))
+    else:
+        uvloop.run(main(args.sessions, args.chunks, args.prompts))

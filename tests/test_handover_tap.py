@@ -28,6 +28,20 @@ class Script:
         return [Finished("cancelled")]
 
 
+class Taps:
+    """A tap that takes every delta but those whose text is in ``refuse``; ``taken`` lists them."""
+
+    def __init__(self, *refuse: str) -> None:
+        self.refuse = refuse
+        self.taken: list[Event] = []
+
+    def __call__(self, delta: TextDelta | ThinkingDelta) -> bool:
+        if delta.text in self.refuse:
+            return False
+        self.taken.append(delta)
+        return True
+
+
 async def settle() -> None:
     for _ in range(20):
         await asyncio.sleep(0)
@@ -35,13 +49,8 @@ async def settle() -> None:
 
 async def test_deltas_go_to_the_tap_only_while_the_consumer_waits() -> None:
     handover = Handover()
-    tapped: list[Event] = []
-
-    def tap(delta: TextDelta | ThinkingDelta) -> bool:
-        tapped.append(delta)
-        return True
-
-    handover.tap = tap
+    handover.tap = tap = Taps()
+    tapped = tap.taken
     script = Script(handover, [TextDelta("a"), ThinkingDelta("b"), IterationStart(2)])
     events = handover.run(script.work, script.repair)
     read: list[Event] = []
@@ -59,15 +68,8 @@ async def test_deltas_go_to_the_tap_only_while_the_consumer_waits() -> None:
 
 async def test_a_refused_delta_and_one_behind_queued_events_go_through_the_queue() -> None:
     handover = Handover()
-    tapped: list[Event] = []
-
-    def tap(delta: TextDelta | ThinkingDelta) -> bool:
-        if delta.text == "refused":
-            return False
-        tapped.append(delta)
-        return True
-
-    handover.tap = tap
+    handover.tap = tap = Taps("refused")
+    tapped = tap.taken
     script = Script(handover, [TextDelta("refused"), TextDelta("behind"), TextDelta("alone")])
     events = handover.run(script.work, script.repair)
     first = asyncio.ensure_future(anext(events))
@@ -87,15 +89,8 @@ async def test_a_refused_delta_and_one_behind_queued_events_go_through_the_queue
 
 async def test_a_delta_while_the_consumer_is_busy_goes_through_the_queue() -> None:
     handover = Handover()
-    tapped: list[Event] = []
-
-    def tap(delta: TextDelta | ThinkingDelta) -> bool:
-        if delta.text == "x":
-            return False
-        tapped.append(delta)
-        return True
-
-    handover.tap = tap
+    handover.tap = tap = Taps("x")
+    tapped = tap.taken
     script = Script(handover, [TextDelta("x"), TextDelta("a")])
     events = handover.run(script.work, script.repair)
     first = asyncio.ensure_future(anext(events))

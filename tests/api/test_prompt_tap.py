@@ -9,7 +9,7 @@ from pathlib import Path
 from openheim.events import Event, Finished, IterationStart, Notice, TextDelta, ThinkingDelta
 from openheim.runtime.hooks import Hooks
 from openheim.runtime.turn_watch import TurnWatch
-from openheim.testing import Reply
+from openheim.testing import Reply, tool_call
 from tests.api.conftest import MakeRuntime, Scripted
 
 
@@ -65,3 +65,30 @@ async def test_the_watch_refuses_deltas_while_notices_wait(tmp_path: Path) -> No
     watch.drain()
     assert guarded(TextDelta("free again"))
     assert tapped == [TextDelta("free"), TextDelta("free again")]
+
+
+async def test_a_structured_prompt_leaves_every_delta_to_its_reader(
+    scripted: Scripted, make_runtime: MakeRuntime
+) -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    scripted.provider.add(
+        Reply(text="thinking it over", chunks=["thinking ", "it over"]),
+        Reply(tool_calls=[tool_call("submit", {"n": 1})]),
+        "done",
+    )
+    tapped: list[Event] = []
+
+    def tap(delta: TextDelta | ThinkingDelta) -> bool:
+        tapped.append(delta)
+        return True
+
+    async with await make_runtime().new_session() as session:
+        run = session.prompt("count", output_schema=schema)
+        run.tap = tap
+        read = [event async for event in run]
+    assert tapped == []
+    assert [e for e in read if isinstance(e, TextDelta)] == [
+        TextDelta("thinking "),
+        TextDelta("it over"),
+        TextDelta("done"),
+    ]
