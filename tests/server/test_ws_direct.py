@@ -1,6 +1,6 @@
-"""A connection's frames sent at once by the task that made them, when nothing waits before
-them: in order with the queued ones, a send that has to wait finished by the writer, a failed
-send closing the connection's output, replays always queued."""
+"""A connection's frames sent at the end of the event loop's turn, without the writer, when
+nothing waits before them: in order with the queued ones, a send that has to wait finished by
+the writer, a failed send closing the connection's output, replays always queued."""
 
 from __future__ import annotations
 
@@ -51,12 +51,28 @@ def frame(n: int) -> str:
     return f'{{"channel": "agent", "data": {{"n": {n}}}}}'
 
 
-async def test_a_frame_with_nothing_queued_is_sent_at_once_without_the_writer() -> None:
+async def test_frames_with_nothing_queued_go_together_at_the_end_of_the_turn() -> None:
     asgi = FakeAsgi()
     conn = await connection(asgi)
     conn.push('{"n": 1}')
     conn.push('{"n": 2}')
+    assert asgi.sent == [] and len(conn.queue) == 0  # not yet: at the end of this turn
+    await asyncio.sleep(0)
     assert asgi.sent == [frame(1), frame(2)] and len(conn.queue) == 0
+
+
+async def test_a_frame_queued_after_ready_ones_goes_after_them() -> None:
+    asgi = FakeAsgi()
+    conn = await connection(asgi)
+    conn.push('{"n": 1}')
+    conn.replay(['{"n": 2}'])
+    conn.push('{"n": 3}')
+    assert len(conn.queue) == 3  # the replay took the ready frame into the queue before it
+    writer = asyncio.create_task(conn.writer())
+    await asyncio.sleep(0)
+    conn.queue.put(None)
+    await asyncio.wait_for(writer, 5)
+    assert asgi.sent == [frame(1), frame(2), frame(3)]
 
 
 async def test_without_the_send_callable_every_frame_is_queued_for_the_writer() -> None:
@@ -77,6 +93,7 @@ async def test_a_send_that_waits_is_finished_by_the_writer_before_later_frames()
     asgi.gate = asyncio.get_running_loop().create_future()
     conn.push('{"n": 1}')
     conn.push('{"n": 2}')
+    await asyncio.sleep(0)
     assert asgi.sent == [] and len(conn.queue) == 2
     assert isinstance(conn.queue._items[0], Unfinished)
     asgi.gate.set_result(None)
@@ -86,7 +103,8 @@ async def test_a_send_that_waits_is_finished_by_the_writer_before_later_frames()
         await asyncio.sleep(0)
     assert asgi.sent == [frame(1), frame(2)]
     asgi.gate = None
-    conn.push('{"n": 3}')  # the writer is idle again: sent at once
+    conn.push('{"n": 3}')  # the writer is idle again: sent at the end of the turn
+    await asyncio.sleep(0)
     assert asgi.sent[-1] == frame(3) and len(conn.queue) == 0
     conn.queue.put(None)
     await asyncio.wait_for(writer, 5)
@@ -121,6 +139,7 @@ async def test_a_writer_cancelled_mid_send_cancels_the_send() -> None:
     conn = await connection(asgi)
     asgi.gate = asyncio.get_running_loop().create_future()
     conn.push('{"n": 1}')
+    await asyncio.sleep(0)
     writer = asyncio.create_task(conn.writer())
     await asyncio.sleep(0)
     writer.cancel()
@@ -135,6 +154,7 @@ async def test_a_failed_send_closes_the_output_and_later_frames_are_dropped() ->
     writer = asyncio.create_task(conn.writer())
     asgi.fail = OSError("the socket is gone")
     conn.push('{"n": 1}')
+    await asyncio.sleep(0)
     assert conn.closed
     asgi.fail = None
     conn.push('{"n": 2}')
