@@ -27,7 +27,7 @@ from openheim.messages import ContentBlock, Message, TextBlock, ThinkingBlock, T
 from openheim.providers.anthropic_wire import (
     API_VERSION,
     FINISH,
-    build_body,
+    encode_body,
     event_error,
     parse_thinking,
     usage,
@@ -64,10 +64,11 @@ class AnthropicProvider(HTTPProvider):
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
         """Stream one message: text and thinking deltas, then one ``ModelResponse``."""
-        body = build_body(request, self.settings, self.thinking)
-        state = _Accumulator(body["model"], self.name)
+        model = request.model or self.settings.model
+        body = encode_body(request, self.settings, self.thinking)
+        state = _Accumulator(model, self.name)
         read = functools.partial(self._read, state=state)
-        async with aclosing(self.post_sse(self.url, body, body["model"], read)) as stream:
+        async with aclosing(self.post_sse(self.url, body, model, read)) as stream:
             async for item in stream:
                 yield item
 

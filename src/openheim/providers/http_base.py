@@ -20,6 +20,7 @@ from openheim._version import __version__
 from openheim.errors import ConfigError, ProviderError, ProviderProtocolError, StreamCut
 from openheim.providers.base import ProviderSettings, StreamItem
 from openheim.providers.http import make_client, redact, status_error, transport_error
+from openheim.providers.json_body import encode
 from openheim.providers.sse import EventStream, EventStreamError
 
 Reader = Callable[[EventStream], AsyncGenerator[StreamItem, None]]
@@ -30,6 +31,8 @@ _SSE_HEADERS = {
 }
 """Sent with every streamed POST; ``identity`` because a compressed stream gains little (each
 event is flushed on its own) and would have to pass through httpx's decoders."""
+_URLS = 64
+"""Parsed URLs kept per provider (one per model for Gemini, one for the others)."""
 
 
 def event_object(
@@ -84,6 +87,8 @@ class HTTPProvider:
         if settings.api_key:
             self._headers.update(self.auth_headers(settings.api_key))
         self._headers.update(settings.headers)
+        self._merged: tuple[list[tuple[bytes, bytes]], httpx.Headers] | None = None
+        self._urls: dict[str, httpx.URL] = {}
 
     def auth_headers(self, key: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {key}"}
@@ -119,19 +124,22 @@ class HTTPProvider:
         )
 
     async def post_sse(
-        self, url: str, body: dict[str, Any], model: str, read: Reader
+        self, url: str, body: dict[str, Any] | bytes, model: str, read: Reader
     ) -> AsyncGenerator[StreamItem, None]:
-        """POST ``body`` and yield what ``read`` makes of the event stream."""
+        """POST ``body`` (a JSON object, or its encoded bytes) and yield what ``read`` makes of
+        the event stream."""
         started = False
+        content = body if isinstance(body, bytes) else encode(body)
         try:
-            async with self._client.stream(
-                "POST", url, json=body, headers={**self._headers, **_SSE_HEADERS}
-            ) as response:
+            response = await self._client.send(self._request(url, content), stream=True)
+            try:
                 await self._check_status(response, model)
                 started = True
                 async with aclosing(read(EventStream(response))) as items:
                     async for item in items:
                         yield item
+            finally:
+                await response.aclose()
         except EventStreamError as exc:
             raise self.scrub(self.malformed(url, str(exc))) from None
         except httpx.RequestError as exc:
@@ -146,6 +154,38 @@ class HTTPProvider:
         except ProviderError as error:
             self.scrub(error)
             raise
+
+    def _request(self, url: str, content: bytes) -> httpx.Request:
+        """The POST of ``content`` to ``url``: what ``client.build_request`` makes, but from
+        parts kept between calls (the parsed URL, the client's headers merged with this
+        provider's), which are most of its cost. A client with default query parameters or
+        cookies gets ``build_request`` itself; one whose headers changed, a new merge."""
+        client = self._client
+        if client.params or client.cookies:
+            return client.build_request("POST", url, content=content, headers=self._post_headers())
+        defaults = client.headers.raw
+        if self._merged is None or defaults != self._merged[0]:
+            merged = httpx.Headers(client.headers)
+            merged.update(self._post_headers())
+            self._merged = (defaults, merged)
+        target = self._urls.get(url)
+        if target is None:
+            if len(self._urls) >= _URLS:
+                self._urls.clear()
+            target = self._urls[url] = httpx.URL(url)
+        return httpx.Request(
+            "POST",
+            target,
+            headers=self._merged[1],
+            content=content,
+            extensions={"timeout": client.timeout.as_dict()},
+        )
+
+    def _post_headers(self) -> httpx.Headers:
+        """This provider's headers for a streamed POST of JSON."""
+        headers = httpx.Headers({**self._headers, **_SSE_HEADERS})
+        headers.setdefault("Content-Type", "application/json")
+        return headers
 
     async def _check_status(self, response: httpx.Response, model: str) -> None:
         if response.status_code < 400:

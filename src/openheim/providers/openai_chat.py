@@ -31,7 +31,7 @@ from openheim.messages import (
 )
 from openheim.providers.base import ModelRequest, ModelResponse, ProviderSettings, StreamItem
 from openheim.providers.http_base import HTTPProvider, event_object
-from openheim.providers.openai_wire import Dialect, build_body, dialect_for
+from openheim.providers.openai_wire import Dialect, dialect_for, encode_body
 from openheim.providers.sse import EventStream
 
 _FINISH: dict[str, FinishReason] = {
@@ -71,10 +71,11 @@ class OpenAIChatProvider(HTTPProvider):
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
         """Stream one completion: text and thinking deltas, then one ``ModelResponse``."""
-        body = build_body(request, self.settings, self.dialect)
-        state = _Accumulator(body["model"], self._new_id, self.name)
+        model = request.model or self.settings.model
+        body = encode_body(request, self.settings, self.dialect)
+        state = _Accumulator(model, self._new_id, self.name)
         read = functools.partial(self._read, state=state)
-        async with aclosing(self.post_sse(self.url, body, body["model"], read)) as stream:
+        async with aclosing(self.post_sse(self.url, body, model, read)) as stream:
             async for item in stream:
                 yield item
 

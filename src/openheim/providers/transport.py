@@ -143,7 +143,8 @@ class _Exchange:
         self.write_limit = write_limit
 
     async def send(self) -> None:
-        """The request line, headers and body (chunked when httpx streams it unsized)."""
+        """The request line, headers and body (chunked when httpx streams it unsized); a
+        body known whole goes in one write with the head."""
         request = self.request
         raw = list(request.headers.raw)
         streamed = any(k.lower() == b"transfer-encoding" for k, _ in raw)
@@ -151,6 +152,9 @@ class _Exchange:
             head = http11.request_head(request.method, request.url.raw_path, raw)
         except http11.ProtocolError as err:
             raise httpx.LocalProtocolError(str(err), request=request) from None
+        if isinstance(request.stream, httpx.ByteStream) and not streamed:
+            await self._write(b"".join([head, *request.stream]))
+            return
         await self._write(head)
         async for chunk in request.stream:  # type: ignore[union-attr]
             if chunk:
@@ -159,10 +163,13 @@ class _Exchange:
             await self._write(http11.chunked(b""))
 
     async def _write(self, data: bytes) -> None:
+        """Send ``data``; only a write the socket did not take whole waits (bounded by
+        ``write_limit``) for it to drain."""
         writer = self.connection.writer
         writer.write(data)
+        waits = writer.transport.get_write_buffer_size() > 0  # else drain cannot wait: no timer
         try:
-            async with asyncio.timeout(self.write_limit):
+            async with asyncio.timeout(self.write_limit if waits else None):
                 await writer.drain()
         except TimeoutError:
             raise httpx.WriteTimeout("sending timed out", request=self.request) from None
