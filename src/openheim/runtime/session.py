@@ -33,7 +33,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from openheim.errors import SessionBusy, UndoRefused
 from openheim.events import ContextCompacted, Event, IterationStart, Notice, SessionStarted
 from openheim.messages import Message
+from openheim.runtime.history import PersistentHistory
 from openheim.runtime.prompt_run import PromptRun
+from openheim.runtime.store_writes import Heartbeat, off_loop, record, release, settle
 from openheim.tools.base import Tool, ToolSet
 
 if TYPE_CHECKING:
@@ -255,17 +257,20 @@ class Session:
             run = self.agent.run(self.history, cancel=cancel, settled=settled)
             if watch is not None:
                 run = watch.events(run)
+            heartbeat, history = Heartbeat(lease), self.history
             try:
                 async with contextlib.aclosing(run) as events:  # closed with us: repaired now
                     first = await anext(events, None)
                     for news in [*self._news(), *([] if first is None else [first])]:
                         yield news
                     async for event in events:
-                        if lease is not None and isinstance(event, IterationStart):
-                            lease.refresh()
+                        if isinstance(history, PersistentHistory) and history.unsaved:
+                            await history.saved()  # nothing after a message before it is stored
+                        if isinstance(event, IterationStart):
+                            heartbeat.beat()
                         yield event
             finally:
-                self._store_totals()
+                await self._settle(lease)
 
     def _news(self) -> list[Event]:
         """What has not been told yet: ``SessionStarted`` once, then the notices not given."""
@@ -278,19 +283,18 @@ class Session:
         """The prompt's lease on a stored session (taken off the event loop)."""
         if self.store is None or self.record is None:
             return contextlib.nullcontext()
-        return await _off_loop(self.store.acquire, self.record.id, undo=_release)
+        acquire = functools.partial(self.store.acquire, self.record.id)
+        return await off_loop(self.store, acquire, undo=release)
 
     async def _record(self, message: Message) -> None:
         """Append the prompt's message to the history (a stored one off the event loop)."""
-        if self.store is None:
-            self.history.append(message)
-        else:
-            await _off_loop(self.history.append, message)
+        await record(self.history, message)
 
-    def _store_totals(self) -> None:
+    async def _settle(self, lease: Lease | None) -> None:
+        """The prompt is over: its messages stored, then its totals (and the lease given
+        back), off the event loop (``runtime.store_writes``)."""
         if self.store is not None and self.record is not None:
-            meter = self.agent.meter
-            self.store.update(self.record.id, usage=meter.usage, cost=meter.cost)
+            await settle(self.store, self.record.id, self.history, self.agent.meter, lease)
 
     def hosted(self, release: Callable[[], Awaitable[None]]) -> None:
         """``close()`` also calls ``release`` (it ends the task that hosts the session)."""
@@ -344,31 +348,6 @@ class Session:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
-
-
-async def _off_loop(
-    call: Callable[[_A], _T], arg: _A, *, undo: Callable[[_T], None] | None = None
-) -> _T:
-    """``call(arg)``, a store write at a prompt's start, on a worker thread: SQLite works
-    without the interpreter lock, so a server starting many prompts at once goes on streaming
-    the others' events meanwhile. Cancelled while it runs, the write still completes, and
-    ``undo`` is applied to its result (a lease taken is given back)."""
-    future = asyncio.ensure_future(asyncio.to_thread(call, arg))
-    try:
-        return await asyncio.shield(future)
-    except asyncio.CancelledError:
-        if undo is not None:
-            future.add_done_callback(functools.partial(_undo, undo))
-        raise
-
-
-def _undo(undo: Callable[[_T], None], done: asyncio.Future[_T]) -> None:
-    if not done.cancelled() and done.exception() is None:
-        undo(done.result())
-
-
-def _release(lease: Lease) -> None:
-    lease.release()
 
 
 async def _wait(event: asyncio.Event) -> None:
