@@ -19,6 +19,8 @@ import asyncio
 import logging
 import select
 import ssl
+import time
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any, TypeVar
 
@@ -27,6 +29,11 @@ import httpx
 from openheim.providers import http11
 
 _T = TypeVar("_T")
+MAX_IDLE = 1024
+"""Idle connections kept per origin: as many as the streams a busy server runs at once, so that
+each one's next request finds a connection instead of opening one (and closing another)."""
+IDLE_EXPIRY = 30.0
+"""Seconds an idle connection is kept for reuse (servers drop idle keep-alive connections)."""
 _log = logging.getLogger(__name__)
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _Origin = tuple[str, str, int]
@@ -70,10 +77,17 @@ class _Connection:
 class AsyncioTransport(httpx.AsyncBaseTransport):
     """HTTP/1.1 over asyncio streams; ``ssl_context`` verifies every ``https`` origin."""
 
-    def __init__(self, ssl_context: ssl.SSLContext, *, max_idle: int = 8) -> None:
+    def __init__(
+        self,
+        ssl_context: ssl.SSLContext,
+        *,
+        max_idle: int = MAX_IDLE,
+        idle_expiry: float = IDLE_EXPIRY,
+    ) -> None:
         self._ssl = ssl_context
         self._max_idle = max_idle
-        self._idle: dict[_Origin, list[_Connection]] = {}
+        self._expiry = idle_expiry
+        self._idle: dict[_Origin, deque[tuple[float, _Connection]]] = {}
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         limits = request.extensions.get("timeout", {})
@@ -102,26 +116,32 @@ class AsyncioTransport(httpx.AsyncBaseTransport):
         )
 
     def _take_idle(self, origin: _Origin) -> _Connection | None:
-        pool = self._idle.get(origin, [])
+        """The connection to ``origin`` that went idle last, if one is still open and fresh."""
+        pool = self._idle.get(origin)
+        fresh = time.monotonic() - self._expiry
         while pool:
-            connection = pool.pop()
-            if connection.open():
+            since, connection = pool.pop()
+            if since >= fresh and connection.open():
                 return connection
             connection.close()
         return None
 
     def release(self, origin: _Origin, connection: _Connection) -> None:
         """A connection whose exchange ended with the whole response read and keep-alive on
-        both sides: kept for the next request (up to ``max_idle`` per origin)."""
-        pool = self._idle.setdefault(origin, [])
-        if len(pool) < self._max_idle and connection.open():
-            pool.append(connection)
+        both sides: kept for the next request (up to ``max_idle`` per origin, for at most
+        ``idle_expiry`` seconds; the oldest are closed as the pool is used)."""
+        pool = self._idle.setdefault(origin, deque())
+        now = time.monotonic()
+        while pool and (pool[0][0] < now - self._expiry or len(pool) >= self._max_idle):
+            pool.popleft()[1].close()
+        if self._max_idle > 0 and connection.open():
+            pool.append((now, connection))
         else:
             connection.close()
 
     async def aclose(self) -> None:
         for pool in self._idle.values():
-            for connection in pool:
+            for _, connection in pool:
                 connection.close()
         self._idle.clear()
 
