@@ -77,3 +77,20 @@ async def test_a_message_that_cannot_be_stored_fails_the_prompt(
     result: Any = await session.prompt("once more")  # the lease was given back
     assert result.text == "again"
     await session.close()
+
+
+async def test_when_finished_is_seen_the_lease_is_given_back_and_the_totals_stored(
+    scripted: Scripted, make_runtime: MakeRuntime
+) -> None:
+    session = await make_runtime().new_session()
+    store = session.store
+    assert store is not None and session.id is not None
+    scripted.provider.add("the answer")
+    checked = False
+    async for event in session.prompt("hi"):
+        if isinstance(event, Finished):
+            store.acquire(session.id).release()  # no SessionBusy: the prompt's lease is back
+            assert store.get(session.id).usage == session.agent.meter.usage
+            checked = True
+    assert checked
+    await session.close()

@@ -31,7 +31,14 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mappi
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from openheim.errors import SessionBusy, UndoRefused
-from openheim.events import ContextCompacted, Event, IterationStart, Notice, SessionStarted
+from openheim.events import (
+    ContextCompacted,
+    Event,
+    Finished,
+    IterationStart,
+    Notice,
+    SessionStarted,
+)
 from openheim.messages import Message
 from openheim.runtime.history import PersistentHistory
 from openheim.runtime.prompt_run import PromptRun
@@ -257,20 +264,25 @@ class Session:
             run = self.agent.run(self.history, cancel=cancel, settled=settled)
             if watch is not None:
                 run = watch.events(run)
-            heartbeat, history = Heartbeat(lease), self.history
+            heartbeat, history, over = Heartbeat(lease), self.history, False
             try:
                 async with contextlib.aclosing(run) as events:  # closed with us: repaired now
-                    first = await anext(events, None)
-                    for news in [*self._news(), *([] if first is None else [first])]:
+                    event = await anext(events, None)
+                    for news in self._news():
                         yield news
-                    async for event in events:
+                    while event is not None:
                         if isinstance(history, PersistentHistory) and history.unsaved:
                             await history.saved()  # nothing after a message before it is stored
                         if isinstance(event, IterationStart):
                             heartbeat.beat()
+                        elif isinstance(event, Finished):  # the prompt is over once it is told
+                            over = True
+                            await self._settle(lease)
                         yield event
+                        event = await anext(events, None)
             finally:
-                await self._settle(lease)
+                if not over:
+                    await self._settle(lease)
 
     def _news(self) -> list[Event]:
         """What has not been told yet: ``SessionStarted`` once, then the notices not given."""
