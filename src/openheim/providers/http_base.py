@@ -31,8 +31,12 @@ _SSE_HEADERS = {
 }
 """Sent with every streamed POST; ``identity`` because a compressed stream gains little (each
 event is flushed on its own) and would have to pass through httpx's decoders."""
-_URLS = 64
-"""Parsed URLs kept per provider (one per model for Gemini, one for the others)."""
+_KEPT = 256
+"""POST parts kept (per URL, client headers and provider headers: a handful per process)."""
+_POSTS: dict[tuple[object, ...], tuple[httpx.URL, httpx.Headers]] = {}
+"""The parsed URL and merged headers of a POST, by what they are made of. The key holds the
+provider's headers (its API key among them) only in this process's memory, as the provider
+itself does."""
 
 
 def event_object(
@@ -87,8 +91,6 @@ class HTTPProvider:
         if settings.api_key:
             self._headers.update(self.auth_headers(settings.api_key))
         self._headers.update(settings.headers)
-        self._merged: tuple[list[tuple[bytes, bytes]], httpx.Headers] | None = None
-        self._urls: dict[str, httpx.URL] = {}
 
     def auth_headers(self, key: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {key}"}
@@ -157,29 +159,31 @@ class HTTPProvider:
 
     def _request(self, url: str, content: bytes) -> httpx.Request:
         """The POST of ``content`` to ``url``: what ``client.build_request`` makes, but from
-        parts kept between calls (the parsed URL, the client's headers merged with this
-        provider's), which are most of its cost. A client with default query parameters or
-        cookies gets ``build_request`` itself; one whose headers changed, a new merge."""
+        parts kept between calls and shared by the providers of a process (the parsed URL,
+        the client's headers merged with this provider's), which are most of its cost. A
+        client with default query parameters or cookies gets ``build_request`` itself."""
         client = self._client
         if client.params or client.cookies:
             return client.build_request("POST", url, content=content, headers=self._post_headers())
-        defaults = client.headers.raw
-        if self._merged is None or defaults != self._merged[0]:
+        key = (url, tuple(client.headers.raw), self._headers_key)
+        found = _POSTS.get(key)
+        if found is None:
+            if len(_POSTS) >= _KEPT:
+                _POSTS.clear()
             merged = httpx.Headers(client.headers)
             merged.update(self._post_headers())
-            self._merged = (defaults, merged)
-        target = self._urls.get(url)
-        if target is None:
-            if len(self._urls) >= _URLS:
-                self._urls.clear()
-            target = self._urls[url] = httpx.URL(url)
+            found = _POSTS[key] = (httpx.URL(url), merged)
         return httpx.Request(
             "POST",
-            target,
-            headers=self._merged[1],
+            found[0],
+            headers=found[1],
             content=content,
             extensions={"timeout": client.timeout.as_dict()},
         )
+
+    @property
+    def _headers_key(self) -> tuple[tuple[str, str], ...]:
+        return tuple(self._headers.items())
 
     def _post_headers(self) -> httpx.Headers:
         """This provider's headers for a streamed POST of JSON."""
