@@ -12,6 +12,7 @@ import pytest
 from openheim.errors import StoreError
 from openheim.events import CostUpdate, Event, Finished
 from openheim.messages import Message
+from openheim.runtime.history import PersistentHistory
 from tests.api.conftest import MakeRuntime, Scripted
 
 WAIT = 10.0
@@ -93,4 +94,25 @@ async def test_when_finished_is_seen_the_lease_is_given_back_and_the_totals_stor
             assert store.get(session.id).usage == session.agent.meter.usage
             checked = True
     assert checked
+    await session.close()
+
+
+async def test_a_prompt_whose_message_cannot_be_stored_leaves_the_history_as_between_prompts(
+    scripted: Scripted, make_runtime: MakeRuntime
+) -> None:
+    session = await make_runtime().new_session()
+    store, history = session.store, session.history
+    assert store is not None and isinstance(history, PersistentHistory)
+    append = store.append
+
+    def failing(session_id: str, message: Message) -> None:
+        raise StoreError("the disk is full", hint="free some space")
+
+    store.append = failing  # type: ignore[method-assign]
+    with pytest.raises(StoreError, match="disk is full"):
+        await session.prompt("hi")
+    assert not history.deferred and scripted.requests == []
+    store.append = append  # type: ignore[method-assign]
+    scripted.provider.add("fine")
+    assert (await session.prompt("again")).text == "fine"
     await session.close()

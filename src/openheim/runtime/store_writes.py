@@ -71,14 +71,18 @@ class Heartbeat:
 
 
 async def record(history: list[Message], message: Message) -> None:
-    """Append the prompt's message; a stored history from now on hands each write over
-    (``PersistentHistory.deferred``) and this waits for the first."""
+    """Append the prompt's message; a stored history from now on (until ``settle``) hands
+    each write over (``PersistentHistory.deferred``), and this waits for the first."""
     if not isinstance(history, PersistentHistory):
         history.append(message)
         return
     history.deferred = True
     history.append(message)
-    await history.saved()
+    try:
+        await history.saved()
+    except BaseException:  # the prompt ends here: later appends are written as they come
+        history.deferred = False
+        raise
 
 
 async def settle(
