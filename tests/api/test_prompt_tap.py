@@ -4,10 +4,14 @@ session's watch refuses deltas while it has notices to tell after them."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from typing import Any, cast
 
 from openheim.events import Event, Finished, IterationStart, Notice, TextDelta, ThinkingDelta
+from openheim.runtime.history import PersistentHistory
 from openheim.runtime.hooks import Hooks
+from openheim.runtime.session import _stored_first
 from openheim.runtime.turn_watch import TurnWatch
 from openheim.testing import Reply, tool_call
 from tests.api.conftest import MakeRuntime, Scripted
@@ -92,3 +96,22 @@ async def test_a_structured_prompt_leaves_every_delta_to_its_reader(
         TextDelta("it over"),
         TextDelta("done"),
     ]
+
+
+async def test_a_delta_is_not_tapped_while_a_message_before_it_is_unstored() -> None:
+    history = PersistentHistory(cast(Any, None), "session", [])
+    tapped: list[Event] = []
+
+    def tap(delta: TextDelta | ThinkingDelta) -> bool:
+        tapped.append(delta)
+        return True
+
+    stored = _stored_first(history, tap)
+    write: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    history.unsaved.append(write)
+    assert not stored(TextDelta("after an unstored message"))
+    write.set_result(None)
+    assert not stored(TextDelta("stored, but not yet seen so by the stream"))
+    await history.saved()
+    assert stored(TextDelta("free"))
+    assert tapped == [TextDelta("free")]
