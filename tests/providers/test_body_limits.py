@@ -9,12 +9,10 @@ import json
 import pytest
 
 from openheim.errors import ProviderHTTPError, ProviderProtocolError
-from openheim.providers import create_provider, http_base
-from openheim.providers.base import ProviderSettings
+from openheim.providers import http_base
 from openheim.providers.http import MAX_ERROR_BODY
-from openheim.providers.openai_chat import OpenAIChatProvider
-from tests.providers.support import API_KEY, drain, request
-from tests.providers.transport_server import Server, read_request
+from tests.providers.support import drain, request
+from tests.providers.transport_server import Server, openai_at, read_request
 
 CHUNK = 64 * 1024
 MOST = 1024
@@ -43,25 +41,11 @@ def endless(status: bytes, content_type: bytes, first: bytes, sent: list[int]) -
     return Server(handler)
 
 
-def provider(server: Server) -> OpenAIChatProvider:
-    settings = ProviderSettings(
-        name="fake",
-        kind="openai_compatible",
-        model="test-model",
-        api_base=f"http://127.0.0.1:{server.port}/v1",
-        api_key=API_KEY,
-        timeout_secs=30.0,
-    )
-    made = create_provider(settings)
-    assert isinstance(made, OpenAIChatProvider)
-    return made
-
-
 async def test_an_endless_error_body_is_read_only_to_the_limit() -> None:
     sent = [0]
     message = json.dumps({"error": {"message": "overloaded, try later"}}).encode()
     async with endless(b"503 Busy", b"application/json", message, sent) as server:
-        made = provider(server)
+        made = openai_at(server, 30.0)
         try:
             with pytest.raises(ProviderHTTPError) as caught:
                 await drain(made, request())
@@ -78,7 +62,7 @@ async def test_a_completion_over_the_whole_body_limit_is_refused(
     monkeypatch.setattr(http_base, "MAX_WHOLE_BODY", 1024 * 1024)
     sent = [0]
     async with endless(b"200 OK", b"application/json", b'{"choices": [', sent) as server:
-        made = provider(server)
+        made = openai_at(server, 30.0)
         try:
             with pytest.raises(ProviderProtocolError, match="a body over 1 MiB"):
                 await drain(made, request())

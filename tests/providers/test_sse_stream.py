@@ -14,10 +14,8 @@ import pytest
 from openheim.errors import ProviderProtocolError
 from openheim.events import TextDelta
 from openheim.messages import TextBlock
-from openheim.providers import create_provider
-from openheim.providers.base import ProviderSettings
 from tests.providers.support import API_KEY, drain, request
-from tests.providers.transport_server import Handler, Server, read_request
+from tests.providers.transport_server import Handler, Server, openai_at, read_request
 
 Compress = Callable[[bytes], bytes]
 
@@ -57,15 +55,7 @@ def answer(
 
 async def stream_from(server: Server) -> tuple[list[object], object]:
     async with server:
-        settings = ProviderSettings(
-            name="raw",
-            kind="openai_compatible",
-            model="test-model",
-            api_base=f"http://127.0.0.1:{server.port}/v1",
-            api_key=API_KEY,
-            timeout_secs=5.0,
-        )
-        provider = create_provider(settings)
+        provider = openai_at(server, 5.0)
         try:
             deltas, response = await drain(provider, request())
         finally:

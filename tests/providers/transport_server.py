@@ -9,7 +9,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import httpx
 import pytest
 
+from openheim.providers import create_provider
+from openheim.providers.base import ProviderSettings
+from openheim.providers.openai_chat import OpenAIChatProvider
 from openheim.providers.transport import AsyncioTransport
+from tests.providers.support import API_KEY
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
@@ -81,3 +85,18 @@ def idle_open(client: httpx.AsyncClient) -> bool:
     transport = client._transport
     assert isinstance(transport, AsyncioTransport)
     return any(c.open() for pool in transport._idle.values() for _, c in pool)
+
+
+def openai_at(server: Server, timeout: float) -> OpenAIChatProvider:
+    """An OpenAI-compatible provider whose ``api_base`` is ``server``."""
+    settings = ProviderSettings(
+        name="raw",
+        kind="openai_compatible",
+        model="test-model",
+        api_base=f"http://127.0.0.1:{server.port}/v1",
+        api_key=API_KEY,
+        timeout_secs=timeout,
+    )
+    made = create_provider(settings)
+    assert isinstance(made, OpenAIChatProvider)
+    return made
