@@ -3,8 +3,9 @@
 Both read the same bytes from the same kind of ``httpx.Response`` (one chunk per event, as
 deltas arrive over a socket): the old chain is ``aiter_raw`` -> ``aiter_bytes`` -> ``aiter_text``
 -> httpx-sse's line splitter -> ``EventSource.aiter_sse``; the new one is ``aiter_raw`` ->
-``EventParser`` -> ``EventStream.events``. A third row runs the whole OpenAI reader over the new
-chain (events to ``TextDelta``s and the final response), to show what the reader itself adds.
+``EventParser`` -> ``EventStream.events``. A third row runs the OpenAI provider's whole stream
+over the new chain (its POST answered in process, events to ``TextDelta``s and the final
+response), to show what the reader itself adds.
 Runs take turns (A B C A B C ...); prints the median and p90 per delta in microseconds.
 
     .venv/bin/python bench/sse_parse.py [--deltas 2000] [--repeats 15]
@@ -22,8 +23,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import httpx
 from httpx_sse import EventSource
 
-from openheim.providers.base import ProviderSettings
-from openheim.providers.openai_chat import OpenAIChatProvider, _Accumulator
+from openheim.messages import Message
+from openheim.providers.base import ModelRequest, ProviderSettings
+from openheim.providers.openai_chat import OpenAIChatProvider
 from openheim.providers.sse import EventStream
 
 URL = "http://127.0.0.1:9/v1/chat/completions"
@@ -80,17 +82,21 @@ async def new_chain(body: list[bytes]) -> int:
     return count
 
 
-def reader(provider: OpenAIChatProvider) -> Callable[[list[bytes]], Awaitable[int]]:
-    """The provider's own reader over the new chain, the way ``stream`` calls it."""
+def reader(body: list[bytes]) -> tuple[OpenAIChatProvider, Callable[[list[bytes]], Awaitable[int]]]:
+    """The provider's whole stream over the new chain, its POST answered with ``body``."""
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return response(body)
+
+    settings = ProviderSettings(name="bench", kind="openai_compatible", model="m", api_base=URL)
+    client = httpx.AsyncClient(transport=httpx.MockTransport(answer))
+    provider = OpenAIChatProvider(settings, client)
+    request = ModelRequest("m", (Message.user("go"),))
 
     async def run(body: list[bytes]) -> int:
-        state = _Accumulator("fake-model", provider._new_id, provider.name)
-        count = 0
-        async for _ in provider._read(EventStream(response(body)), state):
-            count += 1
-        return count
+        return sum([1 async for _ in provider.stream(request)])
 
-    return run
+    return provider, run
 
 
 async def timed(run: Callable[[list[bytes]], Awaitable[int]], body: list[bytes]) -> float:
@@ -105,9 +111,7 @@ async def main(deltas: int, repeats: int) -> None:
         "httpx-sse chain": old_chain,
         "providers.sse chain": new_chain,
     }
-    settings = ProviderSettings(name="bench", kind="openai_compatible", model="m", api_base=URL)
-    provider = OpenAIChatProvider(settings)
-    runs["providers.sse + OpenAI reader"] = reader(provider)
+    provider, runs["providers.sse + OpenAI reader"] = reader(body)
     assert await old_chain(body) == await new_chain(body) == deltas + 2
     results: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(repeats):
@@ -119,7 +123,7 @@ async def main(deltas: int, repeats: int) -> None:
         print(f"  {name:32} median {statistics.median(values):6.2f}  p90 {p90:6.2f}")
     old, new = (statistics.median(results[n]) for n in ("httpx-sse chain", "providers.sse chain"))
     print(f"  new / old: {new / old:.2f}")
-    await provider.aclose()
+    await provider._client.aclose()
 
 
 if __name__ == "__main__":

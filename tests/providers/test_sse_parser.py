@@ -175,3 +175,35 @@ def test_an_oversized_event_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None
 
 def test_an_empty_chunk_changes_nothing() -> None:
     assert parse([b"data: a\r", b"", b"\n\r", b"", b"\n"]) == [Event("message", "a", "")]
+
+
+def test_one_whole_event_per_chunk_keeps_the_state_of_the_chunks_before() -> None:
+    chunks = [b"data: x\n\n", b"event: e\n", b"data:y\n\n", b"id: 3\n\n", b"data:  z\n\n"]
+    assert parse(chunks) == [
+        Event("message", "x", ""),
+        Event("e", "y", ""),
+        Event("message", " z", "3"),
+    ]
+    assert parse([b"data: a\n", b"data: b\n\n"]) == [Event("message", "a\nb", "")]
+    # a CR that ended the last chunk may pair with the next one's LF: not a whole event
+    assert parse([b"data: a\r", b"\ndata: b\n\n"]) == [Event("message", "a\nb", "")]
+
+
+def test_a_whole_event_chunk_that_is_not_utf8_is_an_error() -> None:
+    parser = EventParser()
+    assert parser.feed(b"data: a\n\n") == [Event("message", "a", "")]
+    with pytest.raises(EventStreamError, match="not valid UTF-8"):
+        parser.feed(b"data: \xff\n\n")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    events=st.lists(st.lists(_LINE, min_size=1, max_size=3), max_size=10),
+    end=st.sampled_from(["\n", "\r\n", "\r"]),
+)
+def test_a_stream_sent_one_event_per_chunk_gives_the_same_events(
+    events: list[list[str]], end: str
+) -> None:
+    chunks = ["".join(line + end for line in lines) + end for lines in events]
+    data = "".join(chunks).encode()
+    assert parse([chunk.encode() for chunk in chunks]) == reference(data)

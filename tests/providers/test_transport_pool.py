@@ -72,8 +72,13 @@ async def test_a_long_rest_of_a_body_is_not_read_to_keep_its_connection(
     client: httpx.AsyncClient,
 ) -> None:
     long_rest = b"%x\r\n%s\r\n0\r\n\r\n" % (64 * 1024, b"x" * 64 * 1024)
-    async with Server(streamed_then(long_rest)) as server:
-        await first_piece(client, server.url)
+    release = asyncio.Event()
+    async with Server(streamed_then(long_rest, release)) as server:
+        async with client.stream("GET", server.url) as response:
+            async for piece in response.aiter_raw():  # the rest is sent once this piece is in
+                assert piece == b"data"
+                release.set()
+                break
         assert not idle_open(client)
         await first_piece(client, server.url)
     assert server.connections == 2

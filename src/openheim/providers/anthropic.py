@@ -62,14 +62,13 @@ class AnthropicProvider(HTTPProvider):
     def auth_headers(self, key: str) -> dict[str, str]:
         return {"x-api-key": key}
 
-    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
-        """Stream one message: text and thinking deltas, then one ``ModelResponse``."""
+    def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
+        """Stream one message: text and thinking deltas, then one ``ModelResponse`` (the
+        POST's own generator, with no level of re-yielding above it)."""
         body = build_body(request, self.settings, self.thinking)
         state = _Accumulator(body["model"], self.name)
         read = functools.partial(self._read, state=state)
-        async with aclosing(self.post_sse(self.url, body, body["model"], read)) as stream:
-            async for item in stream:
-                yield item
+        return self.post_sse(self.url, body, body["model"], read)
 
     async def _read(
         self, source: EventStream, state: _Accumulator

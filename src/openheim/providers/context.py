@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 from openheim.errors import ContextOverflow
@@ -30,6 +30,7 @@ from openheim.messages import (
     ToolUseBlock,
 )
 from openheim.providers.base import ModelRequest, Provider, StreamItem, closing_stream, is_content
+from openheim.providers.relay import HandOn, Relay
 
 FILL_RATIO = 0.9
 CHARS_PER_TOKEN = 4
@@ -141,7 +142,12 @@ class ContextFitter:
     async def aclose(self) -> None:
         await self.inner.aclose()
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        return Relay(self._fitted(request))
+
+    async def _fitted(self, request: ModelRequest) -> AsyncGenerator[StreamItem | HandOn, None]:
+        """The call with the request fitted; once content was forwarded the inner stream is
+        handed on (a "prompt too long" after that is final)."""
         window = self.context_window
         if callable(window):
             window = window(request.model)
@@ -150,17 +156,14 @@ class ContextFitter:
             fitted, dropped = fit(request, int(window * FILL_RATIO))
             if dropped:
                 yield ContextTrimmed(dropped, len(request.messages))
-        forwarded = False
         try:
             async with closing_stream(self.inner.stream(fitted)) as stream:
                 async for item in stream:
-                    forwarded = forwarded or is_content(item)
                     yield item
+                    if is_content(item):
+                        yield HandOn(stream)
         except ContextOverflow:
-            if forwarded:
-                raise
             refitted, dropped = cut_further(request, dropped)
             yield ContextTrimmed(dropped, len(request.messages))
             async with closing_stream(self.inner.stream(refitted)) as stream:
-                async for item in stream:
-                    yield item
+                yield HandOn(stream)

@@ -89,17 +89,14 @@ class GeminiProvider(HTTPProvider):
         name = model.removeprefix("models/")
         return f"{self.settings.api_base.rstrip('/')}/models/{name}:streamGenerateContent?alt=sse"
 
-    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
-        """Stream one answer: text and thinking deltas, then one ``ModelResponse``."""
+    def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
+        """Stream one answer: text and thinking deltas, then one ``ModelResponse`` (the
+        POST's own generator, with no level of re-yielding above it)."""
         model = request.model or self.settings.model
         url = self.url(model)
         state = _Reply(model, self._new_id, self.name)
         read = functools.partial(self._read, state=state, url=url)
-        async with aclosing(
-            self.post_sse(url, build_body(request, self.settings), model, read)
-        ) as stream:
-            async for item in stream:
-                yield item
+        return self.post_sse(url, build_body(request, self.settings), model, read)
 
     def adjust_error(self, error: ProviderError, response: httpx.Response) -> None:
         """Gemini answers a bad key with 400 and puts its retry advice in the body."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 
 PIECE = 65536
 _STATUS = re.compile(rb"HTTP/1\.([01]) (\d{3})(?: (.*))?")
@@ -81,65 +81,144 @@ async def read_head(reader: asyncio.StreamReader, method: str) -> ResponseHead:
     return head
 
 
-async def body(reader: asyncio.StreamReader, head: ResponseHead) -> AsyncIterator[bytes]:
-    """The body's bytes as they arrive; raises ProtocolError if the connection ends early."""
-    if head.length is not None:
-        left = head.length
-        while left:
-            piece = await reader.read(min(left, PIECE))
-            if not piece:
-                raise ProtocolError("the server closed the connection before the response ended")
-            left -= len(piece)
-            yield piece
-    elif head.values(b"transfer-encoding"):
-        async for piece in _chunks(reader):
-            yield piece
-    else:
-        while piece := await reader.read(PIECE):
-            yield piece
+class BodyReader:
+    """A response body read from its stream, one ``read`` per wait for the socket.
+
+    ``read`` is a plain coroutine (no generator between the socket and its caller) that
+    returns all the body bytes that arrived so far: a chunked body is decoded from whatever
+    the stream holds (``ChunkDecoder``) instead of one read per line. ``overread`` tells
+    whether bytes past the body's end were taken from the stream (a server that sent more than
+    it framed): its connection must not be reused."""
+
+    __slots__ = ("_decoder", "_left", "_reader", "overread")
+
+    def __init__(self, reader: asyncio.StreamReader, head: ResponseHead) -> None:
+        self._reader = reader
+        self._left = head.length
+        self._decoder = ChunkDecoder() if head.values(b"transfer-encoding") else None
+        self.overread = False
+
+    async def read(self) -> bytes:
+        """The next bytes of the body; ``b""`` once it ended. Raises ProtocolError if the
+        connection ends before the body does."""
+        decoder = self._decoder
+        if decoder is not None:
+            while not decoder.done:
+                data = await self._reader.read(PIECE)
+                if not data:
+                    raise ProtocolError(decoder.cut())
+                piece = decoder.feed(data)
+                if piece:
+                    return piece
+            self.overread = decoder.extra
+            return b""
+        left = self._left
+        if left is None:  # delimited by the connection's close
+            return await self._reader.read(PIECE)
+        if not left:
+            return b""
+        piece = await self._reader.read(min(left, PIECE))
+        if not piece:
+            raise ProtocolError("the server closed the connection before the response ended")
+        self._left = left - len(piece)
+        return piece
 
 
-async def _chunks(reader: asyncio.StreamReader) -> AsyncIterator[bytes]:
-    while True:
-        line = (await _line(reader)).split(b";", 1)[0].strip()
-        if not _HEX.fullmatch(line):
-            raise ProtocolError(f"bad chunk size {line[:20]!r} in the response")
-        left = int(line, 16)
-        if left == 0:
-            while await _line(reader):  # trailers, up to the empty line
-                pass
+class ChunkDecoder:
+    """The ``chunked`` transfer coding, decoded from bytes as they arrive.
+
+    ``feed`` takes what the stream held and returns the payload in it (chunk boundaries do
+    not matter to a body's reader). Strict as a server can go wrong: a size that is not
+    hexadecimal, chunk data not followed by CRLF, or a size or trailer line longer than
+    ``PIECE`` bytes is ``ProtocolError``. After the last chunk and its trailers ``done`` is
+    set; ``extra`` says whether more bytes followed them."""
+
+    __slots__ = ("_left", "_line", "_step", "done", "extra")
+
+    def __init__(self) -> None:
+        self._step = _SIZE
+        self._left = 0
+        """Bytes of the current chunk's data still to come."""
+        self._line = b""
+        """An incomplete line (or CRLF) kept from the last feed."""
+        self.done = False
+        self.extra = False
+
+    def feed(self, data: bytes) -> bytes:
+        """The payload in ``data``; may be empty (a size line alone)."""
+        if self._line:
+            data, self._line = self._line + data, b""
+        if self._step is _SIZE and not self._left:  # the usual case: whole chunks
+            end = data.find(b"\r\n")
+            if end > 0 and data.endswith(b"\r\n"):
+                start = end + 2
+                size = _chunk_size(data[:end])
+                if size and start + size + 2 == len(data):
+                    return data[start : start + size]
+        return self._feed(data)
+
+    def _feed(self, data: bytes) -> bytes:
+        out: list[bytes] = []
+        pos, size = 0, len(data)
+        while pos < size and not self.done:
+            step = self._step
+            if step is _DATA:
+                take = min(self._left, size - pos)
+                out.append(data[pos : pos + take])
+                pos += take
+                self._left -= take
+                if not self._left:
+                    self._step = _CRLF
+            elif step is _CRLF:
+                if size - pos < 2:
+                    if data[pos:] != b"\r":
+                        raise ProtocolError("a chunk of the response is longer than its size")
+                    self._line = data[pos:]
+                    break
+                if data[pos : pos + 2] != b"\r\n":
+                    raise ProtocolError("a chunk of the response is longer than its size")
+                pos += 2
+                self._step = _SIZE
+            else:
+                end = data.find(b"\r\n", pos)
+                if end < 0:
+                    self._keep(data[pos:])
+                    break
+                self._line_ended(data[pos:end])
+                pos = end + 2
+        self.extra = self.done and pos < size
+        return b"".join(out)
+
+    def _keep(self, line: bytes) -> None:
+        if len(line) > PIECE:
+            raise ProtocolError("a line of the chunked response is too long")
+        self._line = line
+
+    def _line_ended(self, line: bytes) -> None:
+        """A size line (or, after the last chunk, a trailer line) ended."""
+        if len(line) > PIECE:
+            raise ProtocolError("a line of the chunked response is too long")
+        if self._step is _TRAILER:
+            self.done = not line
             return
-        if left <= PIECE:  # the usual chunk (an event of a stream): one read, with its CRLF
-            yield await _small_chunk(reader, left)
-            continue
-        while left:
-            piece = await reader.read(min(left, PIECE))
-            if not piece:
-                raise ProtocolError("the server closed the connection inside a chunk")
-            left -= len(piece)
-            yield piece
-        if await _line(reader):
-            raise ProtocolError("a chunk of the response is longer than its size")
+        self._left = _chunk_size(line)
+        self._step = _DATA if self._left else _TRAILER
+
+    def cut(self) -> str:
+        """What it means that the stream ended here."""
+        if self._step is _DATA or self._step is _CRLF:
+            return "the server closed the connection inside a chunk"
+        return "the server closed the connection inside a chunked body"
 
 
-async def _small_chunk(reader: asyncio.StreamReader, size: int) -> bytes:
-    """A chunk's ``size`` bytes, read with the CRLF that must end them."""
-    try:
-        data = await reader.readexactly(size + 2)
-    except asyncio.IncompleteReadError:
-        raise ProtocolError("the server closed the connection inside a chunk") from None
-    if data[-2:] != b"\r\n":
-        raise ProtocolError("a chunk of the response is longer than its size")
-    return data[:-2]
+_SIZE, _DATA, _CRLF, _TRAILER = "size", "data", "crlf", "trailer"
 
 
-async def _line(reader: asyncio.StreamReader) -> bytes:
-    try:
-        return (await reader.readuntil(b"\r\n"))[:-2]
-    except asyncio.IncompleteReadError:
-        raise ProtocolError("the server closed the connection inside a chunked body") from None
-    except asyncio.LimitOverrunError:
-        raise ProtocolError("a line of the chunked response is too long") from None
+def _chunk_size(line: bytes) -> int:
+    size = line.split(b";", 1)[0].strip()
+    if not _HEX.fullmatch(size):
+        raise ProtocolError(f"bad chunk size {size[:20]!r} in the response")
+    return int(size, 16)
 
 
 async def _head_bytes(reader: asyncio.StreamReader) -> bytes:

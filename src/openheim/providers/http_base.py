@@ -10,8 +10,8 @@ and scrubbing the key out of every error (servers sometimes echo it back).
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Callable
-from contextlib import aclosing
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import aclosing, asynccontextmanager
 from typing import Any, ClassVar, Self
 
 import httpx
@@ -31,6 +31,9 @@ from openheim.providers.http import (
 from openheim.providers.sse import EventStream, EventStreamError
 
 Reader = Callable[[EventStream], AsyncGenerator[StreamItem, None]]
+_DECODER: Any = json.JSONDecoder()  # its scanner is no part of the typed interface
+_scan: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once
+"""The standard decoder's scanner: one JSON value from an index, and the index after it."""
 _SSE_HEADERS = {
     "Accept": "text/event-stream",
     "Accept-Encoding": "identity",
@@ -130,6 +133,18 @@ class HTTPProvider:
         self, url: str, body: dict[str, Any], model: str, read: Reader
     ) -> AsyncGenerator[StreamItem, None]:
         """POST ``body`` and yield what ``read`` makes of the event stream."""
+        async with self.open_sse(url, body, model) as source, aclosing(read(source)) as items:
+            async for item in items:
+                yield item
+
+    @asynccontextmanager
+    async def open_sse(
+        self, url: str, body: dict[str, Any], model: str
+    ) -> AsyncIterator[EventStream]:
+        """POST ``body``: the event stream of the answer, open for the block, and every
+        transport and stream failure inside the block raised as openheim's error (the key
+        scrubbed out). A reader that reads inside the block itself yields its items with no
+        level of generators between it and its caller."""
         started = False
         try:
             async with self._client.stream(
@@ -137,9 +152,11 @@ class HTTPProvider:
             ) as response:
                 await self._check_status(response, model)
                 started = True
-                async with aclosing(read(EventStream(response))) as items:
-                    async for item in items:
-                        yield item
+                source = EventStream(response)
+                try:
+                    yield source
+                finally:
+                    await source.aclose()
         except EventStreamError as exc:
             raise self.scrub(self.malformed(url, str(exc))) from None
         except httpx.RequestError as exc:
@@ -173,7 +190,17 @@ class HTTPProvider:
         """A hook for wire formats whose error statuses say more than the status code."""
 
     def decode(self, data: str, url: str) -> Any:
-        """One JSON stream event; a clear ProviderProtocolError when it is not JSON."""
+        """One JSON stream event; a clear ProviderProtocolError when it is not JSON.
+
+        The usual event, one JSON value from its first character to its last, is read by the
+        decoder's scanner straight away; anything else (whitespace around it, more after it,
+        no JSON at all) goes through ``json.loads``, which accepts or refuses it as always."""
+        try:
+            value, end = _scan(data, 0)
+        except (StopIteration, ValueError):
+            end = -1
+        if end == len(data):
+            return value
         try:
             return json.loads(data)
         except ValueError:

@@ -9,11 +9,9 @@ The request conversion lives in ``openai_wire``; this module does the transport 
 
 from __future__ import annotations
 
-import functools
 import itertools
 import json
 from collections.abc import AsyncGenerator, Callable, Mapping
-from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +30,6 @@ from openheim.messages import (
 from openheim.providers.base import ModelRequest, ModelResponse, ProviderSettings, StreamItem
 from openheim.providers.http_base import HTTPProvider, event_object
 from openheim.providers.openai_wire import Dialect, build_body, dialect_for
-from openheim.providers.sse import EventStream
 
 _FINISH: dict[str, FinishReason] = {
     "stop": "end_turn",
@@ -70,35 +67,31 @@ class OpenAIChatProvider(HTTPProvider):
         return self.dialect.key_hint
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
-        """Stream one completion: text and thinking deltas, then one ``ModelResponse``."""
+        """Stream one completion: text and thinking deltas, then one ``ModelResponse``. The
+        events are read right here, inside the POST's block (no generator in between)."""
         body = build_body(request, self.settings, self.dialect)
         state = _Accumulator(body["model"], self._new_id, self.name)
-        read = functools.partial(self._read, state=state)
-        async with aclosing(self.post_sse(self.url, body, body["model"], read)) as stream:
-            async for item in stream:
-                yield item
-
-    async def _read(
-        self, source: EventStream, state: _Accumulator
-    ) -> AsyncGenerator[StreamItem, None]:
-        if not self.is_event_stream(source):
-            items = state.feed(_completion_as_chunk(await self.whole_body(source, self.url)))
-            state.done = True
-            for item in [*items, state.response()]:
-                yield item
-            return
-        async with aclosing(source.events()) as events:
-            async for event in events:
-                data = event.data.strip()
-                if data == "[DONE]":
-                    state.done = True
-                    break
-                if data:
-                    for item in state.feed(self.decode(data, self.url)):
-                        yield item
-        if not state.done and state.raw_finish is None:
-            raise self.stream_cut(self.url, "closed the stream without [DONE] or a finish reason")
-        yield state.response()
+        async with self.open_sse(self.url, body, body["model"]) as source:
+            if not self.is_event_stream(source):
+                items = state.feed(_completion_as_chunk(await self.whole_body(source, self.url)))
+                state.done = True
+                for item in [*items, state.response()]:
+                    yield item
+                return
+            while not state.done and (events := await source.next_events()):
+                for event in events:
+                    data = event.data.strip()
+                    if data == "[DONE]":
+                        state.done = True
+                        break
+                    if data:
+                        for item in state.feed(self.decode(data, self.url)):
+                            yield item
+            if not state.done and state.raw_finish is None:
+                raise self.stream_cut(
+                    self.url, "closed the stream without [DONE] or a finish reason"
+                )
+            yield state.response()
 
     def _new_id(self) -> str:
         """An id for a tool call the server sent without one; unique per provider."""
@@ -151,7 +144,35 @@ class _Accumulator:
         self._by_index: dict[int, _ToolCallDraft] = {}
 
     def feed(self, chunk: Any) -> list[StreamItem]:
-        """Absorb one chunk; return the deltas it carries."""
+        """Absorb one chunk; return the deltas it carries.
+
+        Most chunks of a stream are one choice whose delta is text and nothing else: those take
+        a few exact type checks; every other chunk (and every odd type) goes through
+        ``absorb``, which reads each field as it may come."""
+        choices = chunk.get("choices") if chunk.__class__ is dict else None
+        if choices.__class__ is list and len(choices) == 1 and chunk.get("usage") is None:
+            choice = choices[0]
+            delta = choice.get("delta") if choice.__class__ is dict else None
+            if (
+                delta.__class__ is dict
+                and len(delta) == 1
+                and (content := delta.get("content")).__class__ is str
+                and choice.get("finish_reason") is None
+                and choice.get("index", 0) == 0
+                and not chunk.get("error")
+            ):
+                model = chunk.get("model")
+                if model.__class__ is str and model:
+                    self.model = model
+                if not content:
+                    return []
+                self._text.append(content)
+                return [TextDelta(content)]
+        return self.absorb(chunk)
+
+    def absorb(self, chunk: Any) -> list[StreamItem]:
+        """Absorb any chunk, each field checked for its type (a field of the wrong type is
+        ignored, a chunk that is not an object or that holds an error is refused)."""
         chunk = event_object(
             chunk,
             self.provider,

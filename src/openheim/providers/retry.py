@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from openheim.errors import ProviderError
 from openheim.events import RetryNotice
 from openheim.providers.base import ModelRequest, Provider, StreamItem, closing_stream, is_content
+from openheim.providers.relay import HandOn, Relay
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -57,18 +58,23 @@ class RetryingProvider:
     async def aclose(self) -> None:
         await self.inner.aclose()
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        return Relay(self._attempts(request))
+
+    async def _attempts(self, request: ModelRequest) -> AsyncGenerator[StreamItem | HandOn, None]:
+        """Each try of the call, until one forwards content: from then on the inner stream
+        is handed on (a later error is final, so there is nothing left to decide)."""
         attempt = 0
         while True:
-            forwarded = False
             try:
                 async with closing_stream(self.inner.stream(request)) as stream:
                     async for item in stream:
-                        forwarded = forwarded or is_content(item)
                         yield item
+                        if is_content(item):
+                            yield HandOn(stream)
                 return
             except ProviderError as err:
-                if forwarded or not err.retryable or attempt >= self.policy.max_retries:
+                if not err.retryable or attempt >= self.policy.max_retries:
                     raise
                 attempt += 1
                 delay = self.policy.delay(attempt, err.retry_after, self._jitter())

@@ -17,12 +17,12 @@ and bytes that are not UTF-8 raise ``EventStreamError``, as does a line or an ev
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 import httpx
 
-from openheim.providers.base import closing_stream
+from openheim.providers.transport import READ_BODY
 
 MAX_EVENT = 16 * 1024 * 1024
 """The most bytes one line, or the data of one event, may hold."""
@@ -63,6 +63,20 @@ class EventParser:
 
     def feed(self, chunk: bytes) -> list[Event]:
         """The events that ``chunk`` completes (often none, usually one)."""
+        if (
+            chunk[:5] == b"data:"
+            and chunk[-2:] == b"\n\n"
+            and not (self._tail or self._data or self._start or self._trailing_cr)
+            and chunk.find(b"\n") == len(chunk) - 2
+            and b"\r" not in chunk
+            and len(chunk) <= MAX_EVENT
+        ):  # the usual chunk: one whole event of one data line
+            value = _decoded(chunk[5:-2])
+            if value[:1] == " ":
+                value = value[1:]
+            event = Event(self._event or "message", value, self._id)
+            self._event = ""
+            return [event]
         if self._trailing_cr and chunk:
             self._trailing_cr = False
             if chunk[:1] == b"\n":
@@ -105,13 +119,7 @@ class EventParser:
 
     def _lines(self, data: bytes) -> list[Event]:
         """The events completed by ``data``, which ends at a line end."""
-        try:
-            text = data.decode()
-        except UnicodeDecodeError as exc:
-            bad = data[exc.start : exc.end]
-            raise EventStreamError(
-                f"the event stream is not valid UTF-8 ({exc.reason} at {bad!r})"
-            ) from None
+        text = _decoded(data)
         if "\r" in text:
             text = text.replace("\r\n", "\n").replace("\r", "\n")
         events: list[Event] = []
@@ -148,23 +156,62 @@ class EventParser:
         return event
 
 
+def _decoded(data: bytes) -> str:
+    try:
+        return data.decode()
+    except UnicodeDecodeError as exc:
+        bad = data[exc.start : exc.end]
+        raise EventStreamError(
+            f"the event stream is not valid UTF-8 ({exc.reason} at {bad!r})"
+        ) from None
+
+
 class EventStream:
     """A streamed response read as events; ``response`` stays at hand for its status and
-    headers (and for reading a body that is not an event stream at all)."""
+    headers (and for reading a body that is not an event stream at all).
+
+    A response from openheim's own transport is read through its ``READ_BODY`` coroutine,
+    straight from the socket; any other (or a compressed one) through httpx's iterators, which
+    ``aclose`` closes."""
 
     def __init__(self, response: httpx.Response) -> None:
         self.response = response
+        self._parser = EventParser()
+        self._chunks: AsyncIterator[bytes] | None = None
+        encoding = response.headers.get("content-encoding", "").strip().lower()
+        self._plain = encoding in _PLAIN
+        read = response.extensions.get(READ_BODY) if self._plain else None
+        self._read: Callable[[], Awaitable[bytes]] = read or self._next_chunk
+
+    async def next_events(self) -> list[Event]:
+        """The events the body's next bytes complete; ``[]`` once the body ended."""
+        read, parser = self._read, self._parser
+        while chunk := await read():
+            if events := parser.feed(chunk):
+                return events
+        return []
 
     async def events(self) -> AsyncGenerator[Event, None]:
         """The body's events as they complete."""
-        parser = EventParser()
-        async with closing_stream(self._chunks()) as chunks:
-            async for chunk in chunks:
-                for event in parser.feed(chunk):
+        try:
+            while events := await self.next_events():
+                for event in events:
                     yield event
+        finally:
+            await self.aclose()
 
-    def _chunks(self) -> AsyncIterator[bytes]:
-        encoding = self.response.headers.get("content-encoding", "").strip().lower()
-        if encoding in _PLAIN:
-            return self.response.aiter_raw()
-        return self.response.aiter_bytes()
+    async def aclose(self) -> None:
+        """Close httpx's iterator over the body, if one was started."""
+        chunks, self._chunks = self._chunks, None
+        close = getattr(chunks, "aclose", None)
+        if close is not None:
+            await close()
+
+    async def _next_chunk(self) -> bytes:
+        if self._chunks is None:
+            response = self.response
+            self._chunks = response.aiter_raw() if self._plain else response.aiter_bytes()
+        async for chunk in self._chunks:
+            if chunk:
+                return chunk
+        return b""

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import select
 import ssl
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any, TypeVar
@@ -25,46 +24,14 @@ from typing import Any, TypeVar
 import httpx
 
 from openheim.providers import http11
+from openheim.providers.connection import Connection, Origin, connect
 
 _T = TypeVar("_T")
 _log = logging.getLogger(__name__)
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-_Origin = tuple[str, str, int]
-
-
-class _Connection:
-    """One socket, lent back to its origin's pool once a response was read to its end on a
-    keep-alive exchange (see ``_Body``)."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
-
-    def open(self) -> bool:
-        """Still open and quiet: neither side has closed it since its last exchange, and
-        nothing arrived on the socket that the event loop has not read yet (a server's close
-        seen before the loop noticed it), as httpcore checks before reusing a connection.
-
-        Bytes the stream reader holds past the last response's end (a server that sent more
-        than it framed) are not quiet either: the next request would read them as its answer.
-        The reader keeps no public count of what it buffered, so the check reads its buffer and
-        refuses reuse where that is not an empty ``bytearray``."""
-        if self.writer.is_closing() or self.reader.at_eof():
-            return False
-        buffered = getattr(self.reader, "_buffer", None)
-        if not isinstance(buffered, bytearray) or buffered:
-            return False
-        sock = self.writer.get_extra_info("socket")
-        if sock is None:
-            return True
-        try:
-            readable, _, _ = select.select([sock], [], [], 0)
-        except (OSError, ValueError):
-            return False
-        return not readable
-
-    def close(self) -> None:
-        self.writer.close()
+READ_BODY = "openheim.read_body"
+"""The extension of a response from this transport that holds its body's ``read``: a
+coroutine function returning the next bytes of the body, ``b""`` at its end."""
 
 
 class AsyncioTransport(httpx.AsyncBaseTransport):
@@ -73,7 +40,7 @@ class AsyncioTransport(httpx.AsyncBaseTransport):
     def __init__(self, ssl_context: ssl.SSLContext, *, max_idle: int = 8) -> None:
         self._ssl = ssl_context
         self._max_idle = max_idle
-        self._idle: dict[_Origin, list[_Connection]] = {}
+        self._idle: dict[Origin, list[Connection]] = {}
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         limits = request.extensions.get("timeout", {})
@@ -94,14 +61,19 @@ class AsyncioTransport(httpx.AsyncBaseTransport):
             raise
         if _log.isEnabledFor(logging.DEBUG):  # as httpcore's debug log did (secrets redacted)
             _log.debug("%s %s: %s", request.method, request.url, _described(head))
+        body = _Body(self, origin, exchange, head)
         return httpx.Response(
             head.status,
             headers=head.headers,
-            stream=_Body(self, origin, exchange, head),
-            extensions={"http_version": b"HTTP/1.1", "reason_phrase": head.reason},
+            stream=body,
+            extensions={
+                "http_version": b"HTTP/1.1",
+                "reason_phrase": head.reason,
+                READ_BODY: body.read,
+            },
         )
 
-    def _take_idle(self, origin: _Origin) -> _Connection | None:
+    def _take_idle(self, origin: Origin) -> Connection | None:
         pool = self._idle.get(origin, [])
         while pool:
             connection = pool.pop()
@@ -110,7 +82,7 @@ class AsyncioTransport(httpx.AsyncBaseTransport):
             connection.close()
         return None
 
-    def release(self, origin: _Origin, connection: _Connection) -> None:
+    def release(self, origin: Origin, connection: Connection) -> None:
         """A connection whose exchange ended with the whole response read and keep-alive on
         both sides: kept for the next request (up to ``max_idle`` per origin)."""
         pool = self._idle.setdefault(origin, [])
@@ -132,7 +104,7 @@ class _Exchange:
 
     def __init__(
         self,
-        connection: _Connection,
+        connection: Connection,
         request: httpx.Request,
         read_limit: float | None,
         write_limit: float | None,
@@ -204,6 +176,11 @@ class _Body(httpx.AsyncByteStream):
     """A response body read as it arrives; the connection goes back to the pool once the
     whole message was read on a keep-alive exchange, and is closed otherwise.
 
+    ``read`` is the body's reader as a plain coroutine: the response carries it in its
+    ``READ_BODY`` extension, so a reader on the hot path (``sse.EventStream``) awaits it
+    straight from the socket instead of through httpx's generators (``__aiter__``, which
+    httpx's ``aiter_raw`` drives, is a loop over it).
+
     A reader that stops at the end of the data it wanted (an SSE reader at ``[DONE]``) closes
     the body just before the message's own end (the last chunk): ``aclose`` then reads what
     is left, when that is little and arrives within ``_LINGER`` seconds, so the connection
@@ -213,7 +190,7 @@ class _Body(httpx.AsyncByteStream):
     def __init__(
         self,
         transport: AsyncioTransport,
-        origin: _Origin,
+        origin: Origin,
         exchange: _Exchange,
         head: http11.ResponseHead,
     ) -> None:
@@ -221,47 +198,50 @@ class _Body(httpx.AsyncByteStream):
         self._origin = origin
         self._exchange: _Exchange | None = exchange
         self._head = head
-        self._pieces: AsyncIterator[bytes] | None = None
+        self._body: http11.BodyReader | None = http11.BodyReader(exchange.connection.reader, head)
+        self._idle = _IdleLimit(exchange.read_limit)
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        exchange = self._exchange
-        if exchange is None:
-            return
-        pieces = self._pieces = http11.body(exchange.connection.reader, self._head)
-        idle = _IdleLimit(exchange.read_limit)
+        while piece := await self.read():
+            yield piece
+
+    async def read(self) -> bytes:
+        """The body's next bytes, ``b""`` at its end (or once closed)."""
+        exchange, body = self._exchange, self._body
+        if exchange is None or body is None:
+            return b""
+        idle = self._idle
+        idle.arm()
         try:
-            while True:
-                idle.arm()
-                try:
-                    piece = await anext(pieces, b"")
-                except BaseException as err:  # failed or cancelled inside a read: the rest
-                    self._pieces = None  # is unknown
-                    exchange.fail(err, timed_out=idle.timed_out(err))
-                    raise
-                idle.waiting = False
-                if piece == b"":
-                    break
-                yield piece
-        finally:
+            piece = await body.read()
+        except BaseException as err:  # failed or cancelled inside a read: the rest
+            self._body = None  # is unknown
             idle.close()
+            exchange.fail(err, timed_out=idle.timed_out(err))
+            raise
+        idle.waiting = False
+        if not piece:
+            self._end(exchange, reusable=self._head.keep_alive and not body.overread)
+        return piece
+
+    def _end(self, exchange: _Exchange, *, reusable: bool) -> None:
         self._exchange = None
-        if self._head.keep_alive:
+        self._idle.close()
+        if reusable:
             self._transport.release(self._origin, exchange.connection)
         else:
             exchange.connection.close()
 
     async def aclose(self) -> None:
-        exchange, self._exchange = self._exchange, None
+        exchange, self._exchange = self._exchange, None  # a read meanwhile finds it ended
         if exchange is None:
             return
-        pieces, reusable = self._pieces, False
+        body, reusable = self._body, False
+        self._idle.close()
         try:
-            reusable = pieces is not None and self._head.keep_alive and await _rest(pieces)
+            reusable = body is not None and self._head.keep_alive and await _rest(body)
         finally:
-            if reusable:
-                self._transport.release(self._origin, exchange.connection)
-            else:
-                exchange.connection.close()
+            self._end(exchange, reusable=reusable)
 
 
 class _IdleLimit:
@@ -288,7 +268,7 @@ class _IdleLimit:
         """A wait begins."""
         if self.limit is None:
             return
-        task = self.task = asyncio.current_task()
+        task = self.task = asyncio.current_task(self.loop)  # no running-loop lookup
         self.cancelling = task.cancelling() if task is not None else 0
         self.since = self.loop.time()
         self.waiting = True
@@ -324,22 +304,22 @@ _LINGER = 0.05
 _LINGER_BYTES = 16 * 1024
 
 
-async def _rest(pieces: AsyncIterator[bytes]) -> bool:
+async def _rest(body: http11.BodyReader) -> bool:
     """Read the rest of a body, if it ends within ``_LINGER`` seconds and ``_LINGER_BYTES``
     bytes; whether it did (a broken or slow rest just means the connection is not reused)."""
     left = _LINGER_BYTES
     try:
         async with asyncio.timeout(_LINGER):
-            async for piece in pieces:
+            while piece := await body.read():
                 left -= len(piece)
                 if left < 0:
                     return False
     except (TimeoutError, OSError, ssl.SSLError, http11.ProtocolError):
         return False
-    return True
+    return not body.overread
 
 
-def _origin(url: httpx.URL) -> _Origin:
+def _origin(url: httpx.URL) -> Origin:
     scheme = url.scheme
     if scheme not in _DEFAULT_PORTS:
         raise httpx.UnsupportedProtocol(f"the URL scheme {scheme!r} is not http or https")
@@ -356,14 +336,9 @@ def _text(err: BaseException) -> str:
     return str(err) or type(err).__name__
 
 
-async def _connect(origin: _Origin, context: ssl.SSLContext, request: httpx.Request) -> _Connection:
+async def _connect(origin: Origin, context: ssl.SSLContext, request: httpx.Request) -> Connection:
     """A new connection to ``origin``, TLS-wrapped for ``https``."""
-    scheme, host, port = origin
-    tls = context if scheme == "https" else None
     try:
-        reader, writer = await asyncio.open_connection(
-            host, port, ssl=tls, server_hostname=host if tls else None, limit=http11.PIECE
-        )
+        return await connect(origin, context)
     except (OSError, ssl.SSLError) as err:
         raise httpx.ConnectError(_text(err), request=request) from err
-    return _Connection(reader, writer)
