@@ -12,6 +12,11 @@ for the consumer. Each delta then costs the run one wake-up instead of two (the 
 only walk down to the socket and find it empty), which is most of a streaming server's work;
 any other event still waits for every delta before it to be taken.
 
+A consumer whose readers only pass deltas on may also set a ``tap``: a delta emitted while the
+consumer waits for the next event, with none queued, goes to the tap at once, in the run's
+task, instead of through the queue and every generator between them (one task wake-up less).
+The tap may refuse one (it returns False); that delta is queued as usual.
+
 Cancelling the run (the ``cancel`` event, or closing the generator) cancels its task once. The
 task takes the cancellation back (``Task.uncancel``) and runs its repair, whose events, like the
 closing events of every run, are queued without waiting: the consumer may be gone, and nothing
@@ -33,6 +38,9 @@ DELTA_LEAD = 64
 Closing = Sequence[Event]
 """The events that end a run; the last one is ``Finished``."""
 
+Tap = Callable[[TextDelta | ThinkingDelta], bool]
+"""Takes a delta straight from the run (see ``Handover.tap``); False when it does not."""
+
 
 class _Crash:
     """Carries an exception from the run task to the consumer, which raises it."""
@@ -51,15 +59,22 @@ class Handover:
         self._queue: Mailbox[_Item] = Mailbox()
         self.cancelled = False
         """True once the run was cancelled: from then on events are queued, not handed over."""
+        self.tap: Tap | None = None
+        """Takes the deltas emitted while the consumer waits with none queued (set by a
+        consumer that would only pass them on; see the module docstring)."""
 
     async def emit(self, event: Event) -> None:
         """Hand ``event`` over and wait until the consumer asks for the next one."""
         if self.cancelled:
             self._post(event)
             return
-        if isinstance(event, TextDelta | ThinkingDelta) and len(self._queue) < DELTA_LEAD:
-            self._queue.put((event, None))
-            return
+        if isinstance(event, TextDelta | ThinkingDelta):
+            tap, queue = self.tap, self._queue
+            if tap is not None and not queue and queue.waiting and tap(event):
+                return
+            if len(queue) < DELTA_LEAD:
+                queue.put((event, None))
+                return
         taken = asyncio.get_running_loop().create_future()
         self._queue.put((event, taken))
         await taken

@@ -123,9 +123,10 @@ class Agent:
         *,
         cancel: asyncio.Event | None = None,
         settled: asyncio.Event | None = None,
+        handover: Handover | None = None,
     ) -> AsyncGenerator[Event, None]:
         """Run on ``history`` (which must end with the user's message); see ``run_agent``."""
-        return run_agent(self, history, cancel=cancel, settled=settled)
+        return run_agent(self, history, cancel=cancel, settled=settled, handover=handover)
 
 
 def run_agent(
@@ -134,12 +135,14 @@ def run_agent(
     *,
     cancel: asyncio.Event | None = None,
     settled: asyncio.Event | None = None,
+    handover: Handover | None = None,
 ) -> AsyncGenerator[Event, None]:
     """Yield the events of one run; the last one is ``Finished``. Provider errors propagate.
 
     The run works in its own task and hands each event over as a rendezvous (see
-    ``openheim.handover``); ``settled`` is set once the history is final."""
-    handover = Handover()
+    ``openheim.handover``; pass ``handover`` to set its ``tap``); ``settled`` is set once the
+    history is final."""
+    handover = handover if handover is not None else Handover()
     run = _Run(agent, history, handover)
     return handover.run(run.work, run.repair, cancel=cancel, settled=settled)
 

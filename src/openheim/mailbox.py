@@ -42,6 +42,12 @@ class Mailbox(Generic[T]):
                 self._waiter = None
         return self._items.popleft()
 
+    @property
+    def waiting(self) -> bool:
+        """True while the reader waits in ``get`` and nothing has been put since."""
+        waiter = self._waiter
+        return waiter is not None and not waiter.done()
+
     def get_nowait(self) -> T:
         """The next item; IndexError when there is none."""
         return self._items.popleft()

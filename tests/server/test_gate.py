@@ -79,3 +79,6 @@ class _Collect:
 
     def push(self, frame: str) -> None:
         self.seen.append(frame)
+
+    def replay(self, frames: list[str]) -> None:
+        self.seen.extend(frames)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from openheim.events import Event, Finished
+from openheim.handover import Tap
 from openheim.messages import Message, StopReason, Usage
 
 if TYPE_CHECKING:
@@ -67,6 +68,9 @@ class PromptRun:
         self._taken: deque[Event] = deque()
         self._error: Exception | None = None
         self._reading = False
+        self.tap: Tap | None = None
+        """Set before the run starts: takes the deltas straight from the run while the reader
+        waits for the next event (see ``openheim.handover``); not for a structured prompt."""
 
     @property
     def iterator(self) -> AsyncGenerator[Event, None] | None:
@@ -121,7 +125,7 @@ class PromptRun:
 
     def _stream(self) -> AsyncGenerator[Event, None]:
         if self.attempts is None:
-            return self._owner.stream(self._message, self._cancel, self.settled)
+            return self._owner.stream(self._message, self._cancel, self.settled, self.tap)
         return self._attempts(self.attempts)
 
     async def _attempts(self, attempts: Attempts) -> AsyncGenerator[Event, None]:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from openheim.errors import SessionBusy, UndoRefused
 from openheim.events import ContextCompacted, Event, IterationStart, Notice, SessionStarted
+from openheim.handover import Handover, Tap
 from openheim.messages import Message
 from openheim.runtime.prompt_run import PromptRun
 from openheim.tools.base import Tool, ToolSet
@@ -233,11 +234,16 @@ class Session:
             await self._close_now()
 
     async def stream(
-        self, message: Message, cancel: asyncio.Event, settled: asyncio.Event
+        self,
+        message: Message,
+        cancel: asyncio.Event,
+        settled: asyncio.Event,
+        tap: Tap | None = None,
     ) -> AsyncGenerator[Event, None]:
         """The events of one prompt (the last one is ``Finished``), for the ``PromptRun`` that
         holds the session. ``settled`` is set once the run has written its last message, even
-        if no one reads on.
+        if no one reads on. ``tap`` takes the deltas the reader would only pass on, after the
+        news (see ``openheim.handover``).
 
         The news comes first: on the first prompt ``SessionStarted``, then every notice not
         given yet. The run's task is started before (it waits for the reader at its first
@@ -252,14 +258,17 @@ class Session:
                         yield news
                     return
             await self._record(message)
-            run = self.agent.run(self.history, cancel=cancel, settled=settled)
+            handover = Handover()
+            run = self.agent.run(self.history, cancel=cancel, settled=settled, handover=handover)
             if watch is not None:
                 run = watch.events(run)
+                tap = watch.guard(tap) if tap is not None else None
             try:
                 async with contextlib.aclosing(run) as events:  # closed with us: repaired now
                     first = await anext(events, None)
                     for news in [*self._news(), *([] if first is None else [first])]:
                         yield news
+                    handover.tap = tap
                     async for event in events:
                         if lease is not None and isinstance(event, IterationStart):
                             lease.refresh()

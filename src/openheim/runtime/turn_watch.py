@@ -26,6 +26,7 @@ from openheim.events import (
     ToolCall,
     ToolResult,
 )
+from openheim.handover import Tap
 from openheim.messages import Message, TextBlock
 from openheim.runtime import shell_changes
 from openheim.runtime.checkpoints import CheckpointStore, TurnRecorder
@@ -102,6 +103,14 @@ class TurnWatch:
             with contextlib.suppress(OSError):
                 await asyncio.to_thread(self.recorder.written, path)
         await self.hooks.run("file_write", path=str(path))
+
+    def guard(self, tap: Tap) -> Tap:
+        """``tap``, refusing a delta while notices wait: ``events`` tells them after it."""
+
+        def guarded(delta: TextDelta | ThinkingDelta) -> bool:
+            return not self._notes and not self.hooks.warnings and tap(delta)
+
+        return guarded
 
     async def events(self, run: AsyncGenerator[Event, None]) -> AsyncGenerator[Event, None]:
         """``run``'s events with the hooks' and the checks' notices among them."""

@@ -72,11 +72,8 @@ class AgentChannel:
     def _attach(self, live: Live, after: int | None) -> dict[str, Any]:
         """Subscribe, and send the frames after ``after`` first (none when None)."""
         missed = live.since(after) if after is not None else []
-        for text in missed:
-            self.subscriber.push(text)
-        for seq, text, _ in live.pending.values():
-            if after is None or seq <= after:
-                self.subscriber.push(text)
+        asked = [text for seq, text, _ in live.pending.values() if after is None or seq <= after]
+        self.subscriber.replay([*missed, *asked])
         live.subscribers.add(self.subscriber)
         self.attached[live.key] = live
         assert live.session is not None

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny
 from openheim.errors import OpenheimError, SessionBusy
-from openheim.events import Failed, event_to_dict
+from openheim.events import Event, Failed, event_to_dict
 from openheim.messages import Message
 from openheim.runtime import Runtime, Session, SessionOptions
 from openheim.runtime.host import host_session
@@ -47,6 +47,9 @@ CHOICES: dict[str, Allow | Deny] = {
     "reject": Deny("the user rejected this tool call"),
 }
 
+_DELTAS = frozenset({"text_delta", "thinking_delta"})
+_DELTA_KEYS = ("type", "text")
+"""A delta's event dict, as ``EventRedactor`` makes it (``Live.publish_event``)."""
 
 START_PER_TURN = 2
 """Prompts that may begin in one turn of the event loop (see ``StartGate``)."""
@@ -115,9 +118,12 @@ class StartGate:
 
 
 class Subscriber(Protocol):
-    """A connection attached to a session: it gets each new frame as JSON text."""
+    """A connection attached to a session: it gets each new frame as JSON text (``push``),
+    and on attaching the frames it missed (``replay``)."""
 
     def push(self, frame: str) -> None: ...
+
+    def replay(self, frames: list[str]) -> None: ...
 
 
 class Live:
@@ -141,6 +147,8 @@ class Live:
         self.task: asyncio.Task[None] | None = None
         self.gate: StartGate | None = None
         self._stop = asyncio.Event()
+        self._quoted = ("", '""')
+        """The key, and the key as JSON (for ``publish_event``)."""
 
     @property
     def busy(self) -> bool:
@@ -150,6 +158,25 @@ class Live:
         """Number a frame, keep it and send it to every subscriber; its number and text."""
         self.seq += 1
         text = json.dumps({"type": kind, "session_id": self.key, "seq": self.seq, **body})
+        return self._spread(text)
+
+    def publish_event(self, event: dict[str, Any]) -> None:
+        """``publish("event", {"event": event})``; a text or thinking delta (most events) is
+        written out here, byte for byte as the general encoder would, without its walk."""
+        text = event.get("text")
+        if tuple(event) != _DELTA_KEYS or type(text) is not str or event["type"] not in _DELTAS:
+            self.publish("event", {"event": event})
+            return
+        if self._quoted[0] != self.key:
+            self._quoted = (self.key, json.dumps(self.key))
+        self.seq += 1
+        self._spread(
+            f'{{"type": "event", "session_id": {self._quoted[1]}, "seq": {self.seq}, '
+            f'"event": {{"type": "{event["type"]}", "text": {json.dumps(text)}}}}}'
+        )
+
+    def _spread(self, text: str) -> tuple[int, str]:
+        """Keep the frame numbered ``seq`` and send it to every subscriber."""
         if self.writer is None:
             self.log.append((self.seq, text))
         else:
@@ -226,9 +253,16 @@ class Live:
             if self.gate is not None:
                 await self.gate.wait()
             redacted = EventRedactor()
-            async for event in self.session.prompt(message, cancel=self._stop):
+
+            def show(event: Event) -> bool:
                 for shown in redacted(event):
-                    self.publish("event", {"event": shown})
+                    self.publish_event(shown)
+                return True
+
+            run = self.session.prompt(message, cancel=self._stop)
+            run.tap = show  # a delta is published from the run's task, as this loop would
+            async for event in run:
+                show(event)
         except OpenheimError as err:
             failed = Failed(err.message, err.hint, type(err).__name__)
             self.publish("event", {"event": redact_data(event_to_dict(failed))})

@@ -3,8 +3,19 @@
 The server first sends ``{"channel": "system", "data": {"type": "connected", ...}}``. Each
 client frame is answered on its channel with its ``id`` echoed. A frame over the size limit,
 not JSON or not a ``{channel, data}`` object gets an ``error`` on the ``system`` channel and
-the connection stays open. Frames to the client go through one queue and one writer task, so
-a session's events keep their order whichever task produced them.
+the connection stays open.
+
+Frames to the client keep their order whichever task produced them. A frame produced while
+nothing waits to be sent (most of a streaming session's frames) is sent at the end of the
+event loop's turn, by one callback for the frames this connection made in that turn, through
+the server's ASGI ``send`` (the per-call checks of Starlette's ``WebSocket.send`` are made
+once, here). The callbacks of every connection run one after another, so the server's socket
+writes come in a burst rather than spread between the turn's other work, which costs the
+system less per write (a client reading many sockets is woken once for several). A send that
+does not finish at once, and every frame behind it, waits in one queue that one writer task
+sends in order. So a streamed delta costs no task wake-up, and a client that reads slowly
+still makes frames pile up in the queue (``MAX_PENDING``). The frames replayed to a client
+attaching are always queued.
 """
 
 from __future__ import annotations
@@ -13,9 +24,11 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections.abc import Generator, Iterable
 from typing import Any
 
-from starlette.websockets import WebSocket, WebSocketDisconnect
+from starlette.types import Receive, Scope, Send
+from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from openheim._version import __version__
 from openheim.errors import OpenheimError
@@ -35,13 +48,23 @@ whole replay of a session's kept frames)."""
 
 
 class Connection:
-    """One ``/ws`` client: its outgoing queue and its channels."""
+    """One ``/ws`` client: its outgoing frames and its channels.
 
-    def __init__(self, websocket: WebSocket, context: ServerContext) -> None:
+    ``send`` is the ASGI send callable under ``websocket``; without it every frame goes
+    through the queue and ``websocket.send_text``."""
+
+    def __init__(self, websocket: WebSocket, context: ServerContext, send: Send | None = None):
         self.websocket = websocket
         self.context = context
-        self.queue: Mailbox[str | None] = Mailbox()
+        self.queue: Mailbox[str | Unfinished | None] = Mailbox()
         self.overflowed = False
+        self.closed = False
+        """True once frames can no longer be sent (the writer ended): new ones are dropped."""
+        self._send = send
+        self._loop = asyncio.get_running_loop()
+        self._ready: list[str] = []
+        """Frames to send at the end of this turn (``flush``), before any made after them."""
+        self._writing = False
         self._closer: asyncio.Future[None] | None = None
         self.agent = AgentChannel(context, self)
         self.fs = FsChannel(context, self.send)
@@ -50,13 +73,71 @@ class Connection:
         """An agent-channel frame of an attached session (JSON text, serialised once)."""
         self._put(f'{{"channel": "agent", "data": {frame}}}')
 
+    def replay(self, frames: Iterable[str]) -> None:
+        """Agent-channel frames a session kept, for this client attaching: queued (never sent
+        at once), so a client that cannot take them in time is disconnected (``MAX_PENDING``)."""
+        for frame in frames:
+            self._queue(f'{{"channel": "agent", "data": {frame}}}')
+
     def send(self, channel: str, data: dict[str, Any]) -> None:
         self._put(json.dumps({"channel": channel, "data": data}, ensure_ascii=False))
 
     def _put(self, text: str) -> None:
+        """Send a frame at the end of this turn when nothing waits before it, else queue it."""
+        if self._ready:
+            self._ready.append(text)
+        elif self._send is not None and self._idle():
+            self._ready.append(text)
+            self._loop.call_soon(self.flush)
+        else:
+            self._queue(text)
+
+    def _idle(self) -> bool:
+        """Nothing waits to be sent and the socket takes frames: a new one may go at once."""
+        return (
+            not self.queue
+            and not self._writing
+            and not self.closed
+            and not self.overflowed
+            and self.websocket.application_state is WebSocketState.CONNECTED
+        )
+
+    def flush(self) -> None:
+        """Send the frames made ready in this turn (a send that has to wait, and the frames
+        after it, go to the writer)."""
+        ready, self._ready = self._ready, []
+        for text in ready:
+            if self._send is not None and self._idle():
+                self._send_now(self._send, text)
+            else:
+                self._queue(text)
+
+    def _send_now(self, send: Send, text: str) -> None:
+        """Run the send's first step here; a send that has to wait is finished by the writer,
+        before any frame queued after it."""
+        steps = send({"type": "websocket.send", "text": text}).__await__()
+        try:
+            waiting = steps.send(None)
+        except StopIteration:
+            return
+        except Exception:  # the socket is gone (as in the writer, the client is not told)
+            log.debug("a frame could not be sent", exc_info=True)
+            self._close()
+            return
+        self.queue.put(Unfinished(steps, waiting))
+
+    def _queue(self, text: str) -> None:
+        """Queue a frame after those made ready before it."""
+        if self._ready:
+            ready, self._ready = self._ready, []
+            for early in ready:
+                self._enqueue(early)
+        self._enqueue(text)
+
+    def _enqueue(self, text: str) -> None:
         """Queue a frame; a client that lets ``MAX_PENDING`` frames pile up is disconnected
         (1013, try again later): it re-attaches and reads what it missed from the store."""
-        if self.overflowed:
+        if self.overflowed or self.closed:
             return
         if len(self.queue) >= MAX_PENDING:
             self.overflowed = True
@@ -66,11 +147,26 @@ class Connection:
             return
         self.queue.put(text)
 
+    def _close(self) -> None:
+        """No frame can be sent any more: drop the queued ones and end the writer."""
+        self.closed = True
+        self.queue.clear()
+        self.queue.put(None)
+
     async def writer(self) -> None:
-        while (text := await self.queue.get()) is not None:
-            await self.websocket.send_text(text)
-            if self.overflowed:
-                return
+        """Send the queued frames in order, until ``None`` (or a send fails)."""
+        try:
+            while (item := await self.queue.get()) is not None:
+                self._writing = True
+                if isinstance(item, Unfinished):
+                    await item
+                else:
+                    await self.websocket.send_text(item)
+                self._writing = False
+                if self.overflowed:
+                    return
+        finally:
+            self.closed = True
 
     async def serve(self) -> None:
         self.send("system", {"type": "connected", "version": __version__, "protocol": 1})
@@ -153,7 +249,42 @@ async def accept(websocket: WebSocket) -> None:
     await websocket.accept(subprotocol=SUBPROTOCOL if SUBPROTOCOL in offered else None)
 
 
-async def ws_endpoint(websocket: WebSocket) -> None:
-    context: ServerContext = websocket.app.state.openheim
-    await accept(websocket)
-    await Connection(websocket, context).serve()
+class WsEndpoint:
+    """``/ws`` as a plain ASGI app, so that its connections hold the server's ``send``."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        websocket = WebSocket(scope, receive, send)
+        context: ServerContext = websocket.app.state.openheim
+        await accept(websocket)
+        await Connection(websocket, context, send).serve()
+
+
+ws_endpoint = WsEndpoint()
+
+
+class Unfinished:
+    """A send whose first step ran elsewhere and is waiting: awaiting it runs the rest (what
+    it waits for first is ``waiting``), passing on what the awaiting task throws in."""
+
+    def __init__(self, steps: Generator[Any, None, Any], waiting: Any) -> None:
+        self.steps = steps
+        self.waiting = waiting
+
+    def __await__(self) -> Generator[Any, None, None]:
+        waiting = self.waiting
+        while True:
+            try:
+                yield waiting
+            except GeneratorExit:
+                self.steps.close()
+                raise
+            except BaseException as err:  # a cancel, for one: the send decides what it means
+                try:
+                    waiting = self.steps.throw(err)
+                except StopIteration:
+                    return
+            else:
+                try:
+                    waiting = self.steps.send(None)
+                except StopIteration:
+                    return
