@@ -1,10 +1,12 @@
-"""A stored session's prompt takes its lease and stores its message off the event loop, and a
-prompt cancelled while its lease is being taken leaves no lease behind."""
+"""A stored session's prompt takes its lease and stores its messages and totals off the event
+loop, and a prompt cancelled while its lease is being taken leaves no lease behind."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -15,31 +17,29 @@ from tests.api.conftest import MakeRuntime, Scripted
 WAIT = 10.0
 
 
-async def test_the_start_writes_run_off_the_loop(
+async def test_the_prompts_store_writes_run_off_the_loop(
     scripted: Scripted, make_runtime: MakeRuntime
 ) -> None:
     session = await make_runtime().new_session()
-    store, history = session.store, session.history
+    store = session.store
     assert store is not None
     threads: list[str] = []
-    acquire, append = store.acquire, history.append
 
-    def noted_acquire(session_id: str) -> Lease:
-        threads.append("acquire " + threading.current_thread().name)
-        return acquire(session_id)
+    def noted(name: str, call: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            threads.append(f"{name} {threading.current_thread().name}")
+            return call(*args, **kwargs)
 
-    def noted_append(message: object) -> None:
-        threads.append("append " + threading.current_thread().name)
-        append(message)  # type: ignore[arg-type]
+        return run
 
-    store.acquire = noted_acquire  # type: ignore[method-assign]
-    history.append = noted_append  # type: ignore[method-assign]
+    store.acquire = noted("acquire", store.acquire)  # type: ignore[method-assign]
+    store.append = noted("append", store.append)  # type: ignore[method-assign]
+    store.update = noted("update", store.update)  # type: ignore[method-assign]
     scripted.provider.add("done")
     await session.prompt("hi")
-    main = threading.main_thread().name
-    starts = threads[:2]
-    assert [t.split()[0] for t in starts] == ["acquire", "append"]
-    assert all(t.split()[1] != main for t in starts), threads
+    assert [t.split()[0] for t in threads] == ["acquire", "append", "append", "update"]
+    assert all(t.split()[1] != threading.main_thread().name for t in threads), threads
+    assert [m.role for m in store.messages(str(session.id))] == ["user", "assistant"]
     await session.close()
 
 

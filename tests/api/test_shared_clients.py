@@ -79,9 +79,9 @@ async def test_a_prompt_reuses_the_connection_another_session_left(home: Path, w
             first, second = await runtime.new_session(), await runtime.new_session()
             transport = cast("AsyncioTransport", client_of(first)._transport)
             await answer(first, "one")
-            (idle,) = [c for pool in transport._idle.values() for c in pool]
+            (idle,) = [c for pool in transport._idle.values() for _, c in pool]
             await answer(second, "two")
-            assert [c for pool in transport._idle.values() for c in pool] == [idle]
+            assert [c for pool in transport._idle.values() for _, c in pool] == [idle]
 
 
 async def test_closing_a_session_does_not_cut_anothers_stream(home: Path, work: Path) -> None:

@@ -98,3 +98,13 @@ async def test_client_bounds_connect_and_idle_reads_not_the_whole_response() -> 
         assert client.trust_env
     finally:
         await client.aclose()
+
+
+async def test_a_model_client_keeps_and_reads_no_cookie() -> None:
+    async with make_client(5.0, "http://127.0.0.1:9/v1") as client:
+        client.cookies = {"a": "1"}
+        request = httpx.Request("GET", "http://127.0.0.1:9/v1")
+        response = httpx.Response(200, headers={"Set-Cookie": "b=2; Path=/"}, request=request)
+        client.cookies.extract_cookies(response)
+        assert not client.cookies
+        assert "cookie" not in client.build_request("GET", "http://127.0.0.1:9/v1").headers

@@ -105,6 +105,25 @@ async def test_a_streamed_request_body_is_sent_chunked(client: httpx.AsyncClient
     assert b"6\r\nhello \r\n5\r\nworld\r\n0\r\n\r\n" in received[0]
 
 
+async def test_a_whole_body_leaves_in_one_write_with_its_head(
+    client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    written: list[bytes] = []
+    write = asyncio.StreamWriter.write
+
+    def noted(writer: asyncio.StreamWriter, data: bytes | bytearray | memoryview) -> None:
+        written.append(bytes(data))
+        write(writer, data)
+
+    monkeypatch.setattr(asyncio.StreamWriter, "write", noted)
+    async with Server(keep_alive([OK])) as server:
+        response = await client.post(server.url, json={"n": 1})
+    assert response.text == "ok"
+    client_writes = [data for data in written if data.startswith(b"POST ")]
+    assert len(client_writes) == 1
+    assert client_writes[0].endswith(b'\r\n\r\n{"n":1}')
+
+
 async def test_an_informational_response_is_skipped(client: httpx.AsyncClient) -> None:
     answer = b"HTTP/1.1 100 Continue\r\n\r\n" + OK
     async with Server(keep_alive([answer])) as server:

@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 import threading
 
 import httpx
 import pytest
 
+from openheim.providers.transport import AsyncioTransport
 from tests.providers.transport_server import (
     OK,
     Handler,
     Server,
     client,
     idle_open,
+    keep_alive,
     read_request,
 )
 
@@ -151,3 +154,20 @@ async def test_bytes_after_a_response_never_answer_the_next_request(
         first = await client.get(server.url)
         second = await client.get(server.url)
     assert (first.text, second.text) == ("ok", "ok")
+
+
+async def test_the_pool_keeps_at_most_max_idle_and_none_past_its_expiry() -> None:
+    transport = AsyncioTransport(ssl.create_default_context(), max_idle=2, idle_expiry=60.0)
+    async with (
+        httpx.AsyncClient(transport=transport) as client,
+        Server(keep_alive([OK] * 4)) as server,
+    ):
+        streams = [client.stream("GET", server.url) for _ in range(3)]
+        responses = [await stream.__aenter__() for stream in streams]  # three at once
+        for stream, response in zip(streams, responses, strict=True):
+            await response.aread()
+            await stream.__aexit__(None, None, None)
+        assert [len(pool) for pool in transport._idle.values()] == [2]
+        transport._expiry = 0.0  # every idle connection is now past its expiry
+        assert (await client.get(server.url)).text == "ok"
+    assert server.connections == 4  # the expired ones were not reused

@@ -80,4 +80,4 @@ def idle_open(client: httpx.AsyncClient) -> bool:
     """Whether the client's transport holds an open idle connection."""
     transport = client._transport
     assert isinstance(transport, AsyncioTransport)
-    return any(c.open() for pool in transport._idle.values() for c in pool)
+    return any(c.open() for pool in transport._idle.values() for _, c in pool)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from openheim.messages import Message
-from openheim.store.sqlite import SQLiteStore, fts_query
+from openheim.store.sqlite import SQLiteStore
+from openheim.store.tables import fts_query
 
 from .support import call, result
 

@@ -112,3 +112,12 @@ async def test_run_batched_overlaps_read_only_calls_and_isolates_mutating_ones()
     await asyncio.wait_for(run_batched(bound, execute), timeout=5)
     assert log[:2] == ["start c0", "start c1"]  # the read-only pair overlapped
     assert log[4:] == ["start c2", "end c2", "start c3", "end c3"]
+
+
+def test_the_specs_are_made_once_per_set_and_again_after_an_add() -> None:
+    tools = ToolSet([echo])
+    first = tools.specs
+    assert tools.specs is first and [s.name for s in first] == ["echo"]
+    tools.add(fails)
+    assert [s.name for s in tools.specs] == ["echo", "fails"]
+    assert tools.specs[0] == first[0] and tools.specs is not first

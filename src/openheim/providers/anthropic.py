@@ -27,7 +27,7 @@ from openheim.messages import ContentBlock, Message, TextBlock, ThinkingBlock, T
 from openheim.providers.anthropic_wire import (
     API_VERSION,
     FINISH,
-    build_body,
+    encode_body,
     event_error,
     parse_thinking,
     usage,
@@ -65,10 +65,11 @@ class AnthropicProvider(HTTPProvider):
     def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
         """Stream one message: text and thinking deltas, then one ``ModelResponse`` (the
         POST's own generator, with no level of re-yielding above it)."""
-        body = build_body(request, self.settings, self.thinking)
-        state = _Accumulator(body["model"], self.name)
+        model = request.model or self.settings.model
+        body = encode_body(request, self.settings, self.thinking)
+        state = _Accumulator(model, self.name)
         read = functools.partial(self._read, state=state)
-        return self.post_sse(self.url, body, body["model"], read)
+        return self.post_sse(self.url, body, model, read)
 
     async def _read(
         self, source: EventStream, state: _Accumulator

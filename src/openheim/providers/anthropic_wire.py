@@ -24,7 +24,7 @@ so conversion is mostly renaming. What needs care:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeAlias
 
 from openheim.errors import ConfigError, ContextOverflow, ProviderError, ProviderHTTPError
@@ -38,7 +38,8 @@ from openheim.messages import (
     ToolUseBlock,
     Usage,
 )
-from openheim.providers.base import ModelRequest, NamedTool, ProviderSettings, ToolChoice
+from openheim.providers.base import ModelRequest, NamedTool, ProviderSettings, ToolChoice, ToolSpec
+from openheim.providers.json_body import ToolsJSON, encode
 
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
@@ -74,9 +75,13 @@ def parse_thinking(settings: ProviderSettings) -> Thinking:
 
 
 def build_body(
-    request: ModelRequest, settings: ProviderSettings, thinking: Thinking
+    request: ModelRequest,
+    settings: ProviderSettings,
+    thinking: Thinking,
+    tools: Callable[[tuple[ToolSpec, ...]], Any] | None = None,
 ) -> dict[str, Any]:
-    """The JSON body of a streaming ``POST /messages`` call."""
+    """The JSON body of a streaming ``POST /messages`` call; ``tools`` makes its ``tools``
+    member (``wire_tools`` unless given)."""
     forced = request.tools and (
         request.tool_choice == "required" or isinstance(request.tool_choice, NamedTool)
     )
@@ -95,14 +100,28 @@ def build_body(
     elif request.temperature is not None:
         body["temperature"] = request.temperature
     if request.tools:
-        body["tools"] = [
-            {"name": s.name, "description": s.description, "input_schema": dict(s.parameters)}
-            for s in request.tools
-        ]
-        body["tools"][-1]["cache_control"] = EPHEMERAL
+        body["tools"] = (tools or wire_tools)(request.tools)
         if request.tool_choice != "auto":  # the API's default once tools are sent
             body["tool_choice"] = tool_choice(request.tool_choice)
     return body
+
+
+def wire_tools(specs: tuple[ToolSpec, ...]) -> list[dict[str, Any]]:
+    """The ``tools`` member; the last tool marks the end of the cached prefix."""
+    tools: list[dict[str, Any]] = [
+        {"name": s.name, "description": s.description, "input_schema": dict(s.parameters)}
+        for s in specs
+    ]
+    tools[-1]["cache_control"] = EPHEMERAL
+    return tools
+
+
+_TOOLS = ToolsJSON(wire_tools)
+
+
+def encode_body(request: ModelRequest, settings: ProviderSettings, thinking: Thinking) -> bytes:
+    """``build_body`` as the bytes to send, the tool list encoded once (``json_body``)."""
+    return encode(build_body(request, settings, thinking, _TOOLS))
 
 
 def max_tokens(requested: int | None, thinking: Thinking) -> int:

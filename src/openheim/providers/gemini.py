@@ -40,7 +40,7 @@ from openheim.messages import (
     Usage,
 )
 from openheim.providers.base import ModelRequest, ModelResponse, ProviderSettings, StreamItem
-from openheim.providers.gemini_wire import build_body, thinking_config
+from openheim.providers.gemini_wire import encode_body, thinking_config
 from openheim.providers.http_base import HTTPProvider, event_object
 from openheim.providers.sse import EventStream
 
@@ -96,7 +96,7 @@ class GeminiProvider(HTTPProvider):
         url = self.url(model)
         state = _Reply(model, self._new_id, self.name)
         read = functools.partial(self._read, state=state, url=url)
-        return self.post_sse(url, build_body(request, self.settings), model, read)
+        return self.post_sse(url, encode_body(request, self.settings), model, read)
 
     def adjust_error(self, error: ProviderError, response: httpx.Response) -> None:
         """Gemini answers a bad key with 400 and puts its retry advice in the body."""

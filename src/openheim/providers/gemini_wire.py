@@ -12,7 +12,7 @@ know it, while ``parameters`` works everywhere; so the conversion is done here, 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from openheim.errors import ConfigError
@@ -26,6 +26,7 @@ from openheim.messages import (
     ToolUseBlock,
 )
 from openheim.providers.base import ModelRequest, NamedTool, ProviderSettings, ToolChoice, ToolSpec
+from openheim.providers.json_body import ToolsJSON, encode
 
 _TYPES = {
     "string": "STRING",
@@ -65,13 +66,18 @@ _VALUE_TYPES: tuple[tuple[type, str], ...] = (
 _MODES = {"none": "NONE", "required": "ANY"}
 
 
-def build_body(request: ModelRequest, settings: ProviderSettings) -> dict[str, Any]:
-    """The JSON body of a ``streamGenerateContent`` call (the model is in the URL)."""
+def build_body(
+    request: ModelRequest,
+    settings: ProviderSettings,
+    tools: Callable[[tuple[ToolSpec, ...]], Any] | None = None,
+) -> dict[str, Any]:
+    """The JSON body of a ``streamGenerateContent`` call (the model is in the URL); ``tools``
+    makes its ``tools`` member (``wire_tools`` unless given)."""
     body: dict[str, Any] = {"contents": convert_messages(request.messages)}
     if request.system:
         body["systemInstruction"] = {"parts": [{"text": request.system}]}
     if request.tools:
-        body["tools"] = [{"functionDeclarations": [declaration(t) for t in request.tools]}]
+        body["tools"] = (tools or wire_tools)(request.tools)
         if request.tool_choice != "auto":  # Gemini's default mode
             body["toolConfig"] = tool_config(request.tool_choice)
     generation: dict[str, Any] = {}
@@ -86,6 +92,19 @@ def build_body(request: ModelRequest, settings: ProviderSettings) -> dict[str, A
     if generation:
         body["generationConfig"] = generation
     return body
+
+
+def wire_tools(specs: tuple[ToolSpec, ...]) -> list[dict[str, Any]]:
+    """The ``tools`` member: one ``functionDeclarations`` list."""
+    return [{"functionDeclarations": [declaration(t) for t in specs]}]
+
+
+_TOOLS = ToolsJSON(wire_tools)
+
+
+def encode_body(request: ModelRequest, settings: ProviderSettings) -> bytes:
+    """``build_body`` as the bytes to send, the tool list encoded once (``json_body``)."""
+    return encode(build_body(request, settings, _TOOLS))
 
 
 def thinking_config(thinking: str | int | None) -> dict[str, Any] | None:

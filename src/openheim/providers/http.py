@@ -117,6 +117,31 @@ class _NoCookies(CookieJar):
         """Keeps none of ``response``'s cookies."""
 
 
+class _NoCookieStore(httpx.Cookies):
+    """A client's cookies over ``_NoCookies``: a response is not even looked at for cookies
+    (httpx would build two ``urllib`` stand-ins of it per response, only for the jar to keep
+    nothing)."""
+
+    def extract_cookies(self, response: httpx.Response) -> None:
+        """Keeps none of ``response``'s cookies."""
+
+
+_NO_COOKIES = _NoCookieStore(_NoCookies())
+"""Shared by every model client: it never holds a cookie."""
+
+
+class ModelClient(httpx.AsyncClient):
+    """The ``AsyncClient`` of model APIs: it keeps no cookies (setting some does nothing)."""
+
+    @property
+    def cookies(self) -> httpx.Cookies:
+        return _NO_COOKIES
+
+    @cookies.setter
+    def cookies(self, cookies: Any) -> None:
+        """Ignored: a client shared by providers of different keys must keep no cookie."""
+
+
 _CLIENT_VARIABLES = (*_PROXY_VARIABLES, "NO_PROXY", "no_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR")
 
 
@@ -143,7 +168,7 @@ def make_client(timeout_secs: float, api_base: str | None = None) -> httpx.Async
     start than httpx's own); where one is set, through httpx's transports, which route by the
     proxy variables (httpx ignores them once it is handed a transport), with no cap on
     connections, since many sessions may stream through one client at once. The client keeps
-    no cookies (``_NoCookies``).
+    no cookies (``ModelClient``).
 
     Loading the trust store costs tens of milliseconds, so a plain ``http://`` endpoint (a local
     server) gets a TLS context with no CAs instead: it is never used, and if it were it would
@@ -157,17 +182,9 @@ def make_client(timeout_secs: float, api_base: str | None = None) -> httpx.Async
     timeout = httpx.Timeout(timeout_secs)
     if not local and _proxy_set():
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=20)
-        return httpx.AsyncClient(
-            verify=verify, trust_env=True, timeout=timeout, limits=limits, cookies=_NoCookies()
-        )
+        return ModelClient(verify=verify, trust_env=True, timeout=timeout, limits=limits)
     transport = AsyncioTransport(verify)
-    return httpx.AsyncClient(
-        transport=transport,
-        verify=verify,
-        trust_env=not local,
-        timeout=timeout,
-        cookies=_NoCookies(),
-    )
+    return ModelClient(transport=transport, verify=verify, trust_env=not local, timeout=timeout)
 
 
 def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:

@@ -28,6 +28,7 @@ from openheim.providers.http import (
     status_error,
     transport_error,
 )
+from openheim.providers.json_body import encode
 from openheim.providers.sse import EventStream, EventStreamError
 
 Reader = Callable[[EventStream], AsyncGenerator[StreamItem, None]]
@@ -41,6 +42,12 @@ _SSE_HEADERS = {
 }
 """Sent with every streamed POST; ``identity`` because a compressed stream gains little (each
 event is flushed on its own) and would have to pass through httpx's decoders."""
+_KEPT = 256
+"""POST parts kept (per URL, client headers and provider headers: a handful per process)."""
+_POSTS: dict[tuple[object, ...], tuple[httpx.URL, httpx.Headers]] = {}
+"""The parsed URL and merged headers of a POST, by what they are made of. The key holds the
+provider's headers (its API key among them) only in this process's memory, as the provider
+itself does."""
 
 
 def event_object(
@@ -130,26 +137,27 @@ class HTTPProvider:
         )
 
     async def post_sse(
-        self, url: str, body: dict[str, Any], model: str, read: Reader
+        self, url: str, body: dict[str, Any] | bytes, model: str, read: Reader
     ) -> AsyncGenerator[StreamItem, None]:
-        """POST ``body`` and yield what ``read`` makes of the event stream."""
+        """POST ``body`` (a JSON object, or its encoded bytes) and yield what ``read`` makes of
+        the event stream."""
         async with self.open_sse(url, body, model) as source, aclosing(read(source)) as items:
             async for item in items:
                 yield item
 
     @asynccontextmanager
     async def open_sse(
-        self, url: str, body: dict[str, Any], model: str
+        self, url: str, body: dict[str, Any] | bytes, model: str
     ) -> AsyncIterator[EventStream]:
-        """POST ``body``: the event stream of the answer, open for the block, and every
-        transport and stream failure inside the block raised as openheim's error (the key
-        scrubbed out). A reader that reads inside the block itself yields its items with no
-        level of generators between it and its caller."""
+        """POST ``body`` (a JSON object, or its encoded bytes): the event stream of the answer,
+        open for the block, and every transport and stream failure inside the block raised as
+        openheim's error (the key scrubbed out). A reader that reads inside the block itself
+        yields its items with no level of generators between it and its caller."""
         started = False
+        content = body if isinstance(body, bytes) else encode(body)
         try:
-            async with self._client.stream(
-                "POST", url, json=body, headers={**self._headers, **_SSE_HEADERS}
-            ) as response:
+            response = await self._client.send(self._request(url, content), stream=True)
+            try:
                 await self._check_status(response, model)
                 started = True
                 source = EventStream(response)
@@ -157,6 +165,8 @@ class HTTPProvider:
                     yield source
                 finally:
                     await source.aclose()
+            finally:
+                await response.aclose()
         except EventStreamError as exc:
             raise self.scrub(self.malformed(url, str(exc))) from None
         except httpx.RequestError as exc:
@@ -171,6 +181,40 @@ class HTTPProvider:
         except ProviderError as error:
             self.scrub(error)
             raise
+
+    def _request(self, url: str, content: bytes) -> httpx.Request:
+        """The POST of ``content`` to ``url``: what ``client.build_request`` makes, but from
+        parts kept between calls and shared by the providers of a process (the parsed URL,
+        the client's headers merged with this provider's), which are most of its cost. A
+        client with default query parameters or cookies gets ``build_request`` itself."""
+        client = self._client
+        if client.params or client.cookies:
+            return client.build_request("POST", url, content=content, headers=self._post_headers())
+        key = (url, tuple(client.headers.raw), self._headers_key)
+        found = _POSTS.get(key)
+        if found is None:
+            if len(_POSTS) >= _KEPT:
+                _POSTS.clear()
+            merged = httpx.Headers(client.headers)
+            merged.update(self._post_headers())
+            found = _POSTS[key] = (httpx.URL(url), merged)
+        return httpx.Request(
+            "POST",
+            found[0],
+            headers=found[1],
+            content=content,
+            extensions={"timeout": client.timeout.as_dict()},
+        )
+
+    @property
+    def _headers_key(self) -> tuple[tuple[str, str], ...]:
+        return tuple(self._headers.items())
+
+    def _post_headers(self) -> httpx.Headers:
+        """This provider's headers for a streamed POST of JSON."""
+        headers = httpx.Headers({**self._headers, **_SSE_HEADERS})
+        headers.setdefault("Content-Type", "application/json")
+        return headers
 
     async def _check_status(self, response: httpx.Response, model: str) -> None:
         if response.status_code < 400:

@@ -29,7 +29,7 @@ from openheim.messages import (
 )
 from openheim.providers.base import ModelRequest, ModelResponse, ProviderSettings, StreamItem
 from openheim.providers.http_base import HTTPProvider, event_object
-from openheim.providers.openai_wire import Dialect, build_body, dialect_for
+from openheim.providers.openai_wire import Dialect, dialect_for, encode_body
 
 _FINISH: dict[str, FinishReason] = {
     "stop": "end_turn",
@@ -69,9 +69,10 @@ class OpenAIChatProvider(HTTPProvider):
     async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
         """Stream one completion: text and thinking deltas, then one ``ModelResponse``. The
         events are read right here, inside the POST's block (no generator in between)."""
-        body = build_body(request, self.settings, self.dialect)
-        state = _Accumulator(body["model"], self._new_id, self.name)
-        async with self.open_sse(self.url, body, body["model"]) as source:
+        model = request.model or self.settings.model
+        body = encode_body(request, self.settings, self.dialect)
+        state = _Accumulator(model, self._new_id, self.name)
+        async with self.open_sse(self.url, body, model) as source:
             if not self.is_event_stream(source):
                 items = state.feed(_completion_as_chunk(await self.whole_body(source, self.url)))
                 state.done = True

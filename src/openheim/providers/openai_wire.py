@@ -7,7 +7,7 @@ Thinking blocks are not sent back: chat-completions servers neither need nor acc
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,14 @@ from openheim.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from openheim.providers.base import ModelRequest, NamedTool, ProviderSettings, ToolChoice
+from openheim.providers.base import (
+    ModelRequest,
+    NamedTool,
+    ProviderSettings,
+    ToolChoice,
+    ToolSpec,
+)
+from openheim.providers.json_body import ToolsJSON, encode
 
 TOOL_ERROR_PREFIX = "Error: "
 """Prepended to failed tool results: the wire format has no is_error flag, so the text says it."""
@@ -57,9 +64,13 @@ def dialect_for(kind: str) -> Dialect:
 
 
 def build_body(
-    request: ModelRequest, settings: ProviderSettings, dialect: Dialect
+    request: ModelRequest,
+    settings: ProviderSettings,
+    dialect: Dialect,
+    tools: Callable[[tuple[ToolSpec, ...]], Any] | None = None,
 ) -> dict[str, Any]:
-    """The JSON body of a streaming ``/chat/completions`` call."""
+    """The JSON body of a streaming ``/chat/completions`` call; ``tools`` makes its ``tools``
+    member (``wire_tools`` unless given)."""
     body: dict[str, Any] = {
         "model": request.model or settings.model,
         "messages": convert_messages(request.system, request.messages),
@@ -74,20 +85,33 @@ def build_body(
     if dialect.reasoning_effort and settings.reasoning_effort:
         body["reasoning_effort"] = settings.reasoning_effort
     if request.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": spec.name,
-                    "description": spec.description,
-                    "parameters": dict(spec.parameters),
-                },
-            }
-            for spec in request.tools
-        ]
+        body["tools"] = (tools or wire_tools)(request.tools)
         if request.tool_choice != "auto":  # the default once tools are sent
             body["tool_choice"] = tool_choice(request.tool_choice)
     return body
+
+
+def wire_tools(specs: tuple[ToolSpec, ...]) -> list[dict[str, Any]]:
+    """The ``tools`` member: one function object per tool."""
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": spec.name,
+                "description": spec.description,
+                "parameters": dict(spec.parameters),
+            },
+        }
+        for spec in specs
+    ]
+
+
+_TOOLS = ToolsJSON(wire_tools)
+
+
+def encode_body(request: ModelRequest, settings: ProviderSettings, dialect: Dialect) -> bytes:
+    """``build_body`` as the bytes to send, the tool list encoded once (``json_body``)."""
+    return encode(build_body(request, settings, dialect, _TOOLS))
 
 
 def tool_choice(choice: ToolChoice) -> str | dict[str, Any]:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
+import time
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any, TypeVar
 
@@ -27,6 +29,11 @@ from openheim.providers import http11
 from openheim.providers.connection import Connection, Origin, connect
 
 _T = TypeVar("_T")
+MAX_IDLE = 1024
+"""Idle connections kept per origin: as many as the streams a busy server runs at once, so that
+each one's next request finds a connection instead of opening one (and closing another)."""
+IDLE_EXPIRY = 30.0
+"""Seconds an idle connection is kept for reuse (servers drop idle keep-alive connections)."""
 _log = logging.getLogger(__name__)
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 READ_BODY = "openheim.read_body"
@@ -37,10 +44,17 @@ coroutine function returning the next bytes of the body, ``b""`` at its end."""
 class AsyncioTransport(httpx.AsyncBaseTransport):
     """HTTP/1.1 over asyncio streams; ``ssl_context`` verifies every ``https`` origin."""
 
-    def __init__(self, ssl_context: ssl.SSLContext, *, max_idle: int = 8) -> None:
+    def __init__(
+        self,
+        ssl_context: ssl.SSLContext,
+        *,
+        max_idle: int = MAX_IDLE,
+        idle_expiry: float = IDLE_EXPIRY,
+    ) -> None:
         self._ssl = ssl_context
         self._max_idle = max_idle
-        self._idle: dict[Origin, list[Connection]] = {}
+        self._expiry = idle_expiry
+        self._idle: dict[Origin, deque[tuple[float, Connection]]] = {}
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         limits = request.extensions.get("timeout", {})
@@ -74,26 +88,32 @@ class AsyncioTransport(httpx.AsyncBaseTransport):
         )
 
     def _take_idle(self, origin: Origin) -> Connection | None:
-        pool = self._idle.get(origin, [])
+        """The connection to ``origin`` that went idle last, if one is still open and fresh."""
+        pool = self._idle.get(origin)
+        fresh = time.monotonic() - self._expiry
         while pool:
-            connection = pool.pop()
-            if connection.open():
+            since, connection = pool.pop()
+            if since >= fresh and connection.open():
                 return connection
             connection.close()
         return None
 
     def release(self, origin: Origin, connection: Connection) -> None:
         """A connection whose exchange ended with the whole response read and keep-alive on
-        both sides: kept for the next request (up to ``max_idle`` per origin)."""
-        pool = self._idle.setdefault(origin, [])
-        if len(pool) < self._max_idle and connection.open():
-            pool.append(connection)
+        both sides: kept for the next request (up to ``max_idle`` per origin, for at most
+        ``idle_expiry`` seconds; the oldest are closed as the pool is used)."""
+        pool = self._idle.setdefault(origin, deque())
+        now = time.monotonic()
+        while pool and (pool[0][0] < now - self._expiry or len(pool) >= self._max_idle):
+            pool.popleft()[1].close()
+        if self._max_idle > 0 and connection.open():
+            pool.append((now, connection))
         else:
             connection.close()
 
     async def aclose(self) -> None:
         for pool in self._idle.values():
-            for connection in pool:
+            for _, connection in pool:
                 connection.close()
         self._idle.clear()
 
@@ -115,7 +135,8 @@ class _Exchange:
         self.write_limit = write_limit
 
     async def send(self) -> None:
-        """The request line, headers and body (chunked when httpx streams it unsized)."""
+        """The request line, headers and body (chunked when httpx streams it unsized); a
+        body known whole goes in one write with the head."""
         request = self.request
         raw = list(request.headers.raw)
         streamed = any(k.lower() == b"transfer-encoding" for k, _ in raw)
@@ -123,6 +144,9 @@ class _Exchange:
             head = http11.request_head(request.method, request.url.raw_path, raw)
         except http11.ProtocolError as err:
             raise httpx.LocalProtocolError(str(err), request=request) from None
+        if isinstance(request.stream, httpx.ByteStream) and not streamed:
+            await self._write(b"".join([head, *request.stream]))
+            return
         await self._write(head)
         async for chunk in request.stream:  # type: ignore[union-attr]
             if chunk:
@@ -131,10 +155,13 @@ class _Exchange:
             await self._write(http11.chunked(b""))
 
     async def _write(self, data: bytes) -> None:
+        """Send ``data``; only a write the socket did not take whole waits (bounded by
+        ``write_limit``) for it to drain."""
         writer = self.connection.writer
         writer.write(data)
+        waits = writer.transport.get_write_buffer_size() > 0  # else drain cannot wait: no timer
         try:
-            async with asyncio.timeout(self.write_limit):
+            async with asyncio.timeout(self.write_limit if waits else None):
                 await writer.drain()
         except TimeoutError:
             raise httpx.WriteTimeout("sending timed out", request=self.request) from None

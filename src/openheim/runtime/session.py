@@ -31,10 +31,21 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mappi
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from openheim.errors import SessionBusy, UndoRefused
-from openheim.events import ContextCompacted, Event, IterationStart, Notice, SessionStarted
+from openheim.events import (
+    ContextCompacted,
+    Event,
+    Finished,
+    IterationStart,
+    Notice,
+    SessionStarted,
+    TextDelta,
+    ThinkingDelta,
+)
 from openheim.handover import Handover, Tap
 from openheim.messages import Message
+from openheim.runtime.history import PersistentHistory
 from openheim.runtime.prompt_run import PromptRun
+from openheim.runtime.store_writes import Heartbeat, off_loop, record, release, settle
 from openheim.tools.base import Tool, ToolSet
 
 if TYPE_CHECKING:
@@ -263,18 +274,28 @@ class Session:
             if watch is not None:
                 run = watch.events(run)
                 tap = watch.guard(tap) if tap is not None else None
+            heartbeat, history, over = Heartbeat(lease), self.history, False
+            if tap is not None and isinstance(history, PersistentHistory):
+                tap = _stored_first(history, tap)
             try:
                 async with contextlib.aclosing(run) as events:  # closed with us: repaired now
-                    first = await anext(events, None)
-                    for news in [*self._news(), *([] if first is None else [first])]:
+                    event = await anext(events, None)
+                    for news in self._news():
                         yield news
                     handover.tap = tap
-                    async for event in events:
-                        if lease is not None and isinstance(event, IterationStart):
-                            lease.refresh()
+                    while event is not None:
+                        if isinstance(history, PersistentHistory) and history.unsaved:
+                            await history.saved()  # nothing after a message before it is stored
+                        if isinstance(event, IterationStart):
+                            heartbeat.beat()
+                        elif isinstance(event, Finished):  # the prompt is over once it is told
+                            over = True
+                            await self._settle(lease)
                         yield event
+                        event = await anext(events, None)
             finally:
-                self._store_totals()
+                if not over:
+                    await self._settle(lease)
 
     def _news(self) -> list[Event]:
         """What has not been told yet: ``SessionStarted`` once, then the notices not given."""
@@ -287,19 +308,18 @@ class Session:
         """The prompt's lease on a stored session (taken off the event loop)."""
         if self.store is None or self.record is None:
             return contextlib.nullcontext()
-        return await _off_loop(self.store.acquire, self.record.id, undo=_release)
+        acquire = functools.partial(self.store.acquire, self.record.id)
+        return await off_loop(self.store, acquire, undo=release)
 
     async def _record(self, message: Message) -> None:
         """Append the prompt's message to the history (a stored one off the event loop)."""
-        if self.store is None:
-            self.history.append(message)
-        else:
-            await _off_loop(self.history.append, message)
+        await record(self.history, message)
 
-    def _store_totals(self) -> None:
+    async def _settle(self, lease: Lease | None) -> None:
+        """The prompt is over: its messages stored, then its totals (and the lease given
+        back), off the event loop (``runtime.store_writes``)."""
         if self.store is not None and self.record is not None:
-            meter = self.agent.meter
-            self.store.update(self.record.id, usage=meter.usage, cost=meter.cost)
+            await settle(self.store, self.record.id, self.history, self.agent.meter, lease)
 
     def hosted(self, release: Callable[[], Awaitable[None]]) -> None:
         """``close()`` also calls ``release`` (it ends the task that hosts the session)."""
@@ -355,33 +375,18 @@ class Session:
         await self.close()
 
 
-async def _off_loop(
-    call: Callable[[_A], _T], arg: _A, *, undo: Callable[[_T], None] | None = None
-) -> _T:
-    """``call(arg)``, a store write at a prompt's start, on a worker thread: SQLite works
-    without the interpreter lock, so a server starting many prompts at once goes on streaming
-    the others' events meanwhile. Cancelled while it runs, the write still completes, and
-    ``undo`` is applied to its result (a lease taken is given back)."""
-    future = asyncio.ensure_future(asyncio.to_thread(call, arg))
-    try:
-        return await asyncio.shield(future)
-    except asyncio.CancelledError:
-        if undo is not None:
-            future.add_done_callback(functools.partial(_undo, undo))
-        raise
-
-
-def _undo(undo: Callable[[_T], None], done: asyncio.Future[_T]) -> None:
-    if not done.cancelled() and done.exception() is None:
-        undo(done.result())
-
-
-def _release(lease: Lease) -> None:
-    lease.release()
-
-
 async def _wait(event: asyncio.Event) -> None:
     try:
         await asyncio.wait_for(event.wait(), CLOSE_WAIT)
     except TimeoutError:
         log.warning("a cancelled prompt did not end within %s s", CLOSE_WAIT)
+
+
+def _stored_first(history: PersistentHistory, tap: Tap) -> Tap:
+    """``tap``, refusing a delta while a message of the run may not be stored yet: that delta
+    goes through ``stream``, which hands nothing on after a message before it is stored."""
+
+    def stored(delta: TextDelta | ThinkingDelta) -> bool:
+        return not history.unsaved and tap(delta)
+
+    return stored

@@ -10,12 +10,13 @@ error tree of ``openheim.errors``; they are importable from here too.
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, NamedTuple, Protocol, Self
+from typing import TYPE_CHECKING, NamedTuple, Protocol, Self, TypeVar
 
 from openheim.errors import SessionBusy as SessionBusy
 from openheim.errors import SessionExists as SessionExists
@@ -26,6 +27,8 @@ from openheim.messages import Message, ToolResultBlock, Usage
 if TYPE_CHECKING:
     from openheim.store.compactions import CompactionLog
     from openheim.store.frames import FrameLog
+
+_T = TypeVar("_T")
 
 TITLE_MAX = 80
 """Longest title taken from the first prompt, in characters."""
@@ -166,6 +169,11 @@ class SessionStore(Protocol):
 
     def acquire(self, session_id: str) -> Lease:
         """The session's lease, taking over a stale one; ``SessionBusy`` while it is held."""
+        ...
+
+    def later(self, write: Callable[[], _T]) -> asyncio.Future[_T]:
+        """Run ``write`` (calls of this store) off the event loop, committed together with the
+        writes queued with it; the future is settled once it is stored (or failed)."""
         ...
 
     def restore(

@@ -11,6 +11,7 @@ directly. Other processes share the file safely; SQLite serialises their writes.
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import json
 import os
@@ -18,10 +19,10 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, NamedTuple, Self
+from typing import Any, NamedTuple, Self, TypeVar
 
 from openheim.errors import SessionBusy, SessionNotFound, StoreError
 from openheim.messages import Message, Usage
@@ -35,10 +36,12 @@ from openheim.store.base import (
     repair_history,
     title_from,
 )
+from openheim.store.batches import BatchWriter
 from openheim.store.compactions import CompactionLog
 from openheim.store.frames import FrameLog
 from openheim.store.schema import migrate
 
+_T = TypeVar("_T")
 DB_NAME = "openheim.db"
 SNIPPET_TOKENS = 12
 
@@ -78,6 +81,7 @@ class SQLiteStore:
         with _failures(self.path):
             self._conn = _connect(self.path, busy_timeout)
         self.frames = FrameLog(self._tx, self._read)
+        self._batches = BatchWriter(self._tx)
         self.compactions = CompactionLog(self._tx, self._read)
 
     def create(
@@ -198,7 +202,7 @@ class SQLiteStore:
             conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
 
     def search(self, text: str, *, limit: int = 20) -> builtins.list[SearchHit]:
-        query = fts_query(text)
+        query = tables.fts_query(text)
         if not query:
             return []
         hits: dict[str, SearchHit] = {}
@@ -254,7 +258,7 @@ class SQLiteStore:
                 "SELECT updated_at FROM legacy_imports WHERE name = ?", (name,)
             ).fetchone()
             imported_at = None if mark is None else mark["updated_at"]
-            written = session is not None and _legacy_wanted(conn, session[0].id, imported_at)
+            written = session is not None and tables.legacy_wanted(conn, session[0].id, imported_at)
             if session is not None and written:
                 imported_at = tables.restore(conn, *session, replace=True).updated_at
             conn.execute(
@@ -266,6 +270,7 @@ class SQLiteStore:
 
     def close(self) -> None:
         """Close the connection (after ``PRAGMA optimize``); closing twice does nothing."""
+        self._batches.close()
         with self._lock:
             if self._closed:
                 return
@@ -280,17 +285,25 @@ class SQLiteStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def later(self, write: Callable[[], _T]) -> asyncio.Future[_T]:
+        """Run ``write`` (calls of this store) on the store's writing thread, committed with
+        the writes queued with it (``store.batches``); the future is settled once it is."""
+        return self._batches.submit(write)
+
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction, taking the write lock up front (no upgrade deadlocks)."""
+        """One write transaction, taking the write lock up front (no upgrade deadlocks); inside
+        a batch's transaction, a savepoint of it, undone alone when the write fails."""
         with self._lock, _failures(self.path):
-            self._conn.execute("BEGIN IMMEDIATE")
+            nested = self._conn.in_transaction
+            self._conn.execute("SAVEPOINT write" if nested else "BEGIN IMMEDIATE")
             try:
                 yield self._conn
-                self._conn.execute("COMMIT")
+                self._conn.execute("RELEASE write" if nested else "COMMIT")
             except BaseException:
                 if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
+                    for undo in ("ROLLBACK TO write", "RELEASE write") if nested else ("ROLLBACK",):
+                        self._conn.execute(undo)
                 raise
 
     def _read(self, sql: str, params: Sequence[Any]) -> builtins.list[sqlite3.Row]:
@@ -344,17 +357,6 @@ class SQLiteLease(Lease):
             leases.renew(conn, self.session_id, self._token)
 
 
-def fts_query(text: str) -> str:
-    """User text as an FTS5 query that matches every word literally.
-
-    Each whitespace-separated word becomes a quoted phrase (quotes doubled), so FTS syntax in
-    the input (``"``, ``*``, ``-``, ``NEAR``, ``AND``, ``:``) is just text. A NUL separates
-    words (SQLite would end the query there) and a lone surrogate becomes ``?``.
-    """
-    text = text.replace("\x00", " ").encode("utf-8", "replace").decode("utf-8")
-    return " ".join('"' + word.replace('"', '""') + '"' for word in text.split())
-
-
 def _connect(path: Path, busy_timeout: float) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
     with suppress(FileExistsError):  # private to the user: conversations may hold secrets
@@ -387,11 +389,3 @@ def _failures(path: Path) -> Iterator[None]:
             hint="check free disk space and permissions; if another openheim holds it locked,"
             " wait for it or stop it",
         ) from exc
-
-
-def _legacy_wanted(conn: sqlite3.Connection, session_id: str, imported_at: float | None) -> bool:
-    """New here and never imported before, or untouched here since its last import."""
-    row = conn.execute("SELECT updated_at FROM sessions WHERE id = ?", (session_id,)).fetchone()
-    if row is None:
-        return imported_at is None
-    return imported_at is not None and row["updated_at"] == imported_at

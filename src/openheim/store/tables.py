@@ -155,3 +155,22 @@ def record(row: sqlite3.Row) -> SessionRecord:
         parent_id=row["parent_id"],
         message_count=row["message_count"],
     )
+
+
+def fts_query(text: str) -> str:
+    """User text as an FTS5 query that matches every word literally.
+
+    Each whitespace-separated word becomes a quoted phrase (quotes doubled), so FTS syntax in
+    the input (``"``, ``*``, ``-``, ``NEAR``, ``AND``, ``:``) is just text. A NUL separates
+    words (SQLite would end the query there) and a lone surrogate becomes ``?``.
+    """
+    text = text.replace("\x00", " ").encode("utf-8", "replace").decode("utf-8")
+    return " ".join('"' + word.replace('"', '""') + '"' for word in text.split())
+
+
+def legacy_wanted(conn: sqlite3.Connection, session_id: str, imported_at: float | None) -> bool:
+    """New here and never imported before, or untouched here since its last import."""
+    row = conn.execute("SELECT updated_at FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    if row is None:
+        return imported_at is None
+    return imported_at is not None and row["updated_at"] == imported_at

@@ -239,6 +239,7 @@ class ToolSet:
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        self._specs: tuple[ToolSpec, ...] | None = None
         for t in tools:
             self.add(t)
 
@@ -249,6 +250,7 @@ class ToolSet:
                 hint="rename one of them (a custom tool, or an MCP server's prefix)",
             )
         self._tools[tool.name] = tool
+        self._specs = None
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
@@ -295,7 +297,11 @@ class ToolSet:
 
     @property
     def specs(self) -> tuple[ToolSpec, ...]:
-        return tuple(t.spec for t in self._tools.values())
+        """What the model sees of each tool, made once per set and kept (every model call
+        sends them; a tool's name, description and schema are fixed once it is made)."""
+        if self._specs is None:
+            self._specs = tuple(t.spec for t in self._tools.values())
+        return self._specs
 
     def select(self, patterns: Sequence[str]) -> ToolSet:
         """The tools whose names match any fnmatch pattern (``["read_*", "search"]``)."""

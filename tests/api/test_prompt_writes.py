@@ -1,0 +1,118 @@
+"""A prompt's messages are stored by the store's writing thread while the prompt goes on, and
+its reader never sees an event that follows a message before that message is stored."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+
+from openheim.errors import StoreError
+from openheim.events import CostUpdate, Event, Finished
+from openheim.messages import Message
+from openheim.runtime.history import PersistentHistory
+from tests.api.conftest import MakeRuntime, Scripted
+
+WAIT = 10.0
+SPINS = 100
+"""Turns of the event loop given to a prompt that must not go on meanwhile."""
+
+
+async def test_no_event_after_a_message_is_seen_before_it_is_stored(
+    scripted: Scripted, make_runtime: MakeRuntime
+) -> None:
+    session = await make_runtime().new_session()
+    store = session.store
+    assert store is not None
+    entered, go_on = threading.Event(), threading.Event()
+    append = store.append
+
+    def held(session_id: str, message: Message) -> None:
+        if message.role == "assistant":
+            entered.set()
+            assert go_on.wait(WAIT)
+        append(session_id, message)
+
+    store.append = held  # type: ignore[method-assign]
+    scripted.provider.add("the answer")
+    seen: list[Event] = []
+
+    async def read() -> None:
+        async for event in session.prompt("hi"):
+            seen.append(event)
+
+    reading = asyncio.create_task(read())
+    assert await asyncio.to_thread(entered.wait, WAIT)
+    for _ in range(SPINS):
+        await asyncio.sleep(0)
+    assert not any(isinstance(e, CostUpdate | Finished) for e in seen)
+    go_on.set()
+    await asyncio.wait_for(reading, WAIT)
+    assert isinstance(seen[-1], Finished)
+    assert [m.role for m in store.messages(str(session.id))] == ["user", "assistant"]
+    await session.close()
+
+
+async def test_a_message_that_cannot_be_stored_fails_the_prompt(
+    scripted: Scripted, make_runtime: MakeRuntime
+) -> None:
+    session = await make_runtime().new_session()
+    store = session.store
+    assert store is not None
+    append = store.append
+
+    def failing(session_id: str, message: Message) -> None:
+        if message.role == "assistant":
+            raise StoreError("the disk is full", hint="free some space")
+        append(session_id, message)
+
+    store.append = failing  # type: ignore[method-assign]
+    scripted.provider.add("the answer")
+    with pytest.raises(StoreError, match="disk is full"):
+        await session.prompt("hi")
+    store.append = append  # type: ignore[method-assign]
+    assert [m.role for m in store.messages(str(session.id))] == ["user"]
+    scripted.provider.add("again")
+    result: Any = await session.prompt("once more")  # the lease was given back
+    assert result.text == "again"
+    await session.close()
+
+
+async def test_when_finished_is_seen_the_lease_is_given_back_and_the_totals_stored(
+    scripted: Scripted, make_runtime: MakeRuntime
+) -> None:
+    session = await make_runtime().new_session()
+    store = session.store
+    assert store is not None and session.id is not None
+    scripted.provider.add("the answer")
+    checked = False
+    async for event in session.prompt("hi"):
+        if isinstance(event, Finished):
+            store.acquire(session.id).release()  # no SessionBusy: the prompt's lease is back
+            assert store.get(session.id).usage == session.agent.meter.usage
+            checked = True
+    assert checked
+    await session.close()
+
+
+async def test_a_prompt_whose_message_cannot_be_stored_leaves_the_history_as_between_prompts(
+    scripted: Scripted, make_runtime: MakeRuntime
+) -> None:
+    session = await make_runtime().new_session()
+    store, history = session.store, session.history
+    assert store is not None and isinstance(history, PersistentHistory)
+    append = store.append
+
+    def failing(session_id: str, message: Message) -> None:
+        raise StoreError("the disk is full", hint="free some space")
+
+    store.append = failing  # type: ignore[method-assign]
+    with pytest.raises(StoreError, match="disk is full"):
+        await session.prompt("hi")
+    assert not history.deferred and scripted.requests == []
+    store.append = append  # type: ignore[method-assign]
+    scripted.provider.add("fine")
+    assert (await session.prompt("again")).text == "fine"
+    await session.close()
