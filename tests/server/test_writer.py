@@ -82,3 +82,31 @@ async def test_aclose_waits_for_every_batch(store: SQLiteStore) -> None:
     await out.aclose()
     assert store.frames.last(sid) == 101
     assert len(list(store.frames.after(sid, 0))) == 101
+
+
+async def test_flush_writes_the_batches_handed_over_but_not_begun(store: SQLiteStore) -> None:
+    """A batch the thread has not begun yet (queued behind a slow one) is in the store once
+    ``flush`` returns: a client re-attaching reads every frame published before it."""
+    sid = _session(store)
+    started, release = threading.Event(), threading.Event()
+    append = store.frames.append
+
+    def slow(batch: Sequence[tuple[str, int, str]]) -> None:
+        if batch[0][1] == 1:
+            started.set()
+            assert release.wait(WAIT)
+        append(batch)
+
+    store.frames.append = slow  # type: ignore[method-assign,assignment]
+    out = FrameWriter(store)
+    out.add(sid, 1, "being written")
+    out._hand_over()
+    assert await asyncio.to_thread(started.wait, WAIT)
+    out.add(sid, 2, "handed over, waiting for the thread")
+    out._hand_over()
+    out.add(sid, 3, "flushed")
+    threading.Timer(0.1, release.set).start()
+    out.flush()
+    assert [seq for seq, _ in store.frames.after(sid, 0)] == [1, 2, 3]
+    await out.aclose()
+    assert [seq for seq, _ in store.frames.after(sid, 0)] == [1, 2, 3]
