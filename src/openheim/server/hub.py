@@ -324,6 +324,8 @@ class Hub:
         live.key = live.session.id or uuid.uuid4().hex
         if live.session.id is not None:
             live.writer = self.writer
+            if options.resume is not None or options.continue_latest:
+                self.writer.flush()  # its frames of an earlier opening, all in the log first
             live.seq = self.store.frames.last(live.key)
         self.sessions[live.key] = live
         live.session.on_close(self._dropper(live.key))
