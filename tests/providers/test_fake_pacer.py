@@ -128,14 +128,14 @@ def test_a_client_gone_mid_stream_leaves_the_server_serving() -> None:
 
 def test_a_failing_writer_fails_its_own_stream_only() -> None:
     class Broken:
-        def write(self, data: bytes) -> object:
+        def write(self, data: bytes) -> int:
             raise RuntimeError("broken writer")
 
     class Kept:
         def __init__(self) -> None:
             self.data: list[bytes] = []
 
-        def write(self, data: bytes) -> object:
+        def write(self, data: bytes) -> int:
             self.data.append(data)
             return len(data)
 
@@ -153,3 +153,28 @@ def test_a_failing_writer_fails_its_own_stream_only() -> None:
         sock.close()
     assert isinstance(broken.failed, RuntimeError) and broken.sent == 0
     assert (fine.failed, fine.sent, kept.data) == (None, 3, [b"1", b"2", b"3"])
+
+
+def test_a_chunk_larger_than_the_room_left_does_not_hold_the_others_back() -> None:
+    """The stalled client's socket has room for part of a huge chunk only: the pacer writes
+    what fits and hands the rest to the stream's own thread instead of blocking on it."""
+    big = ["x" * (24 * 1024 * 1024) for _ in range(2)]  # more than loopback buffers hold
+    small = [f"q{i} " for i in range(5)]
+    replies = [
+        FakeReply(chunks=["a ", *big], chunk_delay=0.001),
+        FakeReply(chunks=small, chunk_delay=0.02),
+    ]
+    with FakeLLMServer(replies) as server:
+        stalled = ask(server, "stalled")
+        server.wait_for_requests(1, timeout=DEADLINE)
+        time.sleep(0.5)
+        began = time.monotonic()
+        with ask(server, "reader") as reader:
+            reader.settimeout(10)
+            text, _ = read_stream(reader)
+        took = time.monotonic() - began
+        with stalled:
+            stalled_text, _ = read_stream(stalled)
+    assert text == "".join(small)
+    assert took < 5, f"the reading client waited {took:.1f} s behind the stalled one"
+    assert stalled_text == "".join(["a ", *big])
