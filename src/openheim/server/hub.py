@@ -345,6 +345,15 @@ class Hub:
     def get(self, key: str) -> Live | None:
         return self.sessions.get(key)
 
+    def stored(self, key: str) -> Live | None:
+        """The open session whose stored id ``key`` names (a unique prefix of it): resuming
+        it attaches to it instead of opening it a second time, with numbers of its own."""
+        try:
+            record = self.store.get(key)
+        except OpenheimError:  # no such session: opening it says so
+            return None
+        return self.sessions.get(record.id)
+
     def busy(self) -> bool:
         """Whether a prompt runs (or waits to begin) in any open session."""
         return any(live.busy for live in self.sessions.values())
