@@ -23,3 +23,25 @@ async def test_resuming_an_open_session_by_prefix_attaches_to_it(home: Path, wor
     assert resumed["session_id"] == sid and resumed["seq"] == before[-1]["seq"]
     assert [f["seq"] for f in seen_first] == [f["seq"] for f in seen_second]
     assert seen_first[0]["seq"] == before[-1]["seq"] + 1
+
+
+async def test_two_clients_resuming_a_stored_session_at_once_share_it(
+    home: Path, work: Path
+) -> None:
+    with FakeLLMServer(["one", "two"]) as llm:
+        async with served(home, work, llm) as server:
+            async with server.socket() as ws:
+                sid = (await ws.call("agent", type="open"))["session_id"]
+                await ws.call("agent", type="prompt", session_id=sid, text="hi")
+                await ws.events_until_finished(sid)
+                await ws.call("agent", type="close", session_id=sid)
+            async with server.socket() as first, server.socket() as second:
+                await first.send("agent", type="resume", session_id=sid)
+                await second.send("agent", type="resume", session_id=sid)
+                opened = [
+                    await ws.until(lambda d: d.get("type") == "opened") for ws in (first, second)
+                ]
+                await first.call("agent", type="prompt", session_id=sid, text="again")
+                seen = [await ws.events_until_finished(sid) for ws in (first, second)]
+    assert [frame["data"]["seq"] for frame in opened] == [opened[0]["data"]["seq"]] * 2
+    assert [f["seq"] for f in seen[0]] == [f["seq"] for f in seen[1]]

@@ -322,6 +322,10 @@ class Hub:
 
         live.session = await host_session(opener)
         live.key = live.session.id or uuid.uuid4().hex
+        opened = self.sessions.get(live.key)
+        if opened is not None:  # resumed by another client meanwhile: that one is the session
+            await live.session.close()
+            return opened
         if live.session.id is not None:
             live.writer = self.writer
             if options.resume is not None or options.continue_latest:
