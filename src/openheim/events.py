@@ -228,10 +228,10 @@ def notice_line(notice: Notice) -> str:
     ``openheim: ...`` (as ``openheim run`` writes it to stderr). Only printable characters
     pass as they are; any other (a line break, an escape sequence in a file name a project
     chose) is shown as its escape, so a terminal never acts on it."""
-    return f"{'note' if notice.kind == 'loop' else 'openheim'}: {printable(notice.message)}"
+    return f"{'note' if notice.kind == 'loop' else 'openheim'}: {_printable(notice.message)}"
 
 
-def printable(text: str) -> str:
+def _printable(text: str) -> str:
     """``text`` with each character that is not printable written as its Python escape."""
     if text.isprintable():
         return text
