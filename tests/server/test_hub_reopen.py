@@ -3,6 +3,7 @@ off, though its last frames may not have reached the store's frame log yet."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from openheim.config.load import Overrides, load_settings
@@ -35,3 +36,36 @@ async def test_a_session_reopened_at_once_numbers_on(home: Path, work: Path) -> 
     assert seq == 3
     assert [n for n, _ in frames] == [1, 2, 3, 4]
     assert [f'"n": {n}' in text for n, (_, text) in enumerate(frames)] == [True] * 4
+
+
+async def test_a_session_resumed_while_its_last_opening_closes_stays_open(
+    home: Path, work: Path
+) -> None:
+    with FakeLLMServer([]) as llm:
+        write_config(home, llm, "", "")
+        settings = load_settings(
+            Overrides(work_dir=str(work)), cwd=work, env={"OPENHEIM_HOME": str(home)}
+        )
+        runtime = Runtime(settings=settings)
+        store = runtime.shared.borrow_store(settings.data_dir)
+        hub = Hub(runtime, store)
+        live = await hub.open(SessionOptions())
+        key = live.key
+        assert live.session is not None
+        close, let_close = live.session.close, asyncio.Event()
+
+        async def slow_close() -> None:
+            await let_close.wait()
+            await close()
+
+        live.session.close = slow_close  # type: ignore[method-assign]
+        closing = asyncio.create_task(hub.forget(key))
+        await asyncio.sleep(0)  # the old opening is out of the hub and closing
+        again = await hub.open(SessionOptions(resume=key))
+        let_close.set()
+        await closing
+        found = hub.get(key)
+        await hub.close_all()
+        runtime.shared.give_back(store)
+    assert again is not live
+    assert found is again

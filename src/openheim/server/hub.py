@@ -332,7 +332,7 @@ class Hub:
                 self.writer.flush()  # its frames of an earlier opening, all in the log first
             live.seq = self.store.frames.last(live.key)
         self.sessions[live.key] = live
-        live.session.on_close(self._dropper(live.key))
+        live.session.on_close(self._dropper(live))
         return live
 
     def _idle(self, live: Live) -> None:
@@ -340,9 +340,13 @@ class Hub:
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
 
-    def _dropper(self, key: str) -> Callable[[Session], None]:
+    def _dropper(self, live: Live) -> Callable[[Session], None]:
+        """Forget ``live`` once its session closed, unless the key names a newer opening of
+        the session by then (resumed while this one was closing)."""
+
         def drop(_: Session) -> None:
-            self.sessions.pop(key, None)
+            if self.sessions.get(live.key) is live:
+                del self.sessions[live.key]
 
         return drop
 
