@@ -69,3 +69,41 @@ async def test_a_session_resumed_while_its_last_opening_closes_stays_open(
         runtime.shared.give_back(store)
     assert again is not live
     assert found is again
+
+
+async def test_an_old_opening_s_idle_timer_leaves_the_new_opening_alone(
+    home: Path, work: Path
+) -> None:
+    with FakeLLMServer([]) as llm:
+        write_config(home, llm, "", "")
+        settings = load_settings(
+            Overrides(work_dir=str(work)), cwd=work, env={"OPENHEIM_HOME": str(home)}
+        )
+        runtime = Runtime(settings=settings)
+        store = runtime.shared.borrow_store(settings.data_dir)
+        hub = Hub(runtime, store, idle_close=0.05)
+        live = await hub.open(SessionOptions())
+        key = live.key
+        live.watch_idle()  # as when its last client detached
+        await hub.forget(key)  # closed by a client before it went idle
+        again = await hub.open(SessionOptions(resume=key))
+        again.subscribers.add(_Nobody())  # attached: the new opening is not idle
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 10
+        while live._idle is not None and loop.time() < deadline:  # the old timer fires
+            await asyncio.sleep(0.01)
+        for _ in range(20):  # and anything it started runs
+            await asyncio.sleep(0)
+        found = hub.get(key)
+        await hub.close_all()
+        runtime.shared.give_back(store)
+    assert live._idle is None
+    assert found is again
+
+
+class _Nobody:
+    def push(self, frame: str) -> None:
+        pass
+
+    def replay(self, frames: list[str]) -> None:
+        pass

@@ -336,6 +336,8 @@ class Hub:
         return live
 
     def _idle(self, live: Live) -> None:
+        if self.sessions.get(live.key) is not live:  # closed before: the key may name a newer
+            return  # opening of the session, which is not idle
         task = asyncio.create_task(self.forget(live.key))
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
