@@ -132,3 +132,28 @@ def test_a_due_collection_waits_for_quiet_but_not_forever() -> None:
     assert not made.ready(busy=True)
     now[0] += 0.1
     assert made.ready(busy=True)
+
+
+def test_cycles_holding_large_buffers_that_die_frozen_make_a_full_collection_due() -> None:
+    """Large buffers are not the interpreter's small blocks: cycles that die frozen while
+    holding them grow the process's memory, not its block count. That growth makes a full
+    collection due too, which frees them."""
+    made = Collector(young=1000, growth=0.0, min_resident=32 * 1024 * 1024)
+    made.start()
+    try:
+        refs = []
+        for _ in range(64):
+            alive = _cycle()
+            alive.payload = bytearray(1024 * 1024)  # type: ignore[attr-defined]
+            alive.payload[::4096] = b"x" * 256  # type: ignore[attr-defined]  # resident
+            gc.collect(0)  # frozen while alive
+            refs.append(weakref.ref(alive))
+            del alive
+        due = made.check_growth()
+        if due:
+            made.collect()
+        left = sum(ref() is not None for ref in refs)
+    finally:
+        made.stop()
+    assert due
+    assert left == 0
