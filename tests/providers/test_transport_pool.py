@@ -187,3 +187,16 @@ async def test_a_connection_numbered_past_select_s_limit_is_reused(
             sock.close()
     assert [reply.status_code for reply in replies] == [200] * 3
     assert server.connections == 1
+
+
+async def test_a_204_that_claims_a_chunked_body_has_none(client: httpx.AsyncClient) -> None:
+    """A 204 (or 304, or a HEAD's answer) has no body whatever its headers say: reading it
+    ends at once instead of waiting for chunks that never come."""
+    empty = b"HTTP/1.1 204 No Content\r\nTransfer-Encoding: chunked\r\n\r\n"
+    async with Server(keep_alive([empty, OK])) as server:
+        async with asyncio.timeout(1.5):  # under the client's read limit of 2 s
+            first = await client.post(server.url, content=b"{}")
+            second = await client.get(server.url)
+    assert (first.status_code, first.content) == (204, b"")
+    assert (second.status_code, second.content) == (200, b"ok")
+    assert server.connections == 1
