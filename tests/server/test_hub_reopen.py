@@ -1,38 +1,30 @@
-"""A stored session closed and opened again at once goes on numbering its frames where it left
-off, though its last frames may not have reached the store's frame log yet."""
+"""A stored session closed and opened again goes on as one session: its frames numbered on where
+they left off (though its last frames may not have reached the frame log yet), and the old
+opening, closing late or idle, never takes the new one out of the server."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
 
-from openheim.config.load import Overrides, load_settings
-from openheim.runtime import Runtime, SessionOptions
-from openheim.server.hub import Hub
+from openheim.runtime import SessionOptions
 from openheim.testing import FakeLLMServer
-from tests.server.support import write_config
+from tests.server.support import hub_over
 
 
 async def test_a_session_reopened_at_once_numbers_on(home: Path, work: Path) -> None:
     with FakeLLMServer([]) as llm:
-        write_config(home, llm, "", "")
-        settings = load_settings(
-            Overrides(work_dir=str(work)), cwd=work, env={"OPENHEIM_HOME": str(home)}
-        )
-        runtime = Runtime(settings=settings)
-        store = runtime.shared.borrow_store(settings.data_dir)
-        hub = Hub(runtime, store)
-        live = await hub.open(SessionOptions())
-        key = live.key
-        for n in range(3):
-            live.publish("note", {"n": n})
-        await hub.forget(key)
-        again = await hub.open(SessionOptions(resume=key))
-        seq = again.seq
-        again.publish("note", {"n": 3})
-        await hub.close_all()
-        frames = list(store.frames.after(key, 0))
-        runtime.shared.give_back(store)
+        async with hub_over(home, work, llm) as hub:
+            live = await hub.open(SessionOptions())
+            key = live.key
+            for n in range(3):
+                live.publish("note", {"n": n})
+            await hub.forget(key)
+            again = await hub.open(SessionOptions(resume=key))
+            seq = again.seq
+            again.publish("note", {"n": 3})
+            await hub.close_all()  # every frame in the log
+            frames = list(hub.store.frames.after(key, 0))
     assert seq == 3
     assert [n for n, _ in frames] == [1, 2, 3, 4]
     assert [f'"n": {n}' in text for n, (_, text) in enumerate(frames)] == [True] * 4
@@ -42,31 +34,23 @@ async def test_a_session_resumed_while_its_last_opening_closes_stays_open(
     home: Path, work: Path
 ) -> None:
     with FakeLLMServer([]) as llm:
-        write_config(home, llm, "", "")
-        settings = load_settings(
-            Overrides(work_dir=str(work)), cwd=work, env={"OPENHEIM_HOME": str(home)}
-        )
-        runtime = Runtime(settings=settings)
-        store = runtime.shared.borrow_store(settings.data_dir)
-        hub = Hub(runtime, store)
-        live = await hub.open(SessionOptions())
-        key = live.key
-        assert live.session is not None
-        close, let_close = live.session.close, asyncio.Event()
+        async with hub_over(home, work, llm) as hub:
+            live = await hub.open(SessionOptions())
+            key = live.key
+            assert live.session is not None
+            close, let_close = live.session.close, asyncio.Event()
 
-        async def slow_close() -> None:
-            await let_close.wait()
-            await close()
+            async def slow_close() -> None:
+                await let_close.wait()
+                await close()
 
-        live.session.close = slow_close  # type: ignore[method-assign]
-        closing = asyncio.create_task(hub.forget(key))
-        await asyncio.sleep(0)  # the old opening is out of the hub and closing
-        again = await hub.open(SessionOptions(resume=key))
-        let_close.set()
-        await closing
-        found = hub.get(key)
-        await hub.close_all()
-        runtime.shared.give_back(store)
+            live.session.close = slow_close  # type: ignore[method-assign]
+            closing = asyncio.create_task(hub.forget(key))
+            await asyncio.sleep(0)  # the old opening is out of the hub and closing
+            again = await hub.open(SessionOptions(resume=key))
+            let_close.set()
+            await closing
+            found = hub.get(key)
     assert again is not live
     assert found is again
 
@@ -75,28 +59,21 @@ async def test_an_old_opening_s_idle_timer_leaves_the_new_opening_alone(
     home: Path, work: Path
 ) -> None:
     with FakeLLMServer([]) as llm:
-        write_config(home, llm, "", "")
-        settings = load_settings(
-            Overrides(work_dir=str(work)), cwd=work, env={"OPENHEIM_HOME": str(home)}
-        )
-        runtime = Runtime(settings=settings)
-        store = runtime.shared.borrow_store(settings.data_dir)
-        hub = Hub(runtime, store, idle_close=0.05)
-        live = await hub.open(SessionOptions())
-        key = live.key
-        live.watch_idle()  # as when its last client detached
-        await hub.forget(key)  # closed by a client before it went idle
-        again = await hub.open(SessionOptions(resume=key))
-        again.subscribers.add(_Nobody())  # attached: the new opening is not idle
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 10
-        while live._idle is not None and loop.time() < deadline:  # the old timer fires
-            await asyncio.sleep(0.01)
-        for _ in range(20):  # and anything it started runs
-            await asyncio.sleep(0)
-        found = hub.get(key)
-        await hub.close_all()
-        runtime.shared.give_back(store)
+        async with hub_over(home, work, llm) as hub:
+            hub.idle_close = 0.05
+            live = await hub.open(SessionOptions())
+            key = live.key
+            live.watch_idle()  # as when its last client detached
+            await hub.forget(key)  # closed by a client before it went idle
+            again = await hub.open(SessionOptions(resume=key))
+            again.subscribers.add(_Nobody())  # attached: the new opening is not idle
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 10
+            while live._idle is not None and loop.time() < deadline:  # the old timer fires
+                await asyncio.sleep(0.01)
+            for _ in range(20):  # and anything it started runs
+                await asyncio.sleep(0)
+            found = hub.get(key)
     assert live._idle is None
     assert found is again
 
