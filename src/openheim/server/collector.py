@@ -69,14 +69,17 @@ class Collector:
         growth: float = GROWTH,
         clock: Callable[[], float] = time.monotonic,
         min_resident: int = MIN_RESIDENT,
+        measure: Callable[[], int] | None = None,
     ) -> None:
         self.young = young
         self.growth = growth
         self.clock = clock
         self.min_resident = min_resident
+        self.resident = measure or resident
+        """The process's resident bytes now (``resident``; tests pass their own)."""
         self.limit = MIN_GROWTH
         """Allocated blocks that make the next full collection due."""
-        self.resident_limit = resident() + min_resident
+        self.resident_limit = self.resident() + min_resident
         """Resident bytes that make the next full collection due (where they can be read)."""
         self.full_collections = 0
         self.last_full = clock()
@@ -119,7 +122,7 @@ class Collector:
     def check_growth(self) -> bool:
         """Whether a full collection is due, counting the allocated blocks now."""
         if self.due_since is None and (
-            sys.getallocatedblocks() >= self.limit or resident() >= self.resident_limit
+            sys.getallocatedblocks() >= self.limit or self.resident() >= self.resident_limit
         ):
             self.due_since = self.clock()
         return self.due
@@ -134,7 +137,7 @@ class Collector:
         kept = gc.get_freeze_count()
         blocks = sys.getallocatedblocks()
         self.limit = blocks + max(MIN_GROWTH, int(blocks * self.growth))
-        held = resident()
+        held = self.resident()
         self.resident_limit = held + max(self.min_resident, int(held * self.growth))
         self.due_since = None
         self.last_full = self.clock()
