@@ -225,8 +225,17 @@ EVENT_TYPES: frozenset[str] = frozenset(
 
 def notice_line(notice: Notice) -> str:
     """A notice as one line for a person: ``note: ...`` for the loop's own, else
-    ``openheim: ...`` (as ``openheim run`` writes it to stderr)."""
-    return f"{'note' if notice.kind == 'loop' else 'openheim'}: {notice.message}"
+    ``openheim: ...`` (as ``openheim run`` writes it to stderr). Only printable characters
+    pass as they are; any other (a line break, an escape sequence in a file name a project
+    chose) is shown as its escape, so a terminal never acts on it."""
+    return f"{'note' if notice.kind == 'loop' else 'openheim'}: {_printable(notice.message)}"
+
+
+def _printable(text: str) -> str:
+    """``text`` with each character that is not printable written as its Python escape."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def compaction_line(event: ContextCompacted) -> str:

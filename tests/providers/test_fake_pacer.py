@@ -8,6 +8,8 @@ import socket
 import threading
 import time
 
+import pytest
+
 from openheim.testing.fake_pacer import PacedStream, Pacer
 from openheim.testing.fake_replies import FakeReply
 from openheim.testing.fake_server import FakeLLMServer
@@ -77,8 +79,15 @@ def test_paced_streams_share_one_thread_and_keep_their_delay() -> None:
         assert times[-1] - began >= 5 * 0.05  # five delays, none skipped
 
 
-def test_a_client_that_stops_reading_does_not_hold_the_others_back() -> None:
-    big = ["x" * (256 * 1024) for _ in range(40)]  # 10 MiB: more than loopback buffers hold
+@pytest.mark.parametrize(
+    "big",
+    [
+        ["x" * (256 * 1024) for _ in range(40)],  # 10 MiB: more than loopback buffers hold
+        ["a ", "x" * (8 * 1024 * 1024)],  # one chunk larger than the room the socket has left
+    ],
+    ids=["many-chunks", "one-huge-chunk"],
+)
+def test_a_client_that_stops_reading_does_not_hold_the_others_back(big: list[str]) -> None:
     small = [f"q{i} " for i in range(5)]
     replies = [FakeReply(chunks=big, chunk_delay=0.001), FakeReply(chunks=small, chunk_delay=0.02)]
     with FakeLLMServer(replies) as server:
@@ -87,6 +96,7 @@ def test_a_client_that_stops_reading_does_not_hold_the_others_back() -> None:
         time.sleep(0.5)
         began = time.monotonic()
         with ask(server, "reader") as reader:
+            reader.settimeout(10)
             text, _ = read_stream(reader)
         took = time.monotonic() - began
         with stalled:
@@ -128,14 +138,14 @@ def test_a_client_gone_mid_stream_leaves_the_server_serving() -> None:
 
 def test_a_failing_writer_fails_its_own_stream_only() -> None:
     class Broken:
-        def write(self, data: bytes) -> object:
+        def write(self, data: bytes) -> int:
             raise RuntimeError("broken writer")
 
     class Kept:
         def __init__(self) -> None:
             self.data: list[bytes] = []
 
-        def write(self, data: bytes) -> object:
+        def write(self, data: bytes) -> int:
             self.data.append(data)
             return len(data)
 

@@ -171,3 +171,32 @@ async def test_the_pool_keeps_at_most_max_idle_and_none_past_its_expiry() -> Non
         transport._expiry = 0.0  # every idle connection is now past its expiry
         assert (await client.get(server.url)).text == "ok"
     assert server.connections == 4  # the expired ones were not reused
+
+
+async def test_a_connection_numbered_past_select_s_limit_is_reused(
+    client: httpx.AsyncClient,
+) -> None:
+    """A busy server holds more than 1,024 descriptors: a model connection numbered above
+    ``select``'s limit is still checked and reused, not closed after each request."""
+    held = [socket.socket() for _ in range(1100)]  # later descriptors are numbered above them
+    try:
+        async with Server(keep_alive([OK, OK, OK])) as server:
+            replies = [await client.get(server.url) for _ in range(3)]
+    finally:
+        for sock in held:
+            sock.close()
+    assert [reply.status_code for reply in replies] == [200] * 3
+    assert server.connections == 1
+
+
+async def test_a_204_that_claims_a_chunked_body_has_none(client: httpx.AsyncClient) -> None:
+    """A 204 (or 304, or a HEAD's answer) has no body whatever its headers say: reading it
+    ends at once instead of waiting for chunks that never come."""
+    empty = b"HTTP/1.1 204 No Content\r\nTransfer-Encoding: chunked\r\n\r\n"
+    async with Server(keep_alive([empty, OK])) as server:
+        async with asyncio.timeout(1.5):  # under the client's read limit of 2 s
+            first = await client.post(server.url, content=b"{}")
+            second = await client.get(server.url)
+    assert (first.status_code, first.content) == (204, b"")
+    assert (second.status_code, second.content) == (200, b"ok")
+    assert server.connections == 1

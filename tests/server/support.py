@@ -173,3 +173,23 @@ class Socket:
                     out.append(data)
                     if data["event"]["type"] in ("finished", "failed"):
                         return out
+
+
+@contextlib.asynccontextmanager
+async def hub_over(home: Path, work: Path, llm: FakeLLMServer) -> AsyncIterator[Hub]:
+    """A ``Hub`` of a runtime configured for ``llm``, on its store; its sessions are closed and
+    the store given back at the end."""
+    from openheim.runtime import Runtime
+
+    write_config(home, llm, "", "")
+    settings = load_settings(
+        Overrides(work_dir=str(work)), cwd=work, env={"OPENHEIM_HOME": str(home)}
+    )
+    runtime = Runtime(settings=settings)
+    store = runtime.shared.borrow_store(settings.data_dir)
+    hub = Hub(runtime, store)
+    try:
+        yield hub
+    finally:
+        await hub.close_all()
+        runtime.shared.give_back(store)

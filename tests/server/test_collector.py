@@ -132,3 +132,29 @@ def test_a_due_collection_waits_for_quiet_but_not_forever() -> None:
     assert not made.ready(busy=True)
     now[0] += 0.1
     assert made.ready(busy=True)
+
+
+def test_cycles_holding_large_buffers_that_die_frozen_make_a_full_collection_due() -> None:
+    """Large buffers are not the interpreter's small blocks: cycles that die frozen while
+    holding them grow the process's resident memory, not its block count. That growth makes a
+    full collection due too, which frees them."""
+    held = [100 * 1024 * 1024]
+    made = Collector(young=1000, growth=0.0, min_resident=32 * 1024 * 1024, measure=lambda: held[0])
+    made.start()
+    try:
+        refs = []
+        for _ in range(64):
+            alive = _cycle()
+            alive.payload = bytes(1024 * 1024)  # type: ignore[attr-defined]
+            gc.collect(0)  # frozen while alive
+            refs.append(weakref.ref(alive))
+            del alive
+            held[0] += 1024 * 1024  # the buffer is resident memory, not a block of the count
+        due = made.check_growth()
+        if due:
+            made.collect()
+        left = sum(ref() is not None for ref in refs)
+    finally:
+        made.stop()
+    assert due
+    assert left == 0

@@ -6,12 +6,11 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from openheim.config.load import Overrides, load_settings
 from openheim.messages import Message
-from openheim.runtime import Runtime, SessionOptions
-from openheim.server.hub import Hub, StartGate
+from openheim.runtime import SessionOptions
+from openheim.server.hub import StartGate
 from openheim.testing import FakeLLMServer
-from tests.server.support import write_config
+from tests.server.support import hub_over
 
 WAIT = 10.0
 
@@ -48,27 +47,19 @@ async def test_a_cancelled_waiter_takes_no_room() -> None:
 
 async def test_a_prompt_cancelled_at_the_gate_ends_cancelled(home: Path, work: Path) -> None:
     with FakeLLMServer([]) as llm:
-        write_config(home, llm, "", "")
-        settings = load_settings(
-            Overrides(work_dir=str(work)), cwd=work, env={"OPENHEIM_HOME": str(home)}
-        )
-        runtime = Runtime(settings=settings)
-        store = runtime.shared.borrow_store(settings.data_dir)
-        hub = Hub(runtime, store)
-        hub.gate = StartGate(per_turn=0)  # shut: nothing begins until the test lets it
-        live = await hub.open(SessionOptions())
-        seen: list[str] = []
-        live.subscribers.add(_Collect(seen))
-        live.start(Message.user("hi"))
-        await asyncio.sleep(0)
-        assert live.busy and len(hub.gate.waiting) == 1
-        live.cancel()
-        hub.gate.per_turn = 1
-        hub.gate.open()
-        assert live.task is not None
-        await asyncio.wait_for(live.task, WAIT)
-        await hub.close_all()
-        runtime.shared.give_back(store)
+        async with hub_over(home, work, llm) as hub:
+            hub.gate = StartGate(per_turn=0)  # shut: nothing begins until the test lets it
+            live = await hub.open(SessionOptions())
+            seen: list[str] = []
+            live.subscribers.add(_Collect(seen))
+            live.start(Message.user("hi"))
+            await asyncio.sleep(0)
+            assert live.busy and len(hub.gate.waiting) == 1
+            live.cancel()
+            hub.gate.per_turn = 1
+            hub.gate.open()
+            assert live.task is not None
+            await asyncio.wait_for(live.task, WAIT)
         assert llm.requests == [] and llm.unexpected_requests == []
     assert '"stop_reason": "cancelled"' in seen[-1]
 

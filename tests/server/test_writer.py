@@ -82,3 +82,27 @@ async def test_aclose_waits_for_every_batch(store: SQLiteStore) -> None:
     await out.aclose()
     assert store.frames.last(sid) == 101
     assert len(list(store.frames.after(sid, 0))) == 101
+
+
+async def test_flush_writes_the_batches_handed_over_but_not_begun(store: SQLiteStore) -> None:
+    """A batch the thread has not begun yet (queued behind other work) is in the store once
+    ``flush`` returns: a client re-attaching reads every frame published before it."""
+    sid = _session(store)
+    out = FrameWriter(store)
+    out.add(sid, 1, "written by the thread")
+    out._hand_over()
+    deadline = asyncio.get_running_loop().time() + WAIT
+    while store.frames.last(sid) < 1 and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(frame_writer.FLUSH_DELAY)
+    busy = threading.Event()
+    assert out._thread is not None
+    out._thread.submit(busy.wait, WAIT)  # the thread is kept busy: the next batch waits
+    out.add(sid, 2, "handed over, not begun")
+    out._hand_over()
+    out.add(sid, 3, "flushed")
+    out.flush()
+    stored = [seq for seq, _ in store.frames.after(sid, 0)]
+    busy.set()
+    await out.aclose()
+    assert stored == [1, 2, 3]
+    assert [seq for seq, _ in store.frames.after(sid, 0)] == [1, 2, 3]

@@ -49,11 +49,12 @@ class Connection:
         sock = self.writer.get_extra_info("socket")
         if sock is None:
             return True
-        try:
-            readable, _, _ = select.select([sock], [], [], 0)
+        try:  # poll, not select: a busy server's descriptors pass select's limit of 1,024
+            poller = select.poll()
+            poller.register(sock, select.POLLIN)
+            return not poller.poll(0)
         except (OSError, ValueError):
             return False
-        return not readable
 
     def close(self) -> None:
         self.writer.close()

@@ -95,7 +95,8 @@ class BodyReader:
     def __init__(self, reader: asyncio.StreamReader, head: ResponseHead) -> None:
         self._reader = reader
         self._left = head.length
-        self._decoder = ChunkDecoder() if head.values(b"transfer-encoding") else None
+        chunked = head.length is None and head.values(b"transfer-encoding")
+        self._decoder = ChunkDecoder() if chunked else None  # HEAD, 204, 304: none at all
         self.overread = False
 
     async def read(self) -> bytes:

@@ -107,7 +107,7 @@ class AgentChannel:
         after = data.get("after", 0)
         if not isinstance(after, int) or isinstance(after, bool) or after < 0:
             raise BadRequest("after must be a whole number >= 0", "send the last seq you saw")
-        live = self.context.hub.get(key)
+        live = self.context.hub.get(key) or self.context.hub.stored(key)
         if live is None:
             try:
                 live = await self.context.hub.open(SessionOptions(resume=key))

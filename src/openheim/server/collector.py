@@ -21,11 +21,13 @@ walked is the same, since a stream's chain is walked once whichever collection f
 What freezing gives up is finding reference cycles among frozen objects that die later. So
 once the interpreter's allocated memory blocks (``sys.getallocatedblocks``, a fraction of a
 millisecond to count) have grown by ``growth`` times what the last full collection left, a full
-collection is due (everything thawed, collected, frozen again). It runs at the
-next check when no prompt is running; while prompts run (a full collection of a large heap
-stops every stream for a few hundred milliseconds) it waits, up to ``HOLD`` times as long as
-the heap took to grow that much, young collections going on as before. Full collections so
-come as rarely as the live heap allows, at quiet moments where there are any.
+collection is due (everything thawed, collected, frozen again). Large strings and buffers are
+not such blocks (a frozen cycle holding a megabyte counts a few), so the process's resident
+memory (``/proc/self/statm`` where there is one) growing that much makes one due as well.
+It runs at the next check when no prompt is running; while prompts run (a full collection of
+a large heap stops every stream for a few hundred milliseconds) it waits, up to ``HOLD`` times
+as long as the heap took to grow that much, young collections going on as before. Full
+collections so come as rarely as the live heap allows, at quiet moments where there are any.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -50,6 +53,8 @@ GROWTH = 1.0
 that makes the next one due."""
 MIN_GROWTH = 200_000
 """Blocks of growth that make a full collection due at the least (a small heap grows fast)."""
+MIN_RESIDENT = 256 * 1024 * 1024
+"""Bytes of resident memory growth that make a full collection due at the least."""
 CHECK = 1.0
 """Seconds between checks for a due full collection."""
 HOLD = 3
@@ -65,12 +70,19 @@ class Collector:
         young: int = YOUNG,
         growth: float = GROWTH,
         clock: Callable[[], float] = time.monotonic,
+        min_resident: int = MIN_RESIDENT,
+        measure: Callable[[], int] | None = None,
     ) -> None:
         self.young = young
         self.growth = growth
         self.clock = clock
+        self.min_resident = min_resident
+        self.resident = measure or resident
+        """The process's resident bytes now (``resident``; tests pass their own)."""
         self.limit = MIN_GROWTH
         """Allocated blocks that make the next full collection due."""
+        self.resident_limit = self.resident() + min_resident
+        """Resident bytes that make the next full collection due (where they can be read)."""
         self.full_collections = 0
         self.last_full = clock()
         self.due_since: float | None = None
@@ -111,7 +123,9 @@ class Collector:
 
     def check_growth(self) -> bool:
         """Whether a full collection is due, counting the allocated blocks now."""
-        if self.due_since is None and sys.getallocatedblocks() >= self.limit:
+        if self.due_since is None and (
+            sys.getallocatedblocks() >= self.limit or self.resident() >= self.resident_limit
+        ):
             self.due_since = self.clock()
         return self.due
 
@@ -125,6 +139,8 @@ class Collector:
         kept = gc.get_freeze_count()
         blocks = sys.getallocatedblocks()
         self.limit = blocks + max(MIN_GROWTH, int(blocks * self.growth))
+        held = self.resident()
+        self.resident_limit = held + max(self.min_resident, int(held * self.growth))
         self.due_since = None
         self.last_full = self.clock()
         self.full_collections += 1
@@ -152,3 +168,15 @@ class Collector:
                         self.collect()
         finally:
             self.stop()
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def resident() -> int:
+    """The process's resident memory in bytes; 0 where ``/proc/self/statm`` cannot be read."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return 0

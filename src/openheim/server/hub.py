@@ -322,26 +322,47 @@ class Hub:
 
         live.session = await host_session(opener)
         live.key = live.session.id or uuid.uuid4().hex
+        opened = self.sessions.get(live.key)
+        if opened is not None:  # resumed by another client meanwhile: that one is the session
+            await live.session.close()
+            return opened
         if live.session.id is not None:
             live.writer = self.writer
+            if options.resume is not None or options.continue_latest:
+                self.writer.flush()  # its frames of an earlier opening, all in the log first
             live.seq = self.store.frames.last(live.key)
         self.sessions[live.key] = live
-        live.session.on_close(self._dropper(live.key))
+        live.session.on_close(self._dropper(live))
         return live
 
     def _idle(self, live: Live) -> None:
+        if self.sessions.get(live.key) is not live:  # closed before: the key may name a newer
+            return  # opening of the session, which is not idle
         task = asyncio.create_task(self.forget(live.key))
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
 
-    def _dropper(self, key: str) -> Callable[[Session], None]:
+    def _dropper(self, live: Live) -> Callable[[Session], None]:
+        """Forget ``live`` once its session closed, unless the key names a newer opening of
+        the session by then (resumed while this one was closing)."""
+
         def drop(_: Session) -> None:
-            self.sessions.pop(key, None)
+            if self.sessions.get(live.key) is live:
+                del self.sessions[live.key]
 
         return drop
 
     def get(self, key: str) -> Live | None:
         return self.sessions.get(key)
+
+    def stored(self, key: str) -> Live | None:
+        """The open session whose stored id ``key`` names (a unique prefix of it): resuming
+        it attaches to it instead of opening it a second time, with numbers of its own."""
+        try:
+            record = self.store.get(key)
+        except OpenheimError:  # no such session: opening it says so
+            return None
+        return self.sessions.get(record.id)
 
     def busy(self) -> bool:
         """Whether a prompt runs (or waits to begin) in any open session."""

@@ -8,7 +8,9 @@ goes on delivering frames meanwhile instead of stopping for each batch (a few mi
 a thousand streaming sessions). Batches are written one at a time, in order, through the
 store's one connection, whose lock makes any write of the loop's own wait at most for the
 batch in progress. A reader that needs every frame so far in the store (a client
-re-attaching) calls ``flush()`` first, which waits for that batch and writes the rest itself.
+re-attaching) calls ``flush()`` first, which waits for that batch and writes the rest itself:
+the batches handed to the thread wait in one queue, and whoever holds the write lock writes
+every batch queued so far, so one the thread has not begun is never left out.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
 from openheim.errors import OpenheimError
@@ -40,6 +43,8 @@ class FrameWriter:
         self._lock = threading.Lock()
         self._thread: ThreadPoolExecutor | None = None
         self._writing: set[asyncio.Future[None]] = set()
+        self._handed: deque[list[Row]] = deque()
+        """Batches handed over and not written yet, oldest first (taken under ``_lock``)."""
 
     def add(self, session_id: str, seq: int, text: str) -> None:
         self.rows.append((session_id, seq, text))
@@ -52,9 +57,10 @@ class FrameWriter:
         batch, self.rows = self.rows, []
         if not batch:
             return
+        self._handed.append(batch)
         if self._thread is None:
             self._thread = ThreadPoolExecutor(1, thread_name_prefix="openheim-frames")
-        future = asyncio.get_running_loop().run_in_executor(self._thread, self._write, batch)
+        future = asyncio.get_running_loop().run_in_executor(self._thread, self._write)
         self._writing.add(future)
         future.add_done_callback(self._writing.discard)
 
@@ -64,7 +70,9 @@ class FrameWriter:
             self._timer.cancel()
             self._timer = None
         batch, self.rows = self.rows, []
-        self._write(batch)
+        if batch:
+            self._handed.append(batch)
+        self._write()
 
     async def aclose(self) -> None:
         """Write every frame added so far and wait for the thread's batches."""
@@ -75,8 +83,12 @@ class FrameWriter:
             self._thread.shutdown()
             self._thread = None
 
-    def _write(self, batch: list[Row]) -> None:
+    def _write(self) -> None:
+        """Write every batch handed over so far, in one transaction (none left: nothing)."""
         with self._lock:
+            batch = []
+            while self._handed:
+                batch += self._handed.popleft()
             if not batch:
                 return
             try:

@@ -80,7 +80,10 @@ class Connection:
             self._queue(f'{{"channel": "agent", "data": {frame}}}')
 
     def send(self, channel: str, data: dict[str, Any]) -> None:
-        self._put(json.dumps({"channel": channel, "data": data}, ensure_ascii=False))
+        """A frame of the connection's own (a reply, an fs event), as ASCII JSON: a string
+        UTF-8 cannot carry (a file name that is not UTF-8, an id with a lone surrogate) goes
+        out escaped, as in every agent frame, instead of failing the socket's send."""
+        self._put(json.dumps({"channel": channel, "data": data}))
 
     def _put(self, text: str) -> None:
         """Send a frame at the end of this turn when nothing waits before it, else queue it."""

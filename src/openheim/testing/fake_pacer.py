@@ -4,8 +4,9 @@ A reply with a ``chunk_delay`` would otherwise keep its handler thread waking up
 with a thousand streams at once, those wake-ups (each taking the interpreter lock in turn) cost
 more than the chunks themselves and come late. Here the handler thread sleeps until its stream
 is done (or needs it back), and a single thread keeps a heap of due times and writes each chunk
-in turn. A chunk is written only when the socket has room for it at once, so a client that
-stops reading never holds the others back: its stream goes back to its own thread.
+in turn. A chunk is written only as far as the socket takes it at once (``Writer.write`` never
+blocks), so a client that stops reading never holds the others back: its stream, with the part
+of a chunk the socket did not take, goes back to its own thread.
 """
 
 from __future__ import annotations
@@ -27,9 +28,22 @@ def http_chunk(data: bytes) -> bytes:
 
 
 class Writer(Protocol):
-    """Where a stream's bytes go: the handler's ``wfile``."""
+    """Where a stream's bytes go, without waiting: how many of them were taken."""
 
-    def write(self, data: bytes, /) -> object: ...
+    def write(self, data: bytes, /) -> int: ...
+
+
+class SocketWriter:
+    """A ``Writer`` over a blocking socket: each write sends what the socket takes at once."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+
+    def write(self, data: bytes, /) -> int:
+        try:
+            return self.sock.send(data, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return 0
 
 
 @dataclass
@@ -46,6 +60,8 @@ class PacedStream:
     waited: bool = False
     """Whether the delay before chunk ``sent`` has already passed (handed back when the socket
     had no room for it)."""
+    rest: bytes = b""
+    """The end of chunk ``sent - 1`` that the socket did not take: its own thread writes it."""
     failed: BaseException | None = None
     done: threading.Event = field(default_factory=threading.Event)
 
@@ -121,9 +137,13 @@ class Pacer:
             if not room.poll(0):
                 stream.waited = True  # no room: its own thread writes the rest, blocking
                 return False
-            stream.out.write(stream.chunks[stream.sent])
+            chunk = stream.chunks[stream.sent]
+            taken = stream.out.write(chunk)
         except Exception as err:  # the handler's thread raises it; the other streams go on
             stream.failed = err
             return False
         stream.sent += 1
+        if taken < len(chunk):  # the socket is full: its own thread writes the rest, blocking
+            stream.rest = chunk[taken:]
+            return False
         return stream.sent < stream.stop_at

@@ -40,7 +40,7 @@ from openheim.testing.fake_demo import demo_reply as demo_reply
 from openheim.testing.fake_demo import summarise_listing as summarise_listing
 from openheim.testing.fake_gemini import GEMINI
 from openheim.testing.fake_openai import OPENAI
-from openheim.testing.fake_pacer import PacedStream, Pacer, http_chunk
+from openheim.testing.fake_pacer import PacedStream, Pacer, SocketWriter, http_chunk
 from openheim.testing.fake_replies import FakeReply, RecordedRequest, Step
 from openheim.testing.fake_responses import RESPONSES
 from openheim.testing.fake_wire import WireFormat
@@ -332,14 +332,17 @@ class _Handler(BaseHTTPRequestHandler):
         if not reply.chunk_delay:
             return 0, False
         marks = [m for m in (reply.hang_at, reply.cut_stream_after) if m is not None]
+        out = SocketWriter(self.connection)
         stream = PacedStream(
-            self.connection, self.wfile, chunks, reply.chunk_delay, min([len(chunks), *marks])
+            self.connection, out, chunks, reply.chunk_delay, min([len(chunks), *marks])
         )
         self.server.pacer.run(stream)
         if isinstance(stream.failed, OSError | ValueError):  # ValueError: a closed socket
             raise ConnectionError(f"the client went away: {stream.failed}") from stream.failed
         if stream.failed is not None:
             raise stream.failed
+        if stream.rest:
+            self.wfile.write(stream.rest)
         return stream.sent, stream.waited
 
     def _stall(self, reply: FakeReply) -> None:
