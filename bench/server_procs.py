@@ -22,6 +22,14 @@ MARK = re.compile(rb"s(\d+)\.(\d+)\|")
 TOKEN = "bench-token-0123456789abcdef"
 
 
+def note(sent: dict[tuple[int, int], float], data: bytes) -> None:
+    """Note now as the time each delta mark in ``data`` leaves (the first time it is seen: a
+    chunk the socket took only in part is written again, the rest by the stream's thread)."""
+    now = time.monotonic()
+    for session, index in MARK.findall(data):
+        sent.setdefault((int(session), int(index)), now)
+
+
 class _Tap:
     """A handler's ``wfile`` that notes when each delta mark leaves for the socket: the time
     is taken just before the write, since after it this thread may wait for the interpreter
@@ -32,11 +40,8 @@ class _Tap:
         self.sent = sent
 
     def write(self, data: bytes) -> int:
-        marks = MARK.findall(data)
-        now = time.monotonic()
+        note(self.sent, data)
         written: int = self.inner.write(data)
-        for session, index in marks:
-            self.sent[(int(session), int(index))] = now
         return written
 
     def flush(self) -> None:
@@ -50,7 +55,7 @@ def fake_llm(conn: Connection) -> None:
     """Serve replies of as many marked deltas as the prompt's ``cCOUNT`` says, as far apart as
     its ``dSECONDS`` says; on ``report``, send back when each delta was sent so far; stop on
     anything else."""
-    from openheim.testing import FakeLLMServer, FakeReply, RecordedRequest, fake_server
+    from openheim.testing import FakeLLMServer, FakeReply, RecordedRequest, fake_pacer, fake_server
 
     sent: dict[tuple[int, int], float] = {}
     setup = fake_server._Handler.setup
@@ -60,6 +65,15 @@ def fake_llm(conn: Connection) -> None:
         handler.wfile = _Tap(handler.wfile, sent)
 
     fake_server._Handler.setup = tapped  # type: ignore[method-assign,assignment]
+
+    class TappedSocketWriter(fake_pacer.SocketWriter):
+        """The pacer's writer (slowed replies), noting the marks as ``_Tap`` does."""
+
+        def write(self, data: bytes, /) -> int:
+            note(sent, data)
+            return super().write(data)
+
+    fake_server.SocketWriter = TappedSocketWriter  # type: ignore[attr-defined]
 
     def reply(request: RecordedRequest) -> FakeReply:
         prompt = str(request.body["messages"][-1]["content"])
