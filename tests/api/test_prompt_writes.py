@@ -12,8 +12,11 @@ import pytest
 from openheim.errors import StoreError
 from openheim.events import CostUpdate, Event, Finished
 from openheim.messages import Message
+from openheim.runtime import store_writes
 from openheim.runtime.history import PersistentHistory
-from tests.api.conftest import MakeRuntime, Scripted
+from openheim.store.sqlite import SQLiteLease
+from openheim.testing import Reply, tool_call
+from tests.api.conftest import Blocker, MakeRuntime, Scripted
 
 WAIT = 10.0
 SPINS = 100
@@ -115,4 +118,38 @@ async def test_a_prompt_whose_message_cannot_be_stored_leaves_the_history_as_bet
     store.append = append  # type: ignore[method-assign]
     scripted.provider.add("fine")
     assert (await session.prompt("again")).text == "fine"
+    await session.close()
+
+
+async def test_the_lease_is_refreshed_while_a_tool_runs_long(
+    scripted: Scripted,
+    make_runtime: MakeRuntime,
+    blocker: Blocker,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(store_writes, "REFRESH", 0.01)
+    refreshed: list[str] = []
+    refresh = SQLiteLease.refresh
+
+    def counted(lease: SQLiteLease) -> None:
+        refreshed.append(lease.session_id)
+        refresh(lease)
+
+    monkeypatch.setattr(SQLiteLease, "refresh", counted)
+    scripted.provider.add(Reply(tool_calls=[tool_call("block", {"label": "x"})]), "done")
+    session = await make_runtime(tools=[blocker.tool]).new_session()
+    run = asyncio.create_task(session.prompt("go").result())
+    await asyncio.wait_for(blocker.started.wait(), WAIT)
+    during = len(refreshed)
+    for _ in range(1000):  # the tool runs on, with no model call: at most 10 s
+        if len(refreshed) >= during + 3:
+            break
+        await asyncio.sleep(0.01)
+    assert len(refreshed) >= during + 3
+    blocker.release.set()
+    assert (await asyncio.wait_for(run, WAIT)).stop_reason == "end_turn"
+    after = len(refreshed)
+    for _ in range(5):
+        await asyncio.sleep(0.01)
+    assert len(refreshed) == after  # the timer stops with the prompt
     await session.close()

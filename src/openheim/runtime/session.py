@@ -275,6 +275,7 @@ class Session:
                 run = watch.events(run)
                 tap = watch.guard(tap) if tap is not None else None
             heartbeat, history, over = Heartbeat(lease), self.history, False
+            heartbeat.start()
             if tap is not None and isinstance(history, PersistentHistory):
                 tap = _stored_first(history, tap)
             try:
@@ -290,10 +291,12 @@ class Session:
                             heartbeat.beat()
                         elif isinstance(event, Finished):  # the prompt is over once it is told
                             over = True
+                            heartbeat.stop()
                             await self._settle(lease)
                         yield event
                         event = await anext(events, None)
             finally:
+                heartbeat.stop()
                 if not over:
                     await self._settle(lease)
 

@@ -56,18 +56,40 @@ def release(lease: Lease) -> None:
 
 
 class Heartbeat:
-    """Refreshes a prompt's lease at each model call, at most every ``REFRESH`` seconds (a
-    write on the event loop, rare enough not to matter)."""
+    """Refreshes a prompt's lease at each model call, and on a timer while a model call or a
+    tool runs long (``start``/``stop``), at most every ``REFRESH`` seconds: far inside the
+    store's timeout, after which another host may take a lease over as stale (a write on the
+    event loop, rare enough not to matter)."""
 
     def __init__(self, lease: Lease | None) -> None:
         self.lease = lease
         self.last = time.monotonic()
+        self._timer: asyncio.TimerHandle | None = None
 
     def beat(self) -> None:
         now = time.monotonic()
         if self.lease is not None and now - self.last >= REFRESH:
             self.lease.refresh()
             self.last = now
+
+    def start(self) -> None:
+        """Refresh every ``REFRESH`` seconds until ``stop``, whatever the prompt is doing."""
+        if self.lease is not None and self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(REFRESH, self._tick)
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _tick(self) -> None:
+        self._timer = None
+        try:
+            self.beat()
+        except OpenheimError as err:  # taken over: the prompt's own store writes say so
+            log.warning("could not refresh a prompt's lease: %s", err)
+            return
+        self.start()
 
 
 async def record(history: list[Message], message: Message) -> None:
