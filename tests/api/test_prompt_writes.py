@@ -153,3 +153,26 @@ async def test_the_lease_is_refreshed_while_a_tool_runs_long(
         await asyncio.sleep(0.01)
     assert len(refreshed) == after  # the timer stops with the prompt
     await session.close()
+
+
+async def test_the_lease_is_given_back_when_the_totals_cannot_be_stored(
+    scripted: Scripted, make_runtime: MakeRuntime, caplog: pytest.LogCaptureFixture
+) -> None:
+    session = await make_runtime().new_session()
+    store = session.store
+    assert store is not None and session.id is not None
+    update = store.update
+
+    def failing(session_id: str, **fields: Any) -> None:
+        if "usage" in fields:
+            raise StoreError("the disk is full")
+        update(session_id, **fields)
+
+    store.update = failing  # type: ignore[method-assign]
+    scripted.provider.add("the answer")
+    result = await asyncio.wait_for(session.prompt("hi").result(), WAIT)
+    assert result.stop_reason == "end_turn"
+    assert "usage totals" in caplog.text
+    with store.acquire(str(session.id)):  # free again: no second prompt waits for a timeout
+        pass
+    await session.close()

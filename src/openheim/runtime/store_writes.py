@@ -112,7 +112,8 @@ async def settle(
 ) -> None:
     """The prompt is over: wait for its messages to be stored (a failure was raised to its
     reader already, or no one reads on: it is logged), then store its usage totals and give
-    its lease back, in one write."""
+    its lease back, in one write (totals that cannot be stored are logged, and the lease is
+    given back all the same)."""
     if isinstance(history, PersistentHistory):
         try:
             await history.saved()
@@ -123,7 +124,10 @@ async def settle(
     usage, cost = meter.usage, meter.cost
 
     def write() -> None:
-        store.update(session_id, usage=usage, cost=cost)
+        try:
+            store.update(session_id, usage=usage, cost=cost)
+        except OpenheimError:  # the totals are lost (said in the log); the lease is not kept
+            log.warning("the usage totals of session %s were not stored", session_id, exc_info=True)
         if lease is not None:
             lease.release()
 
