@@ -163,3 +163,31 @@ def test_a_failing_writer_fails_its_own_stream_only() -> None:
         sock.close()
     assert isinstance(broken.failed, RuntimeError) and broken.sent == 0
     assert (fine.failed, fine.sent, kept.data) == (None, 3, [b"1", b"2", b"3"])
+
+
+def test_a_late_chunk_does_not_push_back_the_ones_after_it() -> None:
+    """Each stream keeps its own clock, as a model generating tokens does: chunk ``k`` is due
+    ``k + 1`` delays after the stream began, however late the chunk before it was written."""
+    delay, slow = 0.2, 0.6
+
+    class Slow:
+        def __init__(self) -> None:
+            self.times: list[float] = []
+
+        def write(self, data: bytes) -> int:
+            self.times.append(time.monotonic())
+            if len(self.times) == 2:
+                time.sleep(slow)  # the pacer falls behind at the second chunk
+            return len(data)
+
+    out = Slow()
+    a, b = socket.socketpair()
+    with a, b:
+        began = time.monotonic()
+        stream = PacedStream(a, out, [b"%d" % i for i in range(6)], delay, 6)
+        Pacer(threading.Event()).run(stream)
+    assert stream.sent == 6 and stream.failed is None
+    last = out.times[-1] - began
+    assert last >= 6 * delay - 0.01  # no chunk early
+    pushed_back = 2 * delay + slow + 4 * delay  # where the late chunk would move the last one
+    assert last < pushed_back - 0.3, f"the last chunk came at {last:.2f} s"

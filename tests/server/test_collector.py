@@ -121,17 +121,36 @@ async def test_run_collects_when_due_and_gives_the_pacing_back() -> None:
     assert gc.get_threshold() == saved and made._collected not in gc.callbacks
 
 
-def test_a_due_collection_waits_for_quiet_but_not_forever() -> None:
-    now = [100.0]
-    made = Collector(clock=lambda: now[0])
+def test_a_due_collection_waits_for_quiet_until_the_heap_grows_far_past_due() -> None:
+    held = [100 * 1024 * 1024]
+    made = Collector(min_resident=32 * 1024 * 1024, measure=lambda: held[0])
+    made.limit = made.force_limit = sys.getallocatedblocks() + 10_000_000
+    made.resident_limit, made.resident_force = held[0] + (32 << 20), held[0] + (128 << 20)
     assert not made.ready(busy=False)  # not due
-    now[0] = 110.0
-    made.due_since = now[0]  # the heap took 10 s to grow since the last full collection
+    held[0] += 32 << 20
+    assert made.check_growth()
     assert made.ready(busy=False) and not made.ready(busy=True)
-    now[0] += 10 * HOLD - 0.1
-    assert not made.ready(busy=True)
-    now[0] += 0.1
+    held[0] += (96 << 20) - 1
+    assert not made.ready(busy=True)  # however long it has waited
+    held[0] += 1
     assert made.ready(busy=True)
+    blocks = sys.getallocatedblocks()
+    held[0] = 0
+    made.force_limit = blocks + 5000
+    grown = [_Node() for _ in range(6000)]  # the block count grown far past due does it too
+    assert made.ready(busy=True) and len(grown) == 6000
+
+
+def test_a_full_collection_sets_how_far_the_heap_may_grow_before_it_is_forced() -> None:
+    held = [100 * 1024 * 1024]
+    made = Collector(min_resident=32 * 1024 * 1024, measure=lambda: held[0])
+    made.collect()
+    blocks = sys.getallocatedblocks()
+    assert made.force_limit - made.limit >= HOLD * MIN_GROWTH - 1000
+    assert made.force_limit >= blocks + (1 + HOLD) * MIN_GROWTH - 1000
+    step = made.resident_limit - held[0]
+    assert step == 100 * 1024 * 1024  # growth 1.0: the heap may double before one is due
+    assert made.resident_force == held[0] + (1 + HOLD) * step
 
 
 def test_cycles_holding_large_buffers_that_die_frozen_make_a_full_collection_due() -> None:

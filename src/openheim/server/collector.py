@@ -24,10 +24,13 @@ millisecond to count) have grown by ``growth`` times what the last full collecti
 collection is due (everything thawed, collected, frozen again). Large strings and buffers are
 not such blocks (a frozen cycle holding a megabyte counts a few), so the process's resident
 memory (``/proc/self/statm`` where there is one) growing that much makes one due as well.
-It runs at the next check when no prompt is running; while prompts run (a full collection of
-a large heap stops every stream for a few hundred milliseconds) it waits, up to ``HOLD`` times
-as long as the heap took to grow that much, young collections going on as before. Full
-collections so come as rarely as the live heap allows, at quiet moments where there are any.
+It runs at the next check when no prompt is running. While prompts run (a full collection of
+a large heap stops every stream for a few hundred milliseconds) it waits, young collections
+going on as before, until the heap has grown ``HOLD`` times as much again: much of the growth
+that makes one due is live (the sessions and prompts a busy server holds), and a full
+collection only finds cycles that died, so memory, not the time waited, says when it can wait
+no longer. Full collections so come as rarely as the live heap allows, at quiet moments
+where there are any.
 """
 
 from __future__ import annotations
@@ -58,8 +61,8 @@ MIN_RESIDENT = 256 * 1024 * 1024
 CHECK = 1.0
 """Seconds between checks for a due full collection."""
 HOLD = 3
-"""How far past due, as a multiple of the time the heap took to grow, a full collection waits
-for a moment when no prompt runs."""
+"""How much more a due full collection lets the heap grow while prompts run, as a multiple of
+the growth that made it due, before it runs anyway."""
 
 
 class Collector:
@@ -81,8 +84,13 @@ class Collector:
         """The process's resident bytes now (``resident``; tests pass their own)."""
         self.limit = MIN_GROWTH
         """Allocated blocks that make the next full collection due."""
-        self.resident_limit = self.resident() + min_resident
+        self.force_limit = MIN_GROWTH * (1 + HOLD)
+        """Allocated blocks that make a due full collection run while prompts run."""
+        held = self.resident()
+        self.resident_limit = held + min_resident
         """Resident bytes that make the next full collection due (where they can be read)."""
+        self.resident_force = held + min_resident * (1 + HOLD)
+        """Resident bytes that make a due full collection run while prompts run."""
         self.full_collections = 0
         self.last_full = clock()
         self.due_since: float | None = None
@@ -93,11 +101,14 @@ class Collector:
         return self.due_since is not None
 
     def ready(self, busy: bool) -> bool:
-        """Whether to collect now: due and quiet, or far past due."""
+        """Whether to collect now: due, and quiet or the heap grown far past due."""
         if self.due_since is None:
             return False
-        grew = max(self.due_since - self.last_full, CHECK)
-        return not busy or self.clock() - self.due_since >= HOLD * grew
+        return (
+            not busy
+            or sys.getallocatedblocks() >= self.force_limit
+            or self.resident() >= self.resident_force
+        )
 
     def start(self) -> None:
         """Take over the process's collection pacing (``stop`` gives it back)."""
@@ -138,9 +149,11 @@ class Collector:
         gc.freeze()
         kept = gc.get_freeze_count()
         blocks = sys.getallocatedblocks()
-        self.limit = blocks + max(MIN_GROWTH, int(blocks * self.growth))
+        step = max(MIN_GROWTH, int(blocks * self.growth))
+        self.limit, self.force_limit = blocks + step, blocks + step * (1 + HOLD)
         held = self.resident()
-        self.resident_limit = held + max(self.min_resident, int(held * self.growth))
+        step = max(self.min_resident, int(held * self.growth))
+        self.resident_limit, self.resident_force = held + step, held + step * (1 + HOLD)
         self.due_since = None
         self.last_full = self.clock()
         self.full_collections += 1

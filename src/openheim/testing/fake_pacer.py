@@ -4,7 +4,10 @@ A reply with a ``chunk_delay`` would otherwise keep its handler thread waking up
 with a thousand streams at once, those wake-ups (each taking the interpreter lock in turn) cost
 more than the chunks themselves and come late. Here the handler thread sleeps until its stream
 is done (or needs it back), and a single thread keeps a heap of due times and writes each chunk
-in turn. A chunk is written only as far as the socket takes it at once (``Writer.write`` never
+in turn. Each stream keeps its own clock, as a model generating tokens does: chunk ``k`` falls
+due ``k + 1`` delays after the stream began, so a chunk written late does not push back the
+ones after it (nor bunch the streams written in the same late moment together for good). A
+chunk is written only as far as the socket takes it at once (``Writer.write`` never
 blocks), so a client that stops reading never holds the others back: its stream, with the part
 of a chunk the socket did not take, goes back to its own thread.
 """
@@ -98,10 +101,11 @@ class Pacer:
     def _loop(self) -> None:
         stream: PacedStream | None = None
         try:
-            while (stream := self._next_due()) is not None:
+            while (due_now := self._next_due()) is not None:
+                due, stream = due_now
                 if self._write(stream):
-                    with self._wake:
-                        due = self._clock() + stream.delay
+                    with self._wake:  # on the stream's own clock: a late write does not
+                        due += stream.delay  # push back the chunks after it
                         heapq.heappush(self._heap, (due, next(self._order), stream))
                 else:
                     stream.done.set()
@@ -114,8 +118,9 @@ class Pacer:
             for left in waiting:
                 left.done.set()
 
-    def _next_due(self) -> PacedStream | None:
-        """The stream whose chunk is due, waiting for it; None once the server closes."""
+    def _next_due(self) -> tuple[float, PacedStream] | None:
+        """When the next chunk was due and its stream, waiting for it; None once the server
+        closes."""
         with self._wake:
             while not self._closing.is_set():
                 if not self._heap:
@@ -123,7 +128,8 @@ class Pacer:
                     continue
                 wait = self._heap[0][0] - self._clock()
                 if wait <= 0:
-                    return heapq.heappop(self._heap)[2]
+                    due, _, stream = heapq.heappop(self._heap)
+                    return due, stream
                 self._wake.wait(wait)
             return None
 

@@ -76,7 +76,8 @@ class FakeReply:
     hang_at: int | None = None
     """Stop sending after this many events until the server closes (a stalled server)."""
     chunk_delay: float = 0.0
-    """Seconds to wait before each event (a slow server)."""
+    """Seconds between events, on the stream's own clock: event ``k`` is due ``k + 1`` delays
+    after the stream begins (a slow server)."""
     repeat_tool_ids: bool = False
     """Repeat the call id and name in every arguments fragment, as some servers do."""
     stream: bool | None = None
