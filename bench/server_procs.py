@@ -53,8 +53,8 @@ class _Tap:
 
 def fake_llm(conn: Connection) -> None:
     """Serve replies of as many marked deltas as the prompt's ``cCOUNT`` says, as far apart as
-    its ``dSECONDS`` says; on ``report``, send back when each delta was sent so far; stop on
-    anything else."""
+    its ``dSECONDS`` says; on ``report``, send back when each delta was sent since the last
+    report; stop on anything else."""
     from openheim.testing import FakeLLMServer, FakeReply, RecordedRequest, fake_pacer, fake_server
 
     sent: dict[tuple[int, int], float] = {}
@@ -86,8 +86,9 @@ def fake_llm(conn: Connection) -> None:
 
     with FakeLLMServer(default=reply) as server:
         conn.send(server.base_url)
-        while conn.recv() == "report":
+        while conn.recv() == "report":  # what was sent since the last report
             conn.send(dict(sent))
+            sent.clear()
 
 
 def start_openheim(home: Path, work: Path, base_url: str) -> tuple[subprocess.Popen[str], str]:

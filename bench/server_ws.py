@@ -4,15 +4,19 @@ Three processes: the fake model (it notes when each delta leaves it), ``openheim
 the clients (this one). Prints:
 
 - latency: for every delta, the time from the fake model sending it to the client receiving
-  its ``text_delta`` frame (p50, p99; target p99 <= 10 ms), with all sessions streaming at once,
-  each delta ``--delay`` seconds apart;
+  its ``text_delta`` frame (p50, p99; target p99 <= 10 ms), each delta ``--delay`` seconds after
+  the one before on its stream's own clock, in two rounds: ``steady``, every session streaming
+  at once (the prompts spread over ``STEADY_RAMP`` seconds, each reply long enough that all of
+  them stream together for a few seconds), and ``burst``, every prompt sent in the same moment
+  (the thousand prompts then begin while the first of them already stream); with, for each, the
+  most deltas the fake model sent in any 5 ms, the shape of the load;
 - throughput: frames per second delivered to all clients when every reply streams as fast as
   it can, beside a plain Starlette WebSocket server sending the same number of frames to the
   same number of clients (taking turns, A B A B);
 - memory: the server's resident memory per idle connected socket, and per idle session
   opened on one (target <= 50 KB).
 
-    .venv/bin/python bench/server_ws.py [--sessions 1000] [--chunks 10] [--delay 0.2] [--ramp 0]
+    .venv/bin/python bench/server_ws.py [--sessions 1000] [--delay 0.2] [--latency steady burst]
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import multiprocessing
 import statistics
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +66,13 @@ async def request(ws: ClientConnection, rid: int, **data: Any) -> dict[str, Any]
         if reply.get("id") == rid:
             return reply
 
+
+ROUNDS = {"steady": (5.0, 40), "burst": (0.0, 10)}
+"""Latency rounds: seconds the prompts are spread over, and deltas per reply. ``steady``: with
+0.2 s between deltas, every stream is still going when the last prompt begins, and all of them
+stream together for three seconds (5,000 deltas a second at a thousand sessions)."""
+WINDOW = 0.005
+"""Seconds of the windows the fake model's sending is counted in (the load's burstiness)."""
 
 OPENING = 32
 """Sessions opened at once (each costs the server a session's assembly)."""
@@ -166,12 +178,14 @@ async def main(args: argparse.Namespace, base_url: str, conn: Any) -> None:
             per_socket, per_session = await memory(url, server.pid, args.sessions)
             print(f"memory: {per_socket:.1f} KiB per idle socket, "
                   f"{per_session:.1f} KiB per idle session (target <= 50 KB)")  # fmt: skip
-            prompt = f"go d{args.delay} c{args.chunks}"
-            cpu = cpu_seconds(server.pid)
-            run, elapsed = await all_sessions(url, args.sessions, prompt, args.ramp)
-            cpu = cpu_seconds(server.pid) - cpu
-            conn.send("report")
-            report_latency(args, run, elapsed, conn.recv(), cpu)
+            for name in args.latency:
+                ramp, chunks = ROUNDS[name]
+                prompt = f"go d{args.delay} c{chunks}"
+                cpu = cpu_seconds(server.pid)
+                run, elapsed = await all_sessions(url, args.sessions, prompt, ramp)
+                cpu = cpu_seconds(server.pid) - cpu
+                conn.send("report")
+                report_latency(name, args.sessions, run, elapsed, conn.recv(), cpu)
             await throughput(args, url, (server.pid, echo.pid), echo_url)
         finally:
             server.terminate()
@@ -181,22 +195,26 @@ async def main(args: argparse.Namespace, base_url: str, conn: Any) -> None:
 
 
 def report_latency(
-    args: argparse.Namespace, run: Run, elapsed: float, sent: dict[tuple[int, int], float],
+    name: str, sessions: int, run: Run, elapsed: float, sent: dict[tuple[int, int], float],
     cpu: float,
 ) -> None:  # fmt: skip
-    """Delta latencies (``sent``: when the fake model sent each), the delay before each
-    session's first delta, and the server's CPU per frame over the round."""
+    """Delta latencies (``sent``: when the fake model sent each), the load's shape, the delay
+    before each session's first delta, and the server's CPU per frame over the round."""
     latencies = [(t - sent[k]) * 1000 for k, t in run.received.items() if k in sent]
     p = {q: percentile(latencies, q) for q in (0.5, 0.99, 0.999)}
-    print(f"latency over {len(latencies)} deltas from {args.sessions} sessions "
-          f"(prompts spread over {args.ramp:g} s) in {elapsed:.1f} s: p50 {p[0.5]:.2f} ms, "
+    ramp, chunks = ROUNDS[name]
+    print(f"latency, {name} ({sessions} sessions, {chunks} deltas each, prompts spread over "
+          f"{ramp:g} s), {len(latencies)} deltas in {elapsed:.1f} s: p50 {p[0.5]:.2f} ms, "
           f"p99 {p[0.99]:.2f} ms (target p99 <= 10 ms), p99.9 {p[0.999]:.2f} ms, "
           f"max {max(latencies):.2f} ms")  # fmt: skip
     first = [t * 1000 for t in run.first]
     per_frame = cpu * 1e6 / max(1, run.frames)
-    print(f"first delta after its prompt (the model's {args.delay:g} s delay included): "
-          f"p50 {percentile(first, 0.5):.0f} ms, p99 {percentile(first, 0.99):.0f} ms; "
-          f"server CPU {per_frame:.0f} us per frame ({run.frames} frames)")  # fmt: skip
+    windows = Counter(int(t / WINDOW) for t in sent.values())
+    print(f"  the fake model sent at most {max(windows.values())} deltas in any "
+          f"{WINDOW * 1000:g} ms ({len(sent) / len(windows):.0f} on average); first delta "
+          f"after its prompt (the model's first text comes two delays in): p50 {percentile(first, 0.5):.0f} ms, "
+          f"p99 {percentile(first, 0.99):.0f} ms; server CPU {per_frame:.0f} us per frame "
+          f"({run.frames} frames)")  # fmt: skip
 
 
 async def throughput(
@@ -236,10 +254,9 @@ def client_loop() -> Callable[[], asyncio.AbstractEventLoop]:
 def cli() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=1000)
-    parser.add_argument("--chunks", type=int, default=10)
     parser.add_argument("--delay", type=float, default=0.2)
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--ramp", type=float, default=0.0, help="seconds to spread prompts over")
+    parser.add_argument("--rounds", type=int, default=2, help="throughput rounds")
+    parser.add_argument("--latency", nargs="+", choices=list(ROUNDS), default=list(ROUNDS))
     parser.add_argument("--burst", type=int, default=200, help="deltas per reply, throughput")
     args = parser.parse_args()
     ours, theirs = multiprocessing.Pipe()
