@@ -201,12 +201,12 @@ class Live:
         if not self.subscribers and not self.busy and self.on_idle is not None:
             self.on_idle(self)
 
-    def since(self, after: int) -> list[str]:
-        """The kept frames numbered above ``after``."""
+    def since(self, after: int) -> list[tuple[int, str]]:
+        """The kept frames numbered above ``after``, with their numbers."""
         if self.writer is None:
-            return [text for seq, text in self.log if seq > after]
+            return [(seq, text) for seq, text in self.log if seq > after]
         self.writer.flush()
-        return [text for _, text in self.writer.store.frames.after(self.key, after)]
+        return list(self.writer.store.frames.after(self.key, after))
 
     async def resolve(self, request: ApprovalRequest, ask: Ask) -> Allow | Deny:
         """The session's ``Resolver``: ask every attached client, wait for the first answer."""
