@@ -164,3 +164,18 @@ async def test_a_session_deleted_over_rest_says_so(home: Path, work: Path) -> No
     assert refused["type"] == "error"
     assert refused["message"] == f"session {sid} was closed by another client and is not stored"
     assert refused["hint"] == "open a new session with open"
+
+
+async def test_a_session_deleted_mid_prompt_leaves_no_frame_behind(home: Path, work: Path) -> None:
+    with FakeLLMServer([FakeReply(text="stalled", hang_at=0)]) as llm:
+        async with served(home, work, llm) as server, server.socket() as ws:
+            sid = (await ws.call("agent", type="open"))["session_id"]
+            await ws.call("agent", type="prompt", session_id=sid, text="go")
+            await ws.until(lambda d: d.get("event", {}).get("type") == "iteration_start")
+            async with server.client() as http:
+                assert (await http.delete(f"/api/sessions/{sid}")).status_code == 200
+            writer = server.context.hub.writer
+            left = [row for row in writer.rows if row[0] == sid]
+            writer.flush()  # raised an integrity error for the deleted session's frames
+            stored = server.context.store.frames.last(sid)
+    assert left == [] and stored == 0

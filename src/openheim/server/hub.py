@@ -368,11 +368,15 @@ class Hub:
         """Whether a prompt runs (or waits to begin) in any open session."""
         return any(live.busy for live in self.sessions.values())
 
-    async def forget(self, key: str) -> None:
-        """Close the session ``key`` if it is open here (before it is deleted)."""
+    async def forget(self, key: str, *, deleting: bool = False) -> None:
+        """Close the session ``key`` if it is open here. Before it is deleted (``deleting``),
+        the frames its closing produced are written at once: written after the delete, they
+        would name a session that is gone and fail their whole batch, other sessions' too."""
         live = self.sessions.pop(key, None)
         if live is not None:
             await live.close()
+            if deleting and live.writer is not None:
+                live.writer.flush()
 
     async def close_all(self) -> None:
         for key in list(self.sessions):
