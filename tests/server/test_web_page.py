@@ -9,10 +9,12 @@ import os
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 from playwright.async_api import Browser, Page, async_playwright, expect
 
+from openheim.server.ws import Connection
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from tests.server.support import served
 
@@ -123,3 +125,27 @@ async def test_the_compact_and_undo_buttons(
                 "nothing to undo"
             )
     assert not (work / "made.txt").exists()
+
+
+async def test_the_page_tells_of_frames_it_missed(
+    home: Path, work: Path, browser: Browser, artefacts: Path
+) -> None:
+    with FakeLLMServer([FakeReply(chunks=["a "] * 12)]) as llm:
+        async with served(home, work, llm) as server:
+            server.context.store.frames.keep = 5
+            page = await browser.new_page(viewport={"width": 1280, "height": 800})
+            page.set_default_timeout(TIMEOUT_MS)
+            await page.goto(f"{server.url}/login?code={server.context.auth.login_code}")
+            await page.click("#new-session")
+            await expect(page.locator("#title")).to_have_text("New session")
+            (live,) = server.context.hub.sessions.values()
+            (seen,) = live.subscribers
+            live.unsubscribe(seen)  # the page gets none of the prompt's frames, unknowing
+            async with server.socket() as ws:
+                await ws.call("agent", type="resume", session_id=live.key)
+                await ws.call("agent", type="prompt", session_id=live.key, text="go")
+                last = (await ws.events_until_finished(live.key))[-1]["seq"]
+            await cast(Connection, seen).websocket.close(code=1012)  # it re-attaches after 0
+            missed = f"frames 1 to {last - 5} of session {live.key} are no longer kept"
+            await expect(page.locator(".notice").last).to_contain_text(missed)
+            await page.screenshot(path=artefacts / "08-missed.png")

@@ -106,3 +106,18 @@ async def test_flush_writes_the_batches_handed_over_but_not_begun(store: SQLiteS
     await out.aclose()
     assert stored == [1, 2, 3]
     assert [seq for seq, _ in store.frames.after(sid, 0)] == [1, 2, 3]
+
+
+async def test_a_deleted_session_loses_only_its_own_frames(store: SQLiteStore) -> None:
+    """Another process deletes a session while its frames wait: the batch's other frames are
+    still stored, and nothing is raised."""
+    gone, kept = _session(store), _session(store)
+    out = FrameWriter(store)
+    out.add(kept, 1, "kept one")
+    out.add(gone, 1, "of a deleted session")
+    out.add(kept, 2, "kept two")
+    store.delete(gone)
+    out.flush()
+    await out.aclose()
+    assert [text for _, text in store.frames.after(kept, 0)] == ["kept one", "kept two"]
+    assert store.frames.last(gone) == 0

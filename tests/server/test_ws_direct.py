@@ -190,6 +190,30 @@ async def test_a_replay_is_queued_whole_and_a_long_one_overflows(
     assert asgi.sent == []
 
 
+async def test_queued_bytes_are_counted_until_sent_and_too_many_overflow(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asgi = FakeAsgi()
+    conn = await connection(asgi)
+    conn.replay(['{"n": 1}', '{"n": 22}'])
+    assert conn.queued_bytes == len(frame(1)) + len(frame(22))
+    writer = asyncio.create_task(conn.writer())
+    for _ in range(100):
+        if len(asgi.sent) == 2:
+            break
+        await asyncio.sleep(0)
+    assert asgi.sent == [frame(1), frame(22)] and conn.queued_bytes == 0
+    monkeypatch.setattr(ws_module, "MAX_PENDING_BYTES", 2 * len(frame(3)))
+    conn.replay(['{"n": 3}', '{"n": 4}'])
+    assert conn.queued_bytes == 2 * len(frame(3))  # at the budget, not over it: still queued
+    conn.replay(['{"n": 5}'])
+    assert conn.overflowed and conn.queued_bytes == 0
+    assert conn._closer is not None
+    await asyncio.wait_for(conn._closer, 5)
+    await asyncio.wait_for(writer, 5)  # the dropped frames are never sent
+    assert asgi.sent == [frame(1), frame(22)]
+
+
 async def test_an_unfinished_send_passes_a_thrown_error_into_the_send() -> None:
     seen: list[str] = []
 

@@ -4,7 +4,8 @@ Requests (``data`` of a frame on channel ``agent``; ``id`` is echoed in the repl
 
 - ``open``: a new session (``model``, ``agent``, ``skills``), attached at once;
 - ``resume``: a session by id; one open on the server is attached and sends the frames after
-  ``after`` (the last ``seq`` the client saw), one only stored is opened with its history;
+  ``after`` (the last ``seq`` the client saw), first a ``missed`` notice for those no longer
+  kept; one only stored is opened with its history;
 - ``prompt``: ``text`` (``@path`` words attach files of the work dir) and ``images``
   (``{"mime_type", "data"}``, base64); the events follow as ``event`` frames;
 - ``cancel``, ``approve`` (``approval_id``, ``choice``: once, always or reject), ``set_model``,
@@ -12,16 +13,18 @@ Requests (``data`` of a frame on channel ``agent``; ``id`` is echoed in the repl
 - ``compact``, ``undo`` and ``pin`` between prompts (``server.session_ops``).
 
 Each session's frames carry its ``session_id`` and a ``seq``; replies are ``opened``, ``ok``
-or ``error`` (with ``message`` and ``hint``).
+or ``error`` (with ``message`` and ``hint``). A request for an attached session that another
+client closed meanwhile is an ``error`` saying so, with how to go on.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from openheim.errors import SessionNotFound
+from openheim.errors import OpenheimError, SessionNotFound
 from openheim.messages import ImageBlock, Message, TextBlock
 from openheim.runtime import SessionOptions
 from openheim.server.context import ServerContext
@@ -32,6 +35,7 @@ from openheim.server.session_ops import ACTIONS, session_action
 MAX_IMAGES = 16
 MENTION = re.compile(r"(?:(?<=\s)|^)@(\S+)")
 """``@path`` at the start of the text or after white space (``me@example.com`` is no mention)."""
+_AFTER = "session_id, after: the last seq you saw"
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 
 
@@ -70,10 +74,13 @@ class AgentChannel:
         self.attached.clear()
 
     def _attach(self, live: Live, after: int | None) -> dict[str, Any]:
-        """Subscribe, and send the frames after ``after`` first (none when None)."""
-        missed = live.since(after) if after is not None else []
+        """Subscribe, and send the frames after ``after`` first (none when None), after a
+        ``missed`` notice when some of them are no longer kept."""
+        kept = live.since(after) if after is not None else []
+        gap = _gap(live, after, kept[0][0] if kept else live.seq + 1)
+        missed = [text for _, text in kept]
         asked = [text for seq, text, _ in live.pending.values() if after is None or seq <= after]
-        self.subscriber.replay([*missed, *asked])
+        self.subscriber.replay([*gap, *missed, *asked])
         live.subscribers.add(self.subscriber)
         self.attached[live.key] = live
         assert live.session is not None
@@ -87,11 +94,25 @@ class AgentChannel:
         }
 
     def _live(self, data: dict[str, Any]) -> Live:
+        """The open session a request names; one this connection is attached to that was
+        closed since (by another client, or deleted) is refused with what to do instead."""
         key = req_str(data, "session_id")
-        live = self.attached.get(key) or self.context.hub.get(key)
+        live = self.attached.get(key)
+        if live is not None and self.context.hub.get(key) is not live:
+            raise self._closed_elsewhere(key)
+        live = live or self.context.hub.get(key)
         if live is None:
             raise BadRequest(f"session {key} is not open", "open or resume it first")
         return live
+
+    def _closed_elsewhere(self, key: str) -> BadRequest:
+        """The error for an attached session that is closed now: resume it if it is stored."""
+        message = f"session {key} was closed by another client"
+        try:
+            self.context.store.get(key)
+        except OpenheimError:
+            return BadRequest(f"{message} and is not stored", "open a new session with open")
+        return BadRequest(message, f"resume it with resume ({_AFTER})")
 
     async def _open(self, data: dict[str, Any]) -> dict[str, Any]:
         options = SessionOptions(
@@ -178,6 +199,29 @@ class AgentChannel:
         self.attached.pop(live.key, None)
         await self.context.hub.forget(live.key)
         return {"type": "ok"}
+
+
+def _gap(live: Live, after: int | None, first_kept: int) -> list[str]:
+    """The ``missed`` notice for frames numbered above ``after`` and below ``first_kept`` (the
+    oldest one kept), which a client re-attaching can no longer get: which ones, and where
+    the conversation they carried is kept (none when nothing is missing)."""
+    if after is None or first_kept <= after + 1:
+        return []
+    first, last, key = after + 1, first_kept - 1, live.key
+    hint = (
+        f"read the conversation from the session's stored messages: GET /api/sessions/{key}"
+        if live.writer is not None
+        else "the session is not stored: those frames cannot be recovered"
+    )
+    notice = {
+        "type": "missed",
+        "session_id": key,
+        "first": first,
+        "last": last,
+        "message": f"frames {first} to {last} of session {key} are no longer kept",
+        "hint": hint,
+    }
+    return [json.dumps(notice)]
 
 
 def _image(raw: Any) -> ImageBlock:

@@ -201,12 +201,12 @@ class Live:
         if not self.subscribers and not self.busy and self.on_idle is not None:
             self.on_idle(self)
 
-    def since(self, after: int) -> list[str]:
-        """The kept frames numbered above ``after``."""
+    def since(self, after: int) -> list[tuple[int, str]]:
+        """The kept frames numbered above ``after``, with their numbers."""
         if self.writer is None:
-            return [text for seq, text in self.log if seq > after]
+            return [(seq, text) for seq, text in self.log if seq > after]
         self.writer.flush()
-        return [text for _, text in self.writer.store.frames.after(self.key, after)]
+        return list(self.writer.store.frames.after(self.key, after))
 
     async def resolve(self, request: ApprovalRequest, ask: Ask) -> Allow | Deny:
         """The session's ``Resolver``: ask every attached client, wait for the first answer."""
@@ -368,11 +368,15 @@ class Hub:
         """Whether a prompt runs (or waits to begin) in any open session."""
         return any(live.busy for live in self.sessions.values())
 
-    async def forget(self, key: str) -> None:
-        """Close the session ``key`` if it is open here (before it is deleted)."""
+    async def forget(self, key: str, *, deleting: bool = False) -> None:
+        """Close the session ``key`` if it is open here. Before it is deleted (``deleting``),
+        the frames its closing produced are written at once: written after the delete, they
+        would name a session that is gone and fail their whole batch, other sessions' too."""
         live = self.sessions.pop(key, None)
         if live is not None:
             await live.close()
+            if deleting and live.writer is not None:
+                live.writer.flush()
 
     async def close_all(self) -> None:
         for key in list(self.sessions):

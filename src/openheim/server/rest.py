@@ -155,7 +155,7 @@ async def delete_session(request: Request) -> Response:
     if isinstance(found, Response):
         return found
     context = ctx(request)
-    await context.hub.forget(found.id)
+    await context.hub.forget(found.id, deleting=True)
     try:
         context.store.delete(found.id)
     except OpenheimError as err:

@@ -10,13 +10,15 @@ store's one connection, whose lock makes any write of the loop's own wait at mos
 batch in progress. A reader that needs every frame so far in the store (a client
 re-attaching) calls ``flush()`` first, which waits for that batch and writes the rest itself:
 the batches handed to the thread wait in one queue, and whoever holds the write lock writes
-every batch queued so far, so one the thread has not begun is never left out.
+every batch queued so far, so one the thread has not begun is never left out. The frames of a
+session deleted meanwhile (by another process) are dropped alone; the batch's others are stored.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -92,6 +94,23 @@ class FrameWriter:
             if not batch:
                 return
             try:
-                self.store.frames.append(batch)
+                self._append(batch)
             except OpenheimError:
                 log.warning("%d session frames were not stored", len(batch), exc_info=True)
+
+    def _append(self, batch: list[Row]) -> None:
+        """Store a batch; when a session of it is gone (deleted by another process while it
+        streamed), store the others' frames alone and drop that one's."""
+        try:
+            self.store.frames.append(batch)
+            return
+        except sqlite3.IntegrityError:
+            pass
+        sessions: dict[str, list[Row]] = {}
+        for row in batch:
+            sessions.setdefault(row[0], []).append(row)
+        for session_id, rows in sessions.items():
+            try:
+                self.store.frames.append(rows)
+            except sqlite3.IntegrityError:
+                log.info("%d frames of deleted session %s dropped", len(rows), session_id)

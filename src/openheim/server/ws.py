@@ -14,8 +14,8 @@ writes come in a burst rather than spread between the turn's other work, which c
 system less per write (a client reading many sockets is woken once for several). A send that
 does not finish at once, and every frame behind it, waits in one queue that one writer task
 sends in order. So a streamed delta costs no task wake-up, and a client that reads slowly
-still makes frames pile up in the queue (``MAX_PENDING``). The frames replayed to a client
-attaching are always queued.
+still makes frames pile up in the queue (``MAX_PENDING`` frames or ``MAX_PENDING_BYTES``
+bytes at most). The frames replayed to a client attaching are always queued.
 """
 
 from __future__ import annotations
@@ -45,6 +45,14 @@ log = logging.getLogger(__name__)
 MAX_PENDING = 50_000
 """Frames queued for one client before it counts as too slow and is disconnected (room for a
 whole replay of a session's kept frames)."""
+MAX_PENDING_BYTES = 64 * 1024 * 1024
+"""Bytes of frames queued for one client before it counts as too slow and is disconnected: a
+client that stops reading while it asks for big frames (``fs`` reads of up to 4 MiB, again and
+again) would otherwise make the server hold up to ``MAX_PENDING`` of them. 64 MiB holds a whole
+replay of a session's 10,000 kept frames at 6 KiB each (a streamed delta's frame is about 150
+bytes, a tool result's a few KiB), and the largest ``fs`` read (a 4 MiB file, up to six
+times that escaped to ASCII JSON) twice over. Frames are ASCII JSON, so a frame's length is
+its bytes."""
 
 
 class Connection:
@@ -57,6 +65,8 @@ class Connection:
         self.websocket = websocket
         self.context = context
         self.queue: Mailbox[str | Unfinished | None] = Mailbox()
+        self.queued_bytes = 0
+        """The bytes of the text frames in ``queue`` (``MAX_PENDING_BYTES``)."""
         self.overflowed = False
         self.closed = False
         """True once frames can no longer be sent (the writer ended): new ones are dropped."""
@@ -75,7 +85,7 @@ class Connection:
 
     def replay(self, frames: Iterable[str]) -> None:
         """Agent-channel frames a session kept, for this client attaching: queued (never sent
-        at once), so a client that cannot take them in time is disconnected (``MAX_PENDING``)."""
+        at once), so a client that cannot take them in time is disconnected (``_enqueue``)."""
         for frame in frames:
             self._queue(f'{{"channel": "agent", "data": {frame}}}')
 
@@ -138,22 +148,29 @@ class Connection:
         self._enqueue(text)
 
     def _enqueue(self, text: str) -> None:
-        """Queue a frame; a client that lets ``MAX_PENDING`` frames pile up is disconnected
-        (1013, try again later): it re-attaches and reads what it missed from the store."""
+        """Queue a frame; a client that lets ``MAX_PENDING`` frames or ``MAX_PENDING_BYTES``
+        bytes pile up is disconnected (1013, try again later): it re-attaches and reads what it
+        missed from the store."""
         if self.overflowed or self.closed:
             return
-        if len(self.queue) >= MAX_PENDING:
+        size = self.queued_bytes + len(text)
+        if len(self.queue) >= MAX_PENDING or size > MAX_PENDING_BYTES:
             self.overflowed = True
-            self.queue.clear()
-            self.queue.put(None)
+            self._drop()
             self._closer = asyncio.ensure_future(self.websocket.close(code=1013))
             return
+        self.queued_bytes = size
         self.queue.put(text)
 
     def _close(self) -> None:
         """No frame can be sent any more: drop the queued ones and end the writer."""
         self.closed = True
+        self._drop()
+
+    def _drop(self) -> None:
+        """Drop the queued frames and end the writer."""
         self.queue.clear()
+        self.queued_bytes = 0
         self.queue.put(None)
 
     async def writer(self) -> None:
@@ -164,6 +181,7 @@ class Connection:
                 if isinstance(item, Unfinished):
                     await item
                 else:
+                    self.queued_bytes -= len(item)
                     await self.websocket.send_text(item)
                 self._writing = False
                 if self.overflowed:

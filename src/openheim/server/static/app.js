@@ -46,6 +46,7 @@ function onFrame(channel, data) {
 }
 
 function agentFrame(frame) {
+  if (frame.type === "missed") return conversation.notice(`${frame.message} (open the session again to show its stored conversation)`);
   if (frame.seq <= state.seq) return;
   state.seq = frame.seq;
   if (frame.type === "approval_request") conversation.approval(frame);
