@@ -186,7 +186,8 @@ async def main(args: argparse.Namespace, base_url: str, conn: Any) -> None:
                 cpu = cpu_seconds(server.pid) - cpu
                 conn.send("report")
                 report_latency(name, args.sessions, run, elapsed, conn.recv(), cpu)
-            await throughput(args, url, (server.pid, echo.pid), echo_url)
+            if args.rounds:
+                await throughput(args, url, (server.pid, echo.pid), echo_url)
         finally:
             server.terminate()
             echo.terminate()
@@ -255,7 +256,7 @@ def cli() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument("--delay", type=float, default=0.2)
-    parser.add_argument("--rounds", type=int, default=2, help="throughput rounds")
+    parser.add_argument("--rounds", type=int, default=2, help="throughput rounds (0: none)")
     parser.add_argument("--latency", nargs="+", choices=list(ROUNDS), default=list(ROUNDS))
     parser.add_argument("--burst", type=int, default=200, help="deltas per reply, throughput")
     args = parser.parse_args()
