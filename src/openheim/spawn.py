@@ -24,6 +24,13 @@ openheim is killed can miss it.
 A program that cannot be found or is not executable raises ``FileNotFoundError`` or
 ``PermissionError`` before anything starts, as ``subprocess`` does without the prefix (setpriv
 would report it only as an exit status).
+
+For children that must not outlive their task (shell commands, hooks), ``supervise`` waits for
+one whose output goes to pipes read here (``read_pipe``): its whole process group is killed
+(``kill_group``) at the time limit, on a cancel, and when something the child left behind still
+holds the output a short grace after the child itself exited. The kill is SIGKILL at once, not
+SIGTERM first: these children are the model's or a project's commands, which may ignore or trap
+SIGTERM, and a grace for them to clean up would be a delay every timeout and cancel pays.
 """
 
 from __future__ import annotations
@@ -186,3 +193,64 @@ def run_briefly(argv: Sequence[str], *, timeout: float) -> subprocess.CompletedP
         proc.communicate()
         raise
     return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
+
+
+def kill_group(pgid: int) -> None:
+    """SIGKILL every process of the group ``pgid`` (a child started here leads its own group,
+    whose id is its pid; the group outlives its reaped leader while a member lives)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+async def read_pipe(
+    protocol: asyncio.Protocol, readers: contextlib.ExitStack, writers: contextlib.ExitStack
+) -> int:
+    """A pipe whose read end feeds ``protocol`` (its transport closed by ``readers``); the write
+    end, for the child (closed by ``writers`` once the child has it)."""
+    read_fd, write_fd = os.pipe()
+    writers.callback(os.close, write_fd)
+    reader = os.fdopen(read_fd, "rb", buffering=0)
+    try:
+        transport, _ = await asyncio.get_running_loop().connect_read_pipe(lambda: protocol, reader)
+    except BaseException:
+        reader.close()
+        raise
+    readers.callback(transport.close)
+    return write_fd
+
+
+async def supervise(
+    proc: asyncio.subprocess.Process,
+    closed: Sequence[asyncio.Future[None]],
+    time_limit: float,
+    grace: float,
+) -> tuple[int, bool, bool]:
+    """Wait for ``proc`` (started here, its output on pipes from ``read_pipe``, done when the
+    futures ``closed`` are); its exit code, whether it ran past ``time_limit`` seconds, and
+    whether what it left running still held the output ``grace`` seconds after it exited.
+    Its process group is killed in those two cases and on a cancel (a background process that
+    let go of the output is left alone: the caller decides). Returns at most ``2 * grace``
+    seconds after the child's end even when a process that left the group holds the output."""
+    try:
+        try:
+            code = await asyncio.wait_for(proc.wait(), time_limit)
+            timed_out = False
+        except TimeoutError:
+            timed_out = True
+            kill_group(proc.pid)
+            code = await proc.wait()
+        lingered = not await _drained(closed, grace)
+        if lingered:
+            kill_group(proc.pid)
+            await _drained(closed, grace)
+    except BaseException:
+        kill_group(proc.pid)
+        await proc.wait()
+        raise
+    return code, timed_out, lingered
+
+
+async def _drained(closed: Sequence[asyncio.Future[None]], grace: float) -> bool:
+    """Whether every pipe in ``closed`` reached end of file within ``grace`` seconds."""
+    _, pending = await asyncio.wait(closed, timeout=grace)
+    return not pending

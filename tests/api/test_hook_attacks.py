@@ -75,12 +75,12 @@ async def test_what_a_hook_leaves_running_is_killed_with_it(
         await session.prompt("hi")
     pid = int(pid_file.read_text())
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and _alive(pid):
+    while time.monotonic() < deadline and alive(pid):
         time.sleep(0.05)
-    assert not _alive(pid)
+    assert not alive(pid)
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
     """Whether ``pid`` runs (a zombie waiting for its parent counts as gone)."""
     try:
         with open(f"/proc/{pid}/stat") as stat:

@@ -4,7 +4,8 @@ body read from an asyncio stream as it arrives.
 Strict where a server can go wrong: a status line or header that is not well-formed, a body
 framed two ways, a chunk size that is not hexadecimal or a connection closed before the body's
 end are ``ProtocolError``; header names and values that would break a request's framing (CR, LF,
-NUL) are refused before anything is sent. Response heads are bounded by the stream's limit.
+NUL) are refused before anything is sent. Response heads are bounded by the stream's limit, and
+the informational (1xx) heads before the answer in number and in bytes together.
 """
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _BAD_VALUE = re.compile(rb"[\r\n\0]")
 _HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
 _MAX_HEADERS = 200
+MAX_INTERIM = 5
+"""Informational (1xx) heads skipped before the answer's head: real servers send one or two
+(100 Continue, 103 Early Hints); more, or more than ``PIECE`` bytes of them together, is a
+server that never answers, and an error at once rather than at the read timeout."""
 
 
 class ProtocolError(Exception):
@@ -64,10 +69,7 @@ def chunked(data: bytes) -> bytes:
 async def read_head(reader: asyncio.StreamReader, method: str) -> ResponseHead:
     """The final response head (``1xx`` informational responses are skipped), with its body's
     framing decided."""
-    while True:
-        head = _parse_head(await _head_bytes(reader))
-        if not 100 <= head.status < 200:
-            break
+    head = await _final_head(reader)
     if method == "HEAD" or head.status in (204, 304):
         head.length = 0
     elif head.values(b"transfer-encoding"):
@@ -79,6 +81,27 @@ async def read_head(reader: asyncio.StreamReader, method: str) -> ResponseHead:
         head.length = _content_length(head)
         head.keep_alive = head.keep_alive and head.length is not None
     return head
+
+
+async def _final_head(reader: asyncio.StreamReader) -> ResponseHead:
+    """The first head that is not informational; at most ``MAX_INTERIM`` informational ones,
+    of at most ``PIECE`` bytes together, are skipped before it."""
+    interim_bytes = 0
+    for _ in range(MAX_INTERIM + 1):
+        data = await _head_bytes(reader)
+        head = _parse_head(data)
+        if not 100 <= head.status < 200:
+            return head
+        interim_bytes += len(data)
+        if interim_bytes > PIECE:
+            raise ProtocolError(
+                f"the server's informational (1xx) responses are larger than {PIECE} bytes "
+                "together: it is misbehaving"
+            )
+    raise ProtocolError(
+        f"the server sent more than {MAX_INTERIM} informational (1xx) responses before its "
+        "answer: it is misbehaving"
+    )
 
 
 class BodyReader:

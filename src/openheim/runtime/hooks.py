@@ -1,9 +1,11 @@
 """Hooks: the user's commands run at points of a session (``[hooks]`` in config).
 
-Each hook is ``/bin/sh -c COMMAND`` in the work dir, started by ``openheim.spawn`` (own process
-group, killed with it on a timeout or a cancel) with the scrubbed child environment
-(``child_env``) plus ``OPENHEIM_HOOK_*`` variables, and the event's JSON payload on stdin. Its
-reply is its exit status and, optionally, one JSON object on stdout:
+Each hook is ``/bin/sh -c COMMAND`` in the work dir, started and supervised by ``openheim.spawn``
+with the scrubbed child environment (``child_env``) plus ``OPENHEIM_HOOK_*`` variables, and the
+event's JSON payload on stdin. A hook ends with its whole process group: SIGKILL at its timeout,
+on a cancel and once it exited (what it left running, given ``LINGER_GRACE`` first if it still
+holds the hook's output), so nothing it started outlives it. Its reply is its exit status and,
+optionally, one JSON object on stdout:
 
 - exit 0 with nothing on stdout: no objection;
 - exit 0 with ``{"decision": ..., "reason": ..., "prompt": ...}``: a decision (``pre_tool``:
@@ -22,7 +24,6 @@ import contextlib
 import json
 import logging
 import os
-import signal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,8 +46,11 @@ REFUSING = {"pre_tool": "deny", "user_prompt": "block"}
 """The decision that exit status 2 stands for."""
 MAX_REASON = 2000
 MAX_OUTPUT = 1024 * 1024
-MAX_ENV_VALUE = 4096
 """The most a hook may write to stdout or to stderr; past it, it is killed (a failure)."""
+MAX_ENV_VALUE = 4096
+LINGER_GRACE = 0.5
+"""Seconds the hook's stdout and stderr may stay open after it exited (held by a process it
+left running) before its process group is killed; the hook's reply stands."""
 
 
 @dataclass(frozen=True)
@@ -124,91 +128,110 @@ async def _run(
     timeout = entry.timeout or DEFAULT_TIMEOUT
     # ASCII with escapes: a lone surrogate from the model is still valid JSON, never an error
     data = json.dumps(body, default=str).encode("ascii")
-    try:
+    out, err = _Bounded(), _Bounded()
+    with contextlib.ExitStack() as pipes:  # our ends, closed even if a daemon holds theirs
+        try:
+            proc = await _start(entry.command, env, data, (out, err), pipes)
+        except OSError as failed:
+            return HookReply(problem=f"it could not start: {failed.strerror or failed}")
+        try:
+            closed = [out.closed, err.closed]
+            code, timed_out, _ = await spawn.supervise(proc, closed, timeout, LINGER_GRACE)
+        finally:
+            spawn.kill_group(proc.pid)  # what it left running, even with its output let go
+    if out.too_much or err.too_much:
+        return HookReply(problem=f"it wrote more than {MAX_OUTPUT} bytes and was killed")
+    if timed_out:
+        return HookReply(problem=f"it did not finish within {timeout:g} s and was killed")
+    return parse_reply(event, code, bytes(out.data), bytes(err.data))
+
+
+async def _start(
+    command: str,
+    env: Mapping[str, str],
+    data: bytes,
+    output: tuple[_Bounded, _Bounded],
+    pipes: contextlib.ExitStack,
+) -> asyncio.subprocess.Process:
+    """``/bin/sh -c command`` with ``data`` on its stdin and its stdout and stderr read into
+    ``output``, on pipes whose ends here ``pipes`` closes."""
+    with contextlib.ExitStack() as child_ends:
+        stdin = await _feeding(data, pipes, child_ends)
+        stdout = await spawn.read_pipe(output[0], pipes, child_ends)
+        stderr = await spawn.read_pipe(output[1], pipes, child_ends)
         proc = await spawn.exec_async(
-            ["/bin/sh", "-c", entry.command],
+            ["/bin/sh", "-c", command],
             env=env,
             cwd=env.get("OPENHEIM_HOOK_CWD") or None,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
         )
-    except OSError as failed:
-        return HookReply(problem=f"it could not start: {failed.strerror or failed}")
+    for bounded in output:
+        bounded.watch(proc.pid)
+    return proc
+
+
+async def _feeding(
+    data: bytes, pipes: contextlib.ExitStack, child_ends: contextlib.ExitStack
+) -> int:
+    """A pipe that gives ``data`` to the hook's stdin as it reads, then its end; the read end,
+    for the hook. A hook that exits or closes stdin without reading it all is no error, and
+    what it did not read is dropped when ``pipes`` closes."""
+    read_fd, write_fd = os.pipe()
+    child_ends.callback(os.close, read_fd)
+    writer = os.fdopen(write_fd, "wb", buffering=0)
     try:
-        out, err = await asyncio.wait_for(_exchange(proc, data), timeout)
-    except TimeoutError:
-        return HookReply(problem=f"it did not finish within {timeout:g} s and was killed")
-    except _TooMuch:
-        return HookReply(problem=f"it wrote more than {MAX_OUTPUT} bytes and was killed")
-    finally:
-        _kill_group(proc.pid)  # also whatever it left running in the background
-        _close_pipes(proc)
-        if proc.returncode is None:
-            await proc.wait()
-    return parse_reply(event, proc.returncode or 0, out, err)
+        loop = asyncio.get_running_loop()
+        transport, _ = await loop.connect_write_pipe(asyncio.BaseProtocol, writer)
+    except BaseException:
+        writer.close()
+        raise
+    transport.write(data)
+    transport.close()  # once the data is written
+    pipes.callback(_drop_unread, transport)
+    return read_fd
 
 
-class _TooMuch(Exception):
-    """A hook wrote more than ``MAX_OUTPUT`` bytes to stdout or stderr."""
+def _drop_unread(transport: asyncio.WriteTransport) -> None:
+    """Close a stdin pipe whose data the hook did not read all of (one it did read is closed
+    already: aborting it again would close it twice)."""
+    if transport.get_write_buffer_size():
+        transport.abort()
 
 
-async def _exchange(proc: asyncio.subprocess.Process, data: bytes) -> tuple[bytes, bytes]:
-    """Feed ``data`` to the hook's stdin while reading its stdout and stderr (each bounded by
-    ``MAX_OUTPUT``), then wait for it to exit; its stdout and stderr."""
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    tasks = [
-        asyncio.ensure_future(_collect(proc.stdout)),
-        asyncio.ensure_future(_collect(proc.stderr)),
-        asyncio.ensure_future(_feed(proc.stdin, data)),
-    ]
-    try:
-        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-        for task in done:
-            task.result()  # raises _TooMuch
-        await proc.wait()
-        out, err = tasks[0].result(), tasks[1].result()
-        assert out is not None and err is not None
-        return out, err
-    finally:
-        for task in tasks:
-            task.cancel()
+class _Bounded(asyncio.Protocol):
+    """One of a hook's output pipes, kept whole up to ``MAX_OUTPUT`` bytes; past that, the
+    hook's process group is killed and the rest read to its end and dropped."""
 
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.too_much = False
+        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pid: int | None = None
 
-async def _collect(stream: asyncio.StreamReader) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while chunk := await stream.read(65536):
-        size += len(chunk)
-        if size > MAX_OUTPUT:
-            raise _TooMuch
-        chunks.append(chunk)
-    return b"".join(chunks)
+    def watch(self, pid: int) -> None:
+        """Kill ``pid``'s process group once too much came (at once if it already did)."""
+        self._pid = pid
+        self._stop()
 
+    def data_received(self, data: bytes) -> None:
+        if self.too_much:
+            return
+        if len(self.data) + len(data) > MAX_OUTPUT:
+            self.too_much = True
+            self.data.clear()
+            self._stop()
+        else:
+            self.data += data
 
-async def _feed(stdin: asyncio.StreamWriter, data: bytes) -> None:
-    """Write the payload; a hook that exits or closes stdin without reading it is no error."""
-    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-        stdin.write(data)
-        await stdin.drain()
-        stdin.close()
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.closed.done():
+            self.closed.set_result(None)
 
-
-def _close_pipes(proc: asyncio.subprocess.Process) -> None:
-    """Close our ends of the hook's pipes. asyncio's ``wait()`` returns only once they are
-    closed, and a process that left the hook's group (``setsid``) may hold them open forever,
-    as may a stream we stopped reading; closing them first bounds the wait to the hook's
-    death. (The transport is reached through a private name: asyncio has no public one.)"""
-    transport = getattr(proc, "_transport", None)
-    for fd in (0, 1, 2):
-        pipe = transport.get_pipe_transport(fd) if transport is not None else None
-        if pipe is not None:
-            pipe.close()
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+    def _stop(self) -> None:
+        if self.too_much and self._pid is not None:
+            spawn.kill_group(self._pid)
 
 
 def parse_reply(event: str, code: int, out: bytes, err: bytes) -> HookReply:

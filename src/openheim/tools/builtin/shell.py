@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -81,57 +80,6 @@ class _Capture(asyncio.Protocol):
         return head + note + tail
 
 
-def _kill_group(pgid: int) -> None:
-    """SIGKILL every process of the group (the group outlives its reaped leader)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
-async def _pipe(
-    capture: _Capture, readers: contextlib.ExitStack, writers: contextlib.ExitStack
-) -> int:
-    """A pipe whose read end feeds ``capture``; returns the write end for the child."""
-    read_fd, write_fd = os.pipe()
-    writers.callback(os.close, write_fd)
-    reader = os.fdopen(read_fd, "rb", buffering=0)
-    try:
-        transport, _ = await asyncio.get_running_loop().connect_read_pipe(lambda: capture, reader)
-    except BaseException:
-        reader.close()
-        raise
-    readers.callback(transport.close)
-    return write_fd
-
-
-async def _drained(out: _Capture, err: _Capture, grace: float) -> bool:
-    """Whether both pipes reached end of file within ``grace`` seconds."""
-    _, pending = await asyncio.wait([out.closed, err.closed], timeout=grace)
-    return not pending
-
-
-async def _supervise(
-    proc: asyncio.subprocess.Process, out: _Capture, err: _Capture, time_limit: float
-) -> tuple[int, bool, bool]:
-    """Wait for the shell and its output; the exit code, whether it timed out or lingered."""
-    try:
-        try:
-            code = await asyncio.wait_for(proc.wait(), time_limit)
-            timed_out = False
-        except TimeoutError:
-            timed_out = True
-            _kill_group(proc.pid)
-            code = await proc.wait()
-        lingered = not await _drained(out, err, LINGER_GRACE)
-        if lingered:
-            _kill_group(proc.pid)
-            await _drained(out, err, LINGER_GRACE)
-    except BaseException:
-        _kill_group(proc.pid)
-        await proc.wait()
-        raise
-    return code, timed_out, lingered
-
-
 async def run_shell(
     argv: Sequence[str], *, cwd: Path, env: dict[str, str], time_limit: float
 ) -> CommandResult:
@@ -140,8 +88,8 @@ async def run_shell(
     out, err = _Capture(MAX_STREAM_BYTES), _Capture(MAX_STREAM_BYTES)
     with contextlib.ExitStack() as readers:
         with contextlib.ExitStack() as writers:
-            out_fd = await _pipe(out, readers, writers)
-            err_fd = await _pipe(err, readers, writers)
+            out_fd = await spawn.read_pipe(out, readers, writers)
+            err_fd = await spawn.read_pipe(err, readers, writers)
             proc = await spawn.exec_async(
                 argv,
                 cwd=cwd,
@@ -150,7 +98,8 @@ async def run_shell(
                 stdout=out_fd,
                 stderr=err_fd,
             )
-        code, timed_out, lingered = await _supervise(proc, out, err, time_limit)
+        closed = [out.closed, err.closed]
+        code, timed_out, lingered = await spawn.supervise(proc, closed, time_limit, LINGER_GRACE)
     return CommandResult(code, out.text("stdout"), err.text("stderr"), timed_out, lingered)
 
 
