@@ -89,6 +89,12 @@ async def test_one_interim_head_too_many_is_a_protocol_error() -> None:
     )
 
 
+async def test_a_switch_of_protocols_no_request_asked_for_is_a_protocol_error() -> None:
+    with pytest.raises(http11.ProtocolError) as caught:
+        await read_head_of(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n" + OK)
+    assert "switched protocols (101)" in str(caught.value)
+
+
 async def test_interim_heads_larger_together_than_a_head_may_be_are_a_protocol_error() -> None:
     big = b"HTTP/1.1 103 Early Hints\r\nLink: " + b"x" * (http11.PIECE // 2) + b"\r\n\r\n"
     with pytest.raises(http11.ProtocolError) as caught:

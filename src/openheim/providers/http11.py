@@ -85,13 +85,19 @@ async def read_head(reader: asyncio.StreamReader, method: str) -> ResponseHead:
 
 async def _final_head(reader: asyncio.StreamReader) -> ResponseHead:
     """The first head that is not informational; at most ``MAX_INTERIM`` informational ones,
-    of at most ``PIECE`` bytes together, are skipped before it."""
+    of at most ``PIECE`` bytes together, are skipped before it (never a ``101``, which no
+    request of ours asks for: what follows it is not HTTP)."""
     interim_bytes = 0
     for _ in range(MAX_INTERIM + 1):
         data = await _head_bytes(reader)
         head = _parse_head(data)
         if not 100 <= head.status < 200:
             return head
+        if head.status == 101:  # no request of ours asks to switch protocols
+            raise ProtocolError(
+                "the server switched protocols (101) though the request did not ask it to: "
+                "it is misbehaving"
+            )
         interim_bytes += len(data)
         if interim_bytes > PIECE:
             raise ProtocolError(
