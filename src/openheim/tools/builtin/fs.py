@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import os
 import stat
 import threading
@@ -72,7 +73,7 @@ def refuse_hard_link(sandbox: PathSandbox, path: Path, shown: str) -> None:
         return
 
 
-def open_regular_at(dir_fd: int, name: str) -> BinaryIO:
+def open_regular_at(dir_fd: int, name: str) -> io.BufferedReader:
     """Open the regular file ``name`` in the folder ``dir_fd`` for reading, as ``open_regular``."""
     fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
     try:
