@@ -41,7 +41,7 @@ from typing import Any
 from openheim.errors import SandboxError, UndoRefused
 from openheim.fsutil import atomic_write
 from openheim.secrets import redact
-from openheim.tools.builtin.fs import HardLinkError, open_regular_at
+from openheim.tools.builtin.fs import HardLinkError, not_plain, open_regular_at
 from openheim.tools.pathwalk import PathWalk, stopped
 
 MANIFEST_VERSION = 1
@@ -185,24 +185,10 @@ def _open_file(path: Path) -> Iterator[tuple[io.BufferedReader, os.stat_result] 
         yield fh, os.fstat(fh.fileno())
 
 
-def refusal(err: OSError) -> str | None:
-    """What an ``OSError`` of ``_open_file`` says stands at the path instead of a regular file
-    with one name, for a message; None when it says nothing of that (permissions, I/O)."""
-    if isinstance(err, HardLinkError):
-        return f"is a hard link ({err.links} names)"
-    if err.errno == errno.ELOOP:
-        return "is a symlink, or has one on the way"
-    if isinstance(err, IsADirectoryError):
-        return "is a folder"
-    if err.errno == errno.EINVAL:
-        return "is not a regular file"
-    return None
-
-
 def not_kept(path: Path, err: OSError) -> str:
     """The warning of a turn whose checkpoint could not keep ``path``'s content, and what to
     do about it."""
-    why = refusal(err) or f"could not be read ({err.strerror or err})"
+    why = not_plain(err) or f"could not be read ({err.strerror or err})"
     line = f"undo will not restore {path}: it {why}"
     if isinstance(err, HardLinkError):
         line += (

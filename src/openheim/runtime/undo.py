@@ -30,10 +30,9 @@ from openheim.runtime.checkpoints import (
     FileState,
     digest_now,
     real_parent,
-    refusal,
 )
 from openheim.store.base import SessionStore
-from openheim.tools.builtin.fs import open_regular_at
+from openheim.tools.builtin.fs import not_plain, open_regular_at
 
 
 @dataclass(frozen=True)
@@ -113,7 +112,7 @@ def _digest(path: str, refused: dict[str, str]) -> str | None:
     try:
         return digest_now(Path(path))
     except OSError as err:
-        why = refusal(err)
+        why = not_plain(err)
         if why is not None:
             refused[path] = why
         return "?"
