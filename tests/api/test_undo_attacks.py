@@ -151,22 +151,6 @@ async def test_an_undo_while_a_prompt_runs_is_refused_and_touches_nothing(
     assert (work / "f.txt").read_text() == "one"
 
 
-async def test_a_file_replaced_by_a_symlink_is_replaced_back_never_written_through(
-    scripted: Scripted, make_runtime: MakeRuntime, work: Path, home: Path, tmp_path: Path
-) -> None:
-    (work / "f.txt").write_text("old\n")
-    session_id = await one_turn(scripted, make_runtime, ("f.txt", "new\n"))
-    secret = tmp_path / "authorized_keys"
-    secret.write_text("new\n")  # the same bytes the tool left, behind a link
-    (work / "f.txt").unlink()
-    (work / "f.txt").symlink_to(secret)
-    with pytest.raises(UndoRefused, match=r"f\.txt"):
-        undo_stored(home, session_id, "")
-    undo_stored(home, session_id, "", force=True)
-    assert not (work / "f.txt").is_symlink() and (work / "f.txt").read_text() == "old\n"
-    assert secret.read_text() == "new\n"
-
-
 def test_a_prompt_with_a_lone_surrogate_is_recorded(home: Path, work: Path) -> None:
     (work / "f.txt").write_text("old")
     recorder = checkpoints.TurnRecorder(CheckpointStore(home), "session-1")

@@ -14,7 +14,11 @@ The store is private: its folders are ``0700`` and its files ``0600``, as they h
 file contents. A manifest is read by allow-list (absolute normalised paths, digests of 64 hex
 digits, plain modes), and a file is only ever reached from ``/`` with no symlink on the way: the
 paths recorded are real paths, so a symlink found there later was planted since, and reading,
-restoring or removing through it is refused. A file over ``MAX_BLOB_BYTES`` is not kept.
+restoring or removing through it is refused. Only a regular file with one name is read, by the
+file tools' own rule (``open_regular_at``, checked with ``fstat`` on the opened descriptor): a
+hard link's content is never kept, since another of its names may be a secret outside the work
+dir that an undo would then write back under the innocent one. A file over ``MAX_BLOB_BYTES``
+is not kept either.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from typing import Any
 from openheim.errors import SandboxError, UndoRefused
 from openheim.fsutil import atomic_write
 from openheim.secrets import redact
+from openheim.tools.builtin.fs import HardLinkError, not_plain, open_regular_at
 from openheim.tools.pathwalk import PathWalk, stopped
 
 MANIFEST_VERSION = 1
@@ -166,21 +171,32 @@ def real_parent(path: Path, *, create: bool = False) -> Iterator[tuple[int, str]
 
 @contextlib.contextmanager
 def _open_file(path: Path) -> Iterator[tuple[io.BufferedReader, os.stat_result] | None]:
-    """The regular file at ``path`` opened for reading and its status (see ``real_parent``);
-    None when nothing is there. Anything else there (a FIFO, a device, a symlink, a folder)
-    raises ``OSError``."""
+    """The file at ``path`` opened for reading and its status, by the file tools' rule
+    (``open_regular_at``): a regular file with one name, reached with no symlink on the way
+    (``real_parent``); None when nothing is there. Anything else raises ``OSError``: a hard
+    link ``HardLinkError``, a symlink ``ELOOP``, a folder, a FIFO or a device."""
     try:
         with real_parent(path) as (folder, name):
-            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-            fd = os.open(name, flags, dir_fd=folder)
+            fh = open_regular_at(folder, name)
     except FileNotFoundError:
         yield None
         return
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fh.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise IsADirectoryError(f"{path} is not a regular file")
-        yield fh, st
+    with fh:
+        yield fh, os.fstat(fh.fileno())
+
+
+def not_kept(path: Path, err: OSError) -> str:
+    """The warning of a turn whose checkpoint could not keep ``path``'s content, and what to
+    do about it."""
+    why = not_plain(err) or f"could not be read ({err.strerror or err})"
+    line = f"undo will not restore {path}: it {why}"
+    if isinstance(err, HardLinkError):
+        line += (
+            "; a checkpoint never keeps a hard link's content (another of its names may be a "
+            "secret elsewhere): give the file a copy of its own (cp F F.tmp && mv F.tmp F) "
+            "to make its changes undoable"
+        )
+    return line
 
 
 def read_file(path: Path) -> tuple[bytes, int] | None:
@@ -196,17 +212,12 @@ def read_file(path: Path) -> tuple[bytes, int] | None:
         return data, stat.S_IMODE(st.st_mode)
 
 
-def current_digest(path: Path) -> str | None:
+def digest_now(path: Path) -> str | None:
     """The digest of the file at ``path`` now (None: absent), read in chunks whatever its
-    size; ``"?"`` when it is something that is not a regular file, so that it never equals a
-    recorded state."""
-    try:
-        with _open_file(path) as found:
-            if found is None:
-                return None
-            return hashlib.file_digest(found[0], "sha256").hexdigest()
-    except OSError:
-        return "?"
+    size; ``OSError`` (see ``_open_file``) when what stands there is not a regular file with
+    one name."""
+    with _open_file(path) as found:
+        return None if found is None else hashlib.file_digest(found[0], "sha256").hexdigest()
 
 
 def _load(path: Path) -> Checkpoint:
@@ -351,7 +362,10 @@ class TurnRecorder:
             checkpoint = self.current
             if checkpoint is None or str(path) not in checkpoint.files:
                 return
-            checkpoint.files[str(path)].after = current_digest(path)
+            try:
+                checkpoint.files[str(path)].after = digest_now(path)
+            except OSError:  # "?" never equals a recorded state
+                checkpoint.files[str(path)].after = "?"
             self.store.save(checkpoint)
 
     def tool_written(self) -> set[str]:

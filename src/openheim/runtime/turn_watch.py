@@ -29,7 +29,7 @@ from openheim.events import (
 from openheim.handover import Tap
 from openheim.messages import Message, TextBlock
 from openheim.runtime import shell_changes
-from openheim.runtime.checkpoints import CheckpointStore, TurnRecorder
+from openheim.runtime.checkpoints import CheckpointStore, TurnRecorder, not_kept
 from openheim.runtime.hooks import Hooks
 
 log = logging.getLogger(__name__)
@@ -96,7 +96,7 @@ class TurnWatch:
         try:
             await asyncio.to_thread(self.recorder.before_write, path)
         except OSError as err:
-            self._note(f"undo will not restore {path}: its content could not be kept ({err})")
+            self._note(not_kept(path, err))
 
     async def written(self, path: Path) -> None:
         if self.recorder is not None:

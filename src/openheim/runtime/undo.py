@@ -5,16 +5,20 @@ A turn starts at a user message that carries no tool results (a prompt). Undoing
 turns restores every file the tools changed in them to its content before the earliest of
 them (a file they created is removed), then cuts the stored history back to that prompt. Before
 anything is touched, each file must still be as openheim left it: a file changed outside
-openheim since (edited, replaced, deleted) makes the undo refuse, naming it, unless ``force``.
+openheim since (edited, replaced, deleted) makes the undo refuse, naming it, unless ``force``;
+a path where something other than a regular file with one name stands now (a hard link, a
+symlink, a folder) makes it refuse even then, and each file is checked again, on a descriptor,
+just before it is replaced or removed.
 Files a shell command changed are reported, never restored. The session's lease is held
 throughout, so a prompt cannot run in the session meanwhile.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from openheim.errors import ConfigError, UndoRefused
@@ -24,10 +28,11 @@ from openheim.runtime.checkpoints import (
     Checkpoint,
     CheckpointStore,
     FileState,
-    current_digest,
+    digest_now,
     real_parent,
 )
 from openheim.store.base import SessionStore
+from openheim.tools.builtin.fs import not_plain, open_regular_at
 
 
 @dataclass(frozen=True)
@@ -75,38 +80,81 @@ def turn_starts(messages: Sequence[Message]) -> list[int]:
     ]
 
 
-def _plan(
-    checkpoints: Sequence[Checkpoint],
-) -> tuple[dict[str, FileState], list[str]]:
-    """The state to restore each file to (its state before the earliest undone turn) and the
-    files changed outside openheim, walking the checkpoints from the newest."""
-    target: dict[str, FileState] = {}
+@dataclass
+class _Plan:
+    """What an undo would do: the state to restore each file to (its state before the earliest
+    undone turn), the files changed outside openheim since, and those that are not a regular
+    file with one name now (with what they are)."""
+
+    target: dict[str, FileState] = field(default_factory=dict)
+    conflicts: list[str] = field(default_factory=list)
+    refused: dict[str, str] = field(default_factory=dict)
+
+
+def _plan(checkpoints: Sequence[Checkpoint]) -> _Plan:
+    """The plan of undoing ``checkpoints``, walking them from the newest."""
+    plan = _Plan()
     expected: dict[str, str | None] = {}
-    conflicts: list[str] = []
     for checkpoint in sorted(checkpoints, key=lambda c: c.turn, reverse=True):
         for path, state in checkpoint.files.items():
-            now = expected[path] if path in expected else current_digest(Path(path))
-            if now != state.after and path not in conflicts:
-                conflicts.append(path)
+            now = expected[path] if path in expected else _digest(path, plan.refused)
+            if now != state.after and path not in plan.conflicts:
+                plan.conflicts.append(path)
             expected[path] = state.before
-            target[path] = state
-    return target, sorted(conflicts)
+            plan.target[path] = state
+    plan.conflicts.sort()
+    return plan
+
+
+def _digest(path: str, refused: dict[str, str]) -> str | None:
+    """The digest of ``path`` now; ``"?"`` when it cannot be read, after noting in ``refused``
+    what stands there when that is not a regular file with one name (nor nothing)."""
+    try:
+        return digest_now(Path(path))
+    except OSError as err:
+        why = not_plain(err)
+        if why is not None:
+            refused[path] = why
+        return "?"
+
+
+def _refuse(refused: dict[str, str]) -> UndoRefused:
+    """The refusal of an undo that would replace or remove something that is not a regular
+    file with one name, which ``--force`` does not override."""
+    return UndoRefused(
+        "not a plain file now: " + "; ".join(f"{p} {why}" for p, why in sorted(refused.items())),
+        hint="undo replaces or removes only a regular file with one name, even with --force: "
+        "give a hard link a copy of its own (cp F F.tmp && mv F.tmp F) or move it away, then "
+        "undo again; nothing was changed",
+        paths=tuple(sorted(refused)),
+    )
+
+
+def _plain_or_absent(folder: int, name: str) -> None:
+    """Raise ``OSError`` unless nothing, or a regular file with one name, stands at ``name``:
+    the restore's own check, on a descriptor opened with ``O_NOFOLLOW`` just before the name is
+    replaced (by a rename, which never writes through a link) or removed."""
+    with contextlib.suppress(FileNotFoundError):
+        open_regular_at(folder, name).close()
 
 
 def _restore(store: CheckpointStore, path: Path, state: FileState) -> str | None:
     """Put ``path`` back as ``state`` had it before: ``restored``, ``removed`` (the turn
     created it) or None (nothing to do: it is absent, as it was). Its folder is reached with
     no symlink on the way (``real_parent``), so a folder swapped for a link since the turn
-    stops the undo instead of leading it out of the work dir."""
+    stops the undo instead of leading it out of the work dir, and a hard link or a symlink
+    swapped in at its name stops it too (``_plain_or_absent``)."""
     if state.before is None:
         try:
             with real_parent(path) as (folder, name):
+                _plain_or_absent(folder, name)
                 os.unlink(name, dir_fd=folder)
         except FileNotFoundError:
             return None
         return "removed"
     data = store.blob(state.before)
     with real_parent(path, create=True) as (folder, name):
+        _plain_or_absent(folder, name)
         atomic_write_at(folder, name, data, state.mode)
     return "restored"
 
@@ -159,14 +207,16 @@ def undo(
             )
         start = starts[-turns]
         undone = [c for c in checkpoints.list(session_id) if c.turn >= start]
-        target, conflicts = _plan(undone)
-        if conflicts and not force:
+        plan = _plan(undone)
+        if plan.refused:
+            raise _refuse(plan.refused)
+        if plan.conflicts and not force:
             raise UndoRefused(
-                "changed outside openheim since the checkpoint: " + ", ".join(conflicts),
+                "changed outside openheim since the checkpoint: " + ", ".join(plan.conflicts),
                 hint="keep those changes, or undo with --force to overwrite them",
-                paths=tuple(conflicts),
+                paths=tuple(plan.conflicts),
             )
-        done = _restore_all(checkpoints, target)
+        done = _restore_all(checkpoints, plan.target)
         record = sessions.get(session_id)
         sessions.restore(record, messages[:start], replace=True)
         for checkpoint in undone:

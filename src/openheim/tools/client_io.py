@@ -36,9 +36,12 @@ class CommandResult:
 class ClientIO(Protocol):
     """What the client offers; the tools check the flags before calling a method.
 
-    Paths handed to the methods are absolute and have passed the sandbox and deny-read checks.
-    The client opens them by name itself, so a folder swapped for a symlink after the check is
-    beyond the sandbox's reach there (the local file tools open through descriptors instead).
+    Paths handed to the methods are absolute and have passed the sandbox and deny-read checks,
+    and nothing, or a regular file with one name, stood there just before the request
+    (``fs.check_for_editor``). The client opens them by name itself, so a hard link or a symlink
+    swapped in between that check and its open is beyond openheim's reach; the tools check
+    again after it answers and report such a swap (the local file tools open through
+    descriptors instead).
     """
 
     @property

@@ -8,6 +8,8 @@ file's mode.
 When the session's client (``ToolContext.client``, an ACP editor) advertises it, the text is read
 and written through the client instead, so the model sees unsaved buffers and the editor tracks
 the change; the sandbox and deny-read checks still run first, and a read shows the same window.
+The editor is handed only a path where nothing, or a regular file with one name, stands, checked
+on a descriptor just before each request and again after it (``fs.check_for_editor``).
 ``write_file`` and ``edit_file`` return a ``FileDiff`` of the whole text before and after, unless
 either side is over ``MAX_DIFF_BYTES``.
 """
@@ -27,15 +29,17 @@ from openheim.events import FileDiff
 from openheim.tools.base import ToolContext, ToolKind, ToolOutput
 from openheim.tools.builtin.fs import (
     BINARY_PROBE,
+    check_after_editor,
+    check_for_editor,
     kind_at,
     looks_binary,
     open_regular,
     open_regular_at,
     read_error,
-    refuse_hard_link,
     write_bytes_at,
     write_error,
 )
+from openheim.tools.client_io import ClientIO
 from openheim.tools.decorator import tool
 from openheim.tools.sandbox import PathSandbox
 
@@ -154,10 +158,28 @@ async def read_file(
     target = ctx.path(path)
     shown = ctx.display(target)
     if ctx.client is not None and ctx.client.reads_files:
-        await asyncio.to_thread(refuse_hard_link, ctx.sandbox, target, shown)
-        text = await ctx.client.read_text_file(target)
+        text = await _editor_read(ctx, ctx.client, target, shown)
         return await asyncio.to_thread(_window_text, text, shown, offset, limit)
     return await asyncio.to_thread(_read_window, ctx.sandbox, target, shown, offset, limit)
+
+
+async def _editor_read(ctx: ToolContext, client: ClientIO, target: Path, shown: str) -> str:
+    """The editor's text of ``target``, handed over only when a plain file (or nothing) stood
+    there just before the request and still does after it (``check_for_editor``)."""
+    await asyncio.to_thread(check_for_editor, ctx.sandbox, target, shown)
+    text = await client.read_text_file(target)
+    await asyncio.to_thread(check_after_editor, ctx.sandbox, target, shown, wrote=False)
+    return text
+
+
+async def _editor_write(
+    ctx: ToolContext, client: ClientIO, target: Path, shown: str, text: str
+) -> None:
+    """Have the editor write ``text`` to ``target``, checked just before the request (after
+    the checkpoint, which takes time) and again after it (``check_for_editor``)."""
+    await asyncio.to_thread(check_for_editor, ctx.sandbox, target, shown)
+    await client.write_text_file(target, text)
+    await asyncio.to_thread(check_after_editor, ctx.sandbox, target, shown, wrote=True)
 
 
 def write_bytes(sandbox: PathSandbox, target: Path, shown: str, data: bytes) -> bool:
@@ -211,12 +233,12 @@ async def write_file(
     shown = ctx.display(target)
     data = content.encode("utf-8")
     existed, old = await asyncio.to_thread(_prior_text, ctx.sandbox, target, shown)
-    editor = ctx.client is not None and ctx.client.writes_files
-    if editor:  # an editor may write in place, through a hard link to the file's other names
-        await asyncio.to_thread(refuse_hard_link, ctx.sandbox, target, shown)
+    client = ctx.client if ctx.client is not None and ctx.client.writes_files else None
+    if client is not None:  # refused before a checkpoint is taken, and again before the write
+        await asyncio.to_thread(check_for_editor, ctx.sandbox, target, shown)
     await ctx.before_write(target)
-    if ctx.client is not None and editor:
-        await ctx.client.write_text_file(target, content)
+    if client is not None:
+        await _editor_write(ctx, client, target, shown, content)
     else:
         await asyncio.to_thread(write_bytes, ctx.sandbox, target, shown, data)
     await ctx.written(target)
@@ -296,8 +318,7 @@ async def edit_file(
     shown = ctx.display(target)
     client = ctx.client
     if client is not None and client.reads_files:
-        await asyncio.to_thread(refuse_hard_link, ctx.sandbox, target, shown)
-        text = await client.read_text_file(target)
+        text = await _editor_read(ctx, client, target, shown)
     else:
         text = await asyncio.to_thread(read_for_edit, ctx.sandbox, target, shown)
     updated, count = await asyncio.to_thread(
@@ -305,7 +326,7 @@ async def edit_file(
     )
     await ctx.before_write(target)
     if client is not None and client.writes_files:
-        await client.write_text_file(target, updated)
+        await _editor_write(ctx, client, target, shown, updated)
     else:
         await asyncio.to_thread(_write_text, ctx.sandbox, target, shown, updated)
     await ctx.written(target)

@@ -10,7 +10,8 @@ cannot send it elsewhere.
   (``HardLinkError``): a hard link can give a secret file elsewhere an innocent name that
   ``deny_read`` cannot see through, and its other names cannot be found cheaply. The link
   count is read from the opened descriptor, so the file checked is the file read.
-  ``kind_of`` says what stands at a path.
+  ``kind_of`` says what stands at a path; ``check_for_editor`` and ``check_after_editor``
+  allow an editor, which opens a path by name itself, only such a file or nothing.
 * ``write_bytes_at`` writes a file atomically, making its missing folders.
 * ``walk`` lists a tree in sorted path order without following symlinks and skipping ``.git``.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import os
 import stat
 import threading
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
 
-from openheim.errors import ToolError
+from openheim.errors import SandboxError, ToolError
 from openheim.fsutil import atomic_write_at
 from openheim.tools.pathwalk import LIST_FLAGS
 from openheim.tools.sandbox import PathSandbox
@@ -59,20 +61,76 @@ def open_regular(sandbox: PathSandbox, path: Path) -> BinaryIO:
         return open_regular_at(folder, name)
 
 
-def refuse_hard_link(sandbox: PathSandbox, path: Path, shown: str) -> None:
-    """Raise the refusal of ``read_error`` when ``path`` is a file with more than one name;
-    checked before an editor is asked to read ``path`` by name. Anything else (no file there,
-    an unsaved buffer only the editor holds) is left for the editor to answer."""
+def not_plain(err: OSError) -> str | None:
+    """What an ``OSError`` of ``open_regular`` says stands at a path instead of a regular file
+    with one name, for a message (``is a hard link (2 names)``, ...); None when it says nothing
+    of that (no file there, no permission, an I/O error)."""
+    if isinstance(err, HardLinkError):
+        return f"is a hard link ({err.links} names)"
+    if err.errno == errno.ELOOP:
+        return "is a symlink, or has one on the way"
+    if isinstance(err, IsADirectoryError):
+        return "is a folder"
+    if err.errno == errno.EINVAL:
+        return "is not a regular file"
+    return None
+
+
+def _plain_or_absent(sandbox: PathSandbox, path: Path) -> OSError | None:
+    """None when nothing, or a regular file with one name, stands at ``path`` (checked on a
+    descriptor opened with ``O_NOFOLLOW``); else the error saying why not."""
     try:
         with open_regular(sandbox, path):
-            return
-    except HardLinkError as err:
-        raise read_error(err, shown) from None
-    except OSError:
+            return None
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        return err
+
+
+def check_for_editor(sandbox: PathSandbox, path: Path, shown: str) -> None:
+    """Refuse unless ``path`` is nothing yet (the editor may hold an unsaved buffer, or create
+    the file) or a regular file with one name. An editor opens the path by name itself,
+    following links and perhaps writing in place: through a hard link it would read or change
+    the file's other names, through a symlink its target."""
+    err = _plain_or_absent(sandbox, path)
+    if err is None:
         return
+    why = not_plain(err)
+    if why is None or isinstance(err, HardLinkError):
+        raise read_error(err, shown)
+    raise ToolError(
+        f"refused: {shown} {why}; the editor is only handed a regular file with one name",
+        hint="give the path of a plain file",
+    )
 
 
-def open_regular_at(dir_fd: int, name: str) -> BinaryIO:
+def check_after_editor(sandbox: PathSandbox, path: Path, shown: str, *, wrote: bool) -> None:
+    """``check_for_editor`` again once the editor answered: a hard link or a symlink swapped in
+    while the editor opened the path by name (beyond openheim's reach) is reported, and the
+    text it read is never shown."""
+    try:
+        err = _plain_or_absent(sandbox, path)
+    except SandboxError as stopped:  # a folder on the way became a symlink
+        err = OSError(errno.ELOOP, stopped.message)
+    if err is None:
+        return
+    why = not_plain(err) or f"cannot be checked ({err.strerror or err})"
+    if wrote:
+        raise ToolError(
+            f"{shown} {why} after the editor wrote it: another process swapped it meanwhile, "
+            "and the editor may have written through it to another file",
+            hint="ask the user to check where it leads (its other names: find / -samefile "
+            "FILE) and to give it a copy of its own before it is written again",
+        )
+    raise ToolError(
+        f"{shown} {why} after the editor read it: another process swapped it meanwhile, so "
+        "its text is not shown",
+        hint="work without it, or ask the user to replace it with a copy of its own",
+    )
+
+
+def open_regular_at(dir_fd: int, name: str) -> io.BufferedReader:
     """Open the regular file ``name`` in the folder ``dir_fd`` for reading, as ``open_regular``."""
     fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
     try:
