@@ -7,6 +7,7 @@ times are ``time.monotonic()``, one clock for every process on Linux.
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import socket
@@ -57,6 +58,11 @@ def fake_llm(conn: Connection) -> None:
     report; stop on anything else."""
     from openheim.testing import FakeLLMServer, FakeReply, RecordedRequest, fake_pacer, fake_server
 
+    # The fake stands in for a model server on other machines. With a thousand handler threads
+    # its own full collections took 20 to 50 ms, and the streams it held back meanwhile then
+    # left in one burst (over 200 deltas within 5 ms) that no model sends. So it runs without
+    # its cycle collector for the few minutes of a run; reference counting frees the rest.
+    gc.disable()
     sent: dict[tuple[int, int], float] = {}
     setup = fake_server._Handler.setup
 

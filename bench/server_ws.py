@@ -213,9 +213,9 @@ def report_latency(
     windows = Counter(int(t / WINDOW) for t in sent.values())
     print(f"  the fake model sent at most {max(windows.values())} deltas in any "
           f"{WINDOW * 1000:g} ms ({len(sent) / len(windows):.0f} on average); first delta "
-          f"after its prompt (the model's first text comes two delays in): p50 {percentile(first, 0.5):.0f} ms, "
-          f"p99 {percentile(first, 0.99):.0f} ms; server CPU {per_frame:.0f} us per frame "
-          f"({run.frames} frames)")  # fmt: skip
+          f"after its prompt (the model's first text comes two delays in): "
+          f"p50 {percentile(first, 0.5):.0f} ms, p99 {percentile(first, 0.99):.0f} ms; "
+          f"server CPU {per_frame:.0f} us per frame ({run.frames} frames)")  # fmt: skip
 
 
 async def throughput(
