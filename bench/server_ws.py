@@ -216,6 +216,23 @@ def report_latency(
           f"after its prompt (the model's first text comes two delays in): "
           f"p50 {percentile(first, 0.5):.0f} ms, p99 {percentile(first, 0.99):.0f} ms; "
           f"server CPU {per_frame:.0f} us per frame ({run.frames} frames)")  # fmt: skip
+    keys = all_streaming(sent, chunks)
+    together = [(run.received[k] - sent[k]) * 1000 for k in keys if k in run.received]
+    if together:
+        q = {x: percentile(together, x) for x in (0.5, 0.99)}
+        print(f"  while every session streams: {len(together)} deltas, p50 {q[0.5]:.2f} ms, "
+              f"p99 {q[0.99]:.2f} ms")  # fmt: skip
+
+
+def all_streaming(sent: dict[tuple[int, int], float], chunks: int) -> list[tuple[int, int]]:
+    """The keys of the deltas sent while every session was streaming: after the last first
+    delta, before the first last delta (none where the sessions never all streamed at once)."""
+    firsts = [t for (_, index), t in sent.items() if index == 0]
+    lasts = [t for (_, index), t in sent.items() if index == chunks - 1]
+    if not firsts or not lasts or max(firsts) >= min(lasts):
+        return []
+    begin, end = max(firsts), min(lasts)
+    return [key for key, t in sent.items() if begin <= t <= end]
 
 
 async def throughput(
