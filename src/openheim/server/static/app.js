@@ -128,7 +128,7 @@ function markActive() {
   for (const li of $("sessions").children) {
     const active = li.dataset.id === state.session;
     li.classList.toggle("active", active);
-    if (active) $("title").textContent = li.firstChild.textContent;
+    if (active && li.dataset.title) $("title").textContent = li.dataset.title;
   }
 }
 
@@ -140,6 +140,7 @@ async function loadSessions() {
   for (const s of page.sessions) {
     const li = document.createElement("li");
     li.dataset.id = s.id;
+    li.dataset.title = s.title || "";
     const name = document.createElement("span");
     name.className = "name";
     name.textContent = s.title || s.id;
