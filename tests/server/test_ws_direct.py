@@ -5,6 +5,7 @@ the writer, a failed send closing the connection's output, replays always queued
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
@@ -12,7 +13,7 @@ from starlette.types import Message
 from starlette.websockets import WebSocket
 
 from openheim.server import ws as ws_module
-from openheim.server.context import ServerContext
+from openheim.server.context import Backlog, ServerContext
 from openheim.server.ws import Connection, Unfinished
 
 
@@ -43,7 +44,7 @@ class FakeAsgi:
 async def connection(asgi: FakeAsgi, *, direct: bool = True) -> Connection:
     websocket = WebSocket({"type": "websocket", "path": "/ws"}, asgi.receive, asgi.send)
     await websocket.accept()
-    context = cast(ServerContext, object())
+    context = cast(ServerContext, SimpleNamespace(backlog=Backlog()))
     return Connection(websocket, context, asgi.send if direct else None)
 
 

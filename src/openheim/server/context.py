@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from openheim.api import Runtime
 from openheim.config.load import Settings
@@ -25,6 +25,23 @@ DEFAULT_MAX_BODY = 1024 * 1024
 DEFAULT_MAX_FRAME = 16 * 1024 * 1024
 
 
+class Queued(Protocol):
+    """A WebSocket client with frames queued for it (``server.ws.Connection``)."""
+
+    queued_bytes: int
+
+    def disconnect_slow(self) -> None: ...
+
+
+@dataclass
+class Backlog:
+    """The frames queued for all of the server's WebSocket clients together: their bytes
+    (``total``, bounded by ``server.ws.MAX_TOTAL_PENDING_BYTES``) and the clients holding any."""
+
+    total: int = 0
+    clients: set[Queued] = field(default_factory=set)
+
+
 @dataclass
 class ServerContext:
     """The shared state of one ``openheim serve`` process (see the module docstring)."""
@@ -36,6 +53,7 @@ class ServerContext:
     max_frame_bytes: int = DEFAULT_MAX_FRAME
     started: float = field(default_factory=time.time)
     collector: Collector | None = None
+    backlog: Backlog = field(default_factory=Backlog)
     """The process's garbage collection pacing while the server runs (``openheim serve``
     sets one; an app embedded in another program leaves the collector alone)."""
 

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny
-from openheim.errors import OpenheimError, SessionBusy
+from openheim.errors import OpenheimError, SessionBusy, SessionNotFound
 from openheim.events import Event, Failed, event_to_dict
 from openheim.messages import Message
 from openheim.runtime import Runtime, Session, SessionOptions
@@ -309,6 +309,7 @@ class Hub:
         self.idle_close = idle_close
         self._closing: set[asyncio.Task[None]] = set()
         self.sessions: dict[str, Live] = {}
+        self.deleting: set[str] = set()
 
     async def open(self, options: SessionOptions) -> Live:
         """Open (or resume) a session that lives until ``close`` or the server stops."""
@@ -327,6 +328,9 @@ class Hub:
             await live.session.close()
             return opened
         if live.session.id is not None:
+            if self._gone(live.key):  # deleted as it opened: no prompt may run on it
+                await live.session.close()
+                raise SessionNotFound(live.key)
             live.writer = self.writer
             if options.resume is not None or options.continue_latest:
                 self.writer.flush()  # its frames of an earlier opening, all in the log first
@@ -355,6 +359,11 @@ class Hub:
     def get(self, key: str) -> Live | None:
         return self.sessions.get(key)
 
+    def _gone(self, key: str) -> bool:  # the stored session is being deleted, or is gone
+        with contextlib.suppress(OpenheimError):
+            return key in self.deleting or not self.store.get(key)
+        return True
+
     def stored(self, key: str) -> Live | None:
         """The open session whose stored id ``key`` names (a unique prefix of it): resuming
         it attaches to it instead of opening it a second time, with numbers of its own."""
@@ -368,15 +377,22 @@ class Hub:
         """Whether a prompt runs (or waits to begin) in any open session."""
         return any(live.busy for live in self.sessions.values())
 
-    async def forget(self, key: str, *, deleting: bool = False) -> None:
-        """Close the session ``key`` if it is open here. Before it is deleted (``deleting``),
-        the frames its closing produced are written at once: written after the delete, they
-        would name a session that is gone and fail their whole batch, other sessions' too."""
+    async def forget(self, key: str) -> None:
+        """Close the session ``key`` if it is open here."""
         live = self.sessions.pop(key, None)
         if live is not None:
             await live.close()
-            if deleting and live.writer is not None:
-                live.writer.flush()
+
+    async def delete(self, key: str) -> None:
+        """Close and delete the session ``key``, its closing frames written first (after, they
+        would fail their batch); a resume meanwhile is refused (``open``): no prompt runs on it."""
+        self.deleting.add(key)
+        try:
+            await self.forget(key)
+            self.writer.flush()
+            self.store.delete(key)
+        finally:
+            self.deleting.discard(key)
 
     async def close_all(self) -> None:
         for key in list(self.sessions):

@@ -155,9 +155,8 @@ async def delete_session(request: Request) -> Response:
     if isinstance(found, Response):
         return found
     context = ctx(request)
-    await context.hub.forget(found.id, deleting=True)
     try:
-        context.store.delete(found.id)
+        await context.hub.delete(found.id)
     except OpenheimError as err:
         return error(409, err.message, err.hint or "try again once its prompt has ended")
     await asyncio.to_thread(CheckpointStore(context.settings.data_dir).drop, found.id)

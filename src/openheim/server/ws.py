@@ -15,7 +15,8 @@ system less per write (a client reading many sockets is woken once for several).
 does not finish at once, and every frame behind it, waits in one queue that one writer task
 sends in order. So a streamed delta costs no task wake-up, and a client that reads slowly
 still makes frames pile up in the queue (``MAX_PENDING`` frames or ``MAX_PENDING_BYTES``
-bytes at most). The frames replayed to a client attaching are always queued.
+bytes at most, and ``MAX_TOTAL_PENDING_BYTES`` for all clients together). The frames
+replayed to a client attaching are always queued.
 """
 
 from __future__ import annotations
@@ -53,6 +54,10 @@ replay of a session's 10,000 kept frames at 6 KiB each (a streamed delta's frame
 bytes, a tool result's a few KiB), and the largest ``fs`` read (a 4 MiB file, up to six
 times that escaped to ASCII JSON) twice over. Frames are ASCII JSON, so a frame's length is
 its bytes."""
+MAX_TOTAL_PENDING_BYTES = 256 * 1024 * 1024
+"""Bytes of frames queued for all clients together: past it, the client holding the most is
+disconnected as too slow (each client's own budget alone let every new connection that stops
+reading add ``MAX_PENDING_BYTES`` more)."""
 
 
 class Connection:
@@ -155,12 +160,21 @@ class Connection:
             return
         size = self.queued_bytes + len(text)
         if len(self.queue) >= MAX_PENDING or size > MAX_PENDING_BYTES:
-            self.overflowed = True
-            self._drop()
-            self._closer = asyncio.ensure_future(self.websocket.close(code=1013))
+            self.disconnect_slow()
             return
         self.queued_bytes = size
         self.queue.put(text)
+        backlog = self.context.backlog
+        backlog.clients.add(self)
+        backlog.total += len(text)
+        if backlog.total > MAX_TOTAL_PENDING_BYTES:  # the slowest client of all goes
+            max(backlog.clients, key=lambda client: client.queued_bytes).disconnect_slow()
+
+    def disconnect_slow(self) -> None:
+        """Disconnect the client as too slow (1013, try again later), its queue dropped."""
+        self.overflowed = True
+        self._drop()
+        self._closer = asyncio.ensure_future(self.websocket.close(code=1013))
 
     def _close(self) -> None:
         """No frame can be sent any more: drop the queued ones and end the writer."""
@@ -170,6 +184,8 @@ class Connection:
     def _drop(self) -> None:
         """Drop the queued frames and end the writer."""
         self.queue.clear()
+        self.context.backlog.total -= self.queued_bytes
+        self.context.backlog.clients.discard(self)
         self.queued_bytes = 0
         self.queue.put(None)
 
@@ -182,6 +198,7 @@ class Connection:
                     await item
                 else:
                     self.queued_bytes -= len(item)
+                    self.context.backlog.total -= len(item)
                     await self.websocket.send_text(item)
                 self._writing = False
                 if self.overflowed:
@@ -203,7 +220,7 @@ class Connection:
         finally:
             self.agent.detach_all()
             self.fs.close()
-            self.queue.put(None)
+            self._close()  # what is still queued cannot reach the client any more
             with contextlib.suppress(Exception):
                 await writer
 
