@@ -53,9 +53,10 @@ class ServerContext:
     max_frame_bytes: int = DEFAULT_MAX_FRAME
     started: float = field(default_factory=time.time)
     collector: Collector | None = None
-    backlog: Backlog = field(default_factory=Backlog)
     """The process's garbage collection pacing while the server runs (``openheim serve``
     sets one; an app embedded in another program leaves the collector alone)."""
+    backlog: Backlog = field(default_factory=Backlog)
+    """The frames queued for every WebSocket client together (``server.ws``)."""
 
     @property
     def settings(self) -> Settings:
