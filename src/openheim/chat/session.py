@@ -21,6 +21,7 @@ from openheim.prompts.commands import expand_template_command, templates
 from openheim.runtime import PromptRun, Runtime, Session, SessionOptions
 from openheim.runtime.attach import Attacher, mentions
 from openheim.runtime.host import host_session
+from openheim.runtime.models import switch_model
 from openheim.runtime.replay import Replayed, replay_events
 from openheim.secrets import SecretPolicy
 from openheim.skills import SkillsManager, expand_command, skills_for
@@ -117,7 +118,7 @@ class Chat:
         """Use ``provider``/``model``: the same provider switches in place, another reopens
         the session with it."""
         if provider == self.provider:
-            self.session.set_model(model)
+            switch_model(self.settings, self.session, model)
             self.options = dataclasses.replace(self.options, model=model)
             return
         await self._reopen(dataclasses.replace(self.options, provider=provider, model=model))

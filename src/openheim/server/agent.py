@@ -27,6 +27,7 @@ from openheim.errors import OpenheimError, SessionNotFound
 from openheim.messages import ImageBlock, Message, TextBlock
 from openheim.runtime import SessionOptions
 from openheim.runtime.attach import Attacher, mentions, without_mentions
+from openheim.runtime.models import switch_model
 from openheim.secrets import SecretPolicy
 from openheim.server.context import ServerContext
 from openheim.server.frames import BadRequest, opt_str, req_str, str_list
@@ -175,7 +176,7 @@ class AgentChannel:
     async def _set_model(self, data: dict[str, Any]) -> dict[str, Any]:
         live = self._live(data)
         assert live.session is not None
-        live.session.set_model(req_str(data, "model"))
+        switch_model(self.context.settings, live.session, req_str(data, "model"))
         return {"type": "ok", "model": live.session.model}
 
     async def _session_action(self, data: dict[str, Any]) -> dict[str, Any]:
