@@ -174,3 +174,51 @@ async def test_a_damaged_blob_is_refused_before_anything_is_restored(
         undo_stored(home, session_id, "", force=True)
     assert (work / "a.txt").read_text() == "a after"
     assert (work / "b.txt").read_text() == "b after"
+
+
+def _outside_target(work: Path, tmp_path: Path, where: str) -> Path:
+    """A path a forged manifest names, outside the work dir ``work``."""
+    places = {
+        "outside": tmp_path / "outside" / "planted.txt",
+        "sibling": Path(f"{work}-sibling") / "planted.txt",
+        "work dir itself": work,
+        "parent": work.parent / "planted.txt",
+    }
+    return places[where]
+
+
+@pytest.mark.parametrize("force", [False, True])
+@pytest.mark.parametrize("exists", [False, True])
+@pytest.mark.parametrize("where", ["outside", "sibling", "work dir itself", "parent"])
+async def test_a_manifest_naming_a_path_outside_the_work_dir_writes_nothing(
+    scripted: Scripted,
+    make_runtime: MakeRuntime,
+    work: Path,
+    home: Path,
+    tmp_path: Path,
+    where: str,
+    exists: bool,
+    force: bool,
+) -> None:
+    (work / "f.txt").write_text("before\n")
+    session_id = await one_turn(scripted, make_runtime, ("f.txt", "after\n"))
+    target = _outside_target(work, tmp_path, where)
+    if exists and not target.exists():
+        target.parent.mkdir(exist_ok=True)
+        target.write_text("theirs\n")
+    [manifest] = (home / "checkpoints" / session_id).glob("*.json")
+    body = json.loads(manifest.read_text())
+    [state] = body["files"].values()
+    now = checkpoints.digest(b"theirs\n") if exists else None
+    # restoring would write "before\n" there, or (exists) remove what is there
+    forged = {"before": None if exists else state["before"], "after": now, "mode": None}
+    body["files"][str(target)] = forged
+    manifest.write_text(json.dumps(body))
+    before = target.read_bytes() if target.is_file() else None
+    with pytest.raises(UndoRefused, match="outside the work dir") as refused:
+        undo_stored(home, session_id, "", force=force)
+    assert "\n" not in refused.value.message and str(target) in refused.value.message
+    assert (target.read_bytes() if target.is_file() else None) == before
+    assert target.is_dir() or target.exists() == exists
+    assert (work / "f.txt").read_text() == "after\n"
+    assert len(turn_starts(history(home, session_id))) == 1

@@ -8,6 +8,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from tests.server.support import served
 
@@ -284,3 +286,20 @@ async def test_secrets_never_reach_the_client(home: Path, work: Path) -> None:
     everything = json.dumps(ws.seen)
     assert key not in everything and key[10:] not in everything
     assert "[REDACTED]" in everything and "[REDACTED]" in read["content"]
+
+
+@pytest.mark.parametrize(
+    "model", ["fake-unlisted", "--help", " fake-small", "fake-small\n", "x" * 5000]
+)
+async def test_set_model_refuses_what_the_provider_does_not_offer(
+    home: Path, work: Path, model: str
+) -> None:
+    with FakeLLMServer(["still here"]) as llm:
+        async with served(home, work, llm) as server, server.socket() as ws:
+            sid = (await ws.call("agent", type="open"))["session_id"]
+            refused = await ws.call("agent", type="set_model", session_id=sid, model=model)
+            await ws.call("agent", type="prompt", session_id=sid, text="hi")
+            await ws.events_until_finished(sid)
+    assert refused["type"] == "error", refused
+    assert "fake-model, fake-small" in refused["message"] and len(refused["message"]) < 300
+    assert [r.body["model"] for r in llm.requests] == ["fake-model"]

@@ -192,3 +192,65 @@ async def test_watch_never_reports_changes_behind_a_symlink_out(
             seen = [f for f in ws.seen if f["data"].get("type") == "fs_event"]
     paths = [c["path"] for frame in seen for c in frame["data"]["changes"]]
     assert not [p for p in paths if "private-name" in p], paths
+
+
+SECRETS = 'deny_read = ["secrets/**"]'
+MOVES_PAST_DENY_READ = [
+    # (deny_read config, files made, rename from, rename to, a file that must stay unreadable)
+    (SECRETS, ["secrets/key.txt"], "secrets", "public", "public/key.txt"),
+    (None, [".aws/credentials"], ".aws", "aws", "aws/credentials"),
+    (None, [".ssh/config"], ".ssh", "ssh", "ssh/config"),
+    (None, ["sub/deeper/.env"], "sub", "moved", "moved/deeper/.env"),
+    (None, ["keys/.git/x.pem"], "keys", "keys2", "keys2/.git/x.pem"),
+    (SECRETS, ["secrets/key.txt"], "secrets/key.txt", "key.txt", "key.txt"),
+    (None, [".env"], ".env", "plain.txt", "plain.txt"),
+    (SECRETS, ["notes.txt", "secrets/k"], "notes.txt", "secrets/notes.txt", ""),
+    (SECRETS, ["pub/a.txt", "secrets/k"], "pub", "secrets/pub", ""),
+    (SECRETS, ["secrets/key.txt"], "secrets", "pub/secrets", "pub/secrets/key.txt"),
+]
+
+
+@pytest.mark.parametrize(("deny", "files", "source", "target", "hidden"), MOVES_PAST_DENY_READ)
+async def test_a_move_never_takes_a_path_out_of_or_into_deny_read(
+    home: Path,
+    work: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    deny: str | None,
+    files: list[str],
+    source: str,
+    target: str,
+    hidden: str,
+) -> None:
+    monkeypatch.setenv("HOME", str(work))  # the work dir is the home folder: ~/.aws, ~/.ssh
+    (work / "pub").mkdir()
+    for name in files:
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        (work / name).write_text("aws_secret_access_key = plain-words-not-a-key-format\n")
+    with FakeLLMServer() as llm:
+        async with served(home, work, llm, extra=deny or "") as server, server.socket() as ws:
+            moved = await ws.call("fs", type="rename", path=source, to=target)
+            read = await ws.call("fs", type="read", path=hidden) if hidden else moved
+    assert moved["type"] == "error" and "deny_read" in moved["message"], moved
+    assert "plain-words" not in str(read)
+    assert all((work / name).is_file() for name in files)  # nothing moved
+    assert not (work / target).exists()
+
+
+async def test_a_move_over_the_walk_bound_is_refused(
+    home: Path, work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from openheim.server import fs_ops
+
+    monkeypatch.setattr(fs_ops, "MAX_MOVED", 3)
+    for i in range(4):
+        (work / "many" / f"f{i}.txt").parent.mkdir(exist_ok=True)
+        (work / "many" / f"f{i}.txt").write_text("x")
+    (work / "few").mkdir()
+    (work / "few" / "a.txt").write_text("x")
+    with FakeLLMServer() as llm:
+        async with served(home, work, llm) as server, server.socket() as ws:
+            many = await ws.call("fs", type="rename", path="many", to="many2")
+            few = await ws.call("fs", type="rename", path="few", to="few2")
+    assert many["type"] == "error" and "more than 3" in many["message"], many
+    assert (work / "many").is_dir() and not (work / "many2").exists()
+    assert few["type"] == "renamed" and (work / "few2" / "a.txt").is_file()

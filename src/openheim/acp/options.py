@@ -17,7 +17,8 @@ from acp.schema import (
 
 from openheim.api import Session
 from openheim.config.load import Settings
-from openheim.config.providers import provider_entries
+from openheim.errors import ConfigError
+from openheim.runtime.models import session_models, switch_model
 
 CODE, ARCHITECT = "code", "architect"
 MODES = (
@@ -46,20 +47,16 @@ def mode_state(session: Session) -> SessionModeState:
     return SessionModeState(current_mode_id=mode_of(session), available_modes=list(MODES))
 
 
-def models_for(settings: Settings, session: Session) -> list[str]:
-    """The session's model and the other models listed for its provider."""
-    chosen = session.provider_settings
-    entry = provider_entries(settings).get(chosen.name) if chosen is not None else None
-    listed = [*(entry.models if entry else []), *([entry.default_model] if entry else [])]
-    return list(dict.fromkeys([session.model, *(m for m in listed if m)]))
-
-
 def set_model(settings: Settings, session: Session, model: str) -> None:
-    """Switch the session's model; one its provider does not list is invalid params."""
-    known = models_for(settings, session)
-    if model not in known:
-        raise RequestError.invalid_params({"reason": f"unknown model {model!r}", "models": known})
-    session.set_model(model)
+    """Switch the session's model (``runtime.models``); one its provider does not offer is
+    invalid params, with the models it does."""
+    try:
+        switch_model(settings, session, model)
+    except ConfigError:
+        known = session_models(settings, session)
+        raise RequestError.invalid_params(
+            {"reason": f"unknown model {model[:80]!r}", "models": known}
+        ) from None
 
 
 def config_options(
@@ -79,7 +76,9 @@ def config_options(
         category="model",
         type="select",
         current_value=session.model,
-        options=[SessionConfigSelectOption(value=m, name=m) for m in models_for(settings, session)],
+        options=[
+            SessionConfigSelectOption(value=m, name=m) for m in session_models(settings, session)
+        ],
     )
     return [mode, model]
 

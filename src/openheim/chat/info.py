@@ -11,7 +11,7 @@ from pathlib import Path
 from openheim.chat.session import Chat
 from openheim.chat.units import tokens
 from openheim.config.load import Settings
-from openheim.config.providers import provider_entries
+from openheim.config.providers import offered_models, provider_entries
 from openheim.errors import ConfigError
 from openheim.memory.setup import open_memory
 from openheim.messages import Usage
@@ -108,8 +108,7 @@ def model_choices(settings: Settings) -> list[tuple[str, str]]:
     for name, entry in provider_entries(settings).items():
         if name not in settings.providers and name != settings.provider:
             continue
-        first = [entry.default_model] if entry.default_model else []
-        pairs += [(name, model) for model in dict.fromkeys([*first, *entry.models])]
+        pairs += [(name, model) for model in offered_models(entry)]
     pairs.sort(key=lambda pair: pair[0] != settings.provider)
     return pairs
 

@@ -9,12 +9,9 @@ agent, skills) closes it and resumes the same stored session with the new choice
 from __future__ import annotations
 
 import dataclasses
-import re
-from pathlib import Path
 
 from openheim.approval import Resolver
 from openheim.chat.commands import COMMANDS
-from openheim.cli.prompt import attach
 from openheim.config.load import Settings
 from openheim.config.providers import provider_entries
 from openheim.errors import ConfigError
@@ -22,13 +19,13 @@ from openheim.messages import Message
 from openheim.prompts import prompts_for
 from openheim.prompts.commands import expand_template_command, templates
 from openheim.runtime import PromptRun, Runtime, Session, SessionOptions
+from openheim.runtime.attach import Attacher, mentions
 from openheim.runtime.host import host_session
+from openheim.runtime.models import switch_model
 from openheim.runtime.replay import Replayed, replay_events
 from openheim.secrets import SecretPolicy
 from openheim.skills import SkillsManager, expand_command, skills_for
 from openheim.store import SessionRecord, open_store
-
-MENTION = re.compile(r"(?<!\S)@(\S+)")
 
 
 class Chat:
@@ -121,7 +118,7 @@ class Chat:
         """Use ``provider``/``model``: the same provider switches in place, another reopens
         the session with it."""
         if provider == self.provider:
-            self.session.set_model(model)
+            switch_model(self.settings, self.session, model)
             self.options = dataclasses.replace(self.options, model=model)
             return
         await self._reopen(dataclasses.replace(self.options, provider=provider, model=model))
@@ -145,8 +142,8 @@ class Chat:
         """The typed ``text`` as a prompt: ``@path`` mentions attached (deny-read applies), a
         ``/template`` command expanded (a template's own ``@`` words are never attached) and a
         ``/skill`` command expanded."""
-        cwd = self.settings.work_dir
-        attached = [attach(raw, Path(cwd), self.policy) for raw in MENTION.findall(text)]
+        attacher = Attacher(self.settings.work_dir, self.policy)
+        attached = [attacher.attach(raw) for raw in mentions(text)]
         taken = {*self.skill_names(), *COMMANDS}
         text = expand_template_command(text, prompts_for(self.settings), taken) or text
         message = expand_command(Message.user("\n\n".join([text, *attached])), self.skills)

@@ -1,88 +1,32 @@
 """Build the user's prompt from arguments, ``@path`` attachments and a piped stdin.
 
-An attachment goes to the model as it is, so the deny-read patterns (``SecretPolicy``) apply
-to it as to every file tool: ``@.env`` is refused, naming the pattern and the way round it.
+Attachments are read by the runtime's one resolver (``runtime.attach.Attacher``), with the
+checks of ``read_file``: inside the work dir, deny-read applies, a regular file with one name.
 """
 
 from __future__ import annotations
 
-import os
-import stat
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TextIO
 
 from openheim.errors import ConfigError
-from openheim.secrets import SecretPolicy
-
-MAX_ATTACHMENT_BYTES = 1024 * 1024
-
-
-def attach(raw: str, cwd: Path, policy: SecretPolicy | None = None) -> str:
-    """The contents of ``@path`` wrapped so the model knows where they came from; a file the
-    deny-read ``policy`` (default: the default patterns) names is refused."""
-    text = read_attached(raw, cwd, policy)
-    return f'<file path="{raw}">\n{text}{"" if text.endswith(chr(10)) else chr(10)}</file>'
-
-
-def read_attached(raw: str, cwd: Path, policy: SecretPolicy | None = None) -> str:
-    """The text of the file ``@raw`` names (``attach``, ``-s @FILE``): a regular text file of at
-    most ``MAX_ATTACHMENT_BYTES`` that the deny-read ``policy`` does not name."""
-    path = (cwd / raw).expanduser()
-    _check_secret(raw, path, SecretPolicy.from_config() if policy is None else policy)
-    try:
-        data = _read_regular(path, raw)
-    except OSError as err:
-        raise ConfigError(
-            f"cannot attach @{raw}: {err.strerror or err}", hint="check the path after @"
-        ) from None
-    if len(data) > MAX_ATTACHMENT_BYTES:
-        raise ConfigError(
-            f"@{raw} is over the {MAX_ATTACHMENT_BYTES} byte attachment limit",
-            hint="attach a smaller file, or let the agent read it with its tools",
-        )
-    if b"\0" in data[:8192]:
-        raise ConfigError(f"@{raw} is a binary file", hint="attach text files only")
-    return data.decode("utf-8", "replace")
-
-
-def _read_regular(path: Path, raw: str) -> bytes:
-    """At most one byte over the limit of the regular file ``path``; a FIFO, device or folder
-    is refused before a byte is read (opened non-blocking, so a FIFO cannot hang the open)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ConfigError(f"@{raw} is not a regular file", hint="attach a text file")
-        return handle.read(MAX_ATTACHMENT_BYTES + 1)
-
-
-def _check_secret(raw: str, path: Path, policy: SecretPolicy) -> None:
-    """Refuse ``@raw`` when its name, real path or link target matches a deny-read pattern."""
-    pattern = policy.match(path.resolve(), raw) or policy.match(path.absolute())
-    if pattern is not None:
-        raise ConfigError(
-            f"refused to attach @{raw}: it matches the secret pattern {pattern!r} of deny_read, "
-            "and secret files are not sent to the model",
-            hint="paste only the part you need, or set deny_read in config.toml without that "
-            "pattern (see docs/safety.md)",
-        )
+from openheim.runtime.attach import Attacher
 
 
 def build_prompt(
     words: Sequence[str],
-    cwd: Path,
+    attacher: Attacher,
     stdin: TextIO | None = None,
     *,
-    policy: SecretPolicy | None = None,
     required: bool = True,
 ) -> str:
-    """Words joined by spaces, then attachments, then piped stdin, in that order; attachments
-    are checked against the deny-read ``policy``. An empty prompt is an error if ``required``."""
+    """Words joined by spaces, then the files of ``@path`` words, then piped stdin, in that
+    order. An empty prompt is an error if ``required``."""
     stdin = sys.stdin if stdin is None else stdin
     text = " ".join(w for w in words if not (w.startswith("@") and len(w) > 1))
     parts = [text] if text else []
-    parts += [attach(w[1:], cwd, policy) for w in words if w.startswith("@") and len(w) > 1]
+    parts += [attacher.attach(w[1:]) for w in words if w.startswith("@") and len(w) > 1]
     if stdin is not None and not stdin.isatty():
         piped = stdin.read()
         if piped.strip():

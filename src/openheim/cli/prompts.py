@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from openheim.cli import exit_codes
-from openheim.cli.prompt import build_prompt, read_attached
+from openheim.cli.prompt import build_prompt
 from openheim.config.load import Settings, load_settings
 from openheim.errors import ConfigError
+from openheim.runtime.attach import Attacher
 from openheim.secrets import SecretPolicy
 
 if TYPE_CHECKING:
@@ -69,29 +70,30 @@ def run_prompt(
 ) -> tuple[str, str | None]:
     """The message of ``openheim run`` and its system prompt (None: the usual one)."""
     library = _library(settings) if args.prompt_name or args.template else None
+    attacher = Attacher(settings.work_dir, policy, Path.cwd())
     system = None
     if args.prompt_name and library is not None:
         system = library.system_prompt(args.prompt_name)
     elif args.system_prompt is not None:
-        system = _system_text(args.system_prompt, policy)
+        system = _system_text(args.system_prompt, attacher)
     if args.template is None or library is None:
         if args.arg:
             raise ConfigError("--arg needs --template", hint="add --template NAME")
-        return build_prompt(args.prompt, Path.cwd(), policy=policy), system
+        return build_prompt(args.prompt, attacher), system
     from openheim.prompts.template import expand, parse_given
 
     template = library.get(args.template)
     given = parse_given(args.arg)
-    text = build_prompt(args.prompt, Path.cwd(), policy=policy, required=False)
+    text = build_prompt(args.prompt, attacher, required=False)
     message = expand(template.name, template.text, template.arguments, given, text)
     if not message:
         raise ConfigError(f"prompt {template.name!r} expands to nothing", hint="give it text")
     return message, system
 
 
-def _system_text(raw: str, policy: SecretPolicy) -> str:
-    """``-s TEXT`` or ``-s @FILE`` (a text file the deny-read patterns do not name)."""
-    text = read_attached(raw[1:], Path.cwd(), policy) if raw.startswith("@") else raw
+def _system_text(raw: str, attacher: Attacher) -> str:
+    """``-s TEXT`` or ``-s @FILE`` (read as an attachment is)."""
+    text = attacher.read(raw[1:]) if raw.startswith("@") else raw
     if not text.strip():
         raise ConfigError("the system prompt is empty", hint="give -s some text or @FILE")
     return text

@@ -207,12 +207,24 @@ def _model(name: str, entry: ProviderEntry, wanted: str | None, fallback: str | 
             f"no model chosen for provider {name!r}",
             hint=f"pass --model, or set default_model in [providers.{name}]",
         )
-    if wanted and entry.models and wanted not in entry.models:
-        raise ConfigError(
-            f"unknown model {wanted!r} for provider {name!r} (known: {', '.join(entry.models)})",
-            hint=f"pick one of those, or add it to models in [providers.{name}]",
-        )
+    if wanted and entry.models and wanted not in offered_models(entry):
+        raise unknown_model(name, wanted, offered_models(entry))
     return model
+
+
+def offered_models(entry: ProviderEntry, current: str | None = None) -> list[str]:
+    """The models a provider offers: ``current`` (the one a session runs), its
+    ``default_model`` and its ``models`` list, in that order, each once."""
+    listed = [current, entry.default_model, *entry.models]
+    return list(dict.fromkeys(m for m in listed if m))
+
+
+def unknown_model(provider: str, model: str, known: list[str]) -> ConfigError:
+    """The refusal of ``model``, which ``provider`` does not offer, with the ones it does."""
+    return ConfigError(
+        f"unknown model {model[:80]!r} for provider {provider!r} (known: {', '.join(known)})",
+        hint=f"pick one of those, or add it to models in [providers.{provider}]",
+    )
 
 
 def _api_key(name: str, kind: str, entry: ProviderEntry, env: Mapping[str, str]) -> str | None:

@@ -9,6 +9,8 @@ openheim since (edited, replaced, deleted) makes the undo refuse, naming it, unl
 a path where something other than a regular file with one name stands now (a hard link, a
 symlink, a folder) makes it refuse even then, and each file is checked again, on a descriptor,
 just before it is replaced or removed.
+Every file must lie inside the work dir the session recorded: a checkpoint naming another
+place (it was edited) refuses the undo before anything is touched, even with ``force``.
 Files a shell command changed are reported, never restored. The session's lease is held
 throughout, so a prompt cannot run in the session meanwhile.
 """
@@ -21,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from openheim.errors import ConfigError, UndoRefused
+from openheim.errors import ConfigError, SandboxError, UndoRefused
 from openheim.fsutil import atomic_write_at
 from openheim.messages import Message, ToolResultBlock
 from openheim.runtime.checkpoints import (
@@ -33,6 +35,7 @@ from openheim.runtime.checkpoints import (
 )
 from openheim.store.base import SessionStore
 from openheim.tools.builtin.fs import not_plain, open_regular_at
+from openheim.tools.sandbox import PathSandbox
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,35 @@ def _refuse(refused: dict[str, str]) -> UndoRefused:
     )
 
 
+def _confine(undone: Sequence[Checkpoint], work_dir: str, store: CheckpointStore) -> None:
+    """Refuse the undo unless every file of ``undone`` lies beneath ``work_dir``, the work dir
+    the session recorded, by the sandbox's own rule (``PathSandbox.contains``; the files are
+    then reached with no symlink on the way). Only a manifest edited by someone else names
+    another place, and an undo must never write there."""
+    paths = sorted({path for checkpoint in undone for path in checkpoint.files})
+    if not paths:
+        return
+    try:
+        sandbox = PathSandbox(work_dir) if Path(work_dir).is_absolute() else None
+    except SandboxError:
+        sandbox = None
+    if sandbox is None:
+        raise UndoRefused(
+            f"the work dir {work_dir!r} of this session is not a folder now, so its files "
+            "cannot be restored",
+            hint="restore that folder first; nothing was changed",
+        )
+    outside = [p for p in paths if not sandbox.contains(p) or Path(p) in sandbox.roots]
+    if outside:
+        shown = ", ".join(outside[:3]) + (f" and {len(outside) - 3} more" if outside[3:] else "")
+        raise UndoRefused(
+            f"the checkpoint names files outside the work dir {work_dir}: {shown}",
+            hint=f"openheim never records such a file, so the checkpoint under {store.root} "
+            "was edited: delete that session's folder there; nothing was changed",
+            paths=tuple(outside),
+        )
+
+
 def _plain_or_absent(folder: int, name: str) -> None:
     """Raise ``OSError`` unless nothing, or a regular file with one name, stands at ``name``:
     the restore's own check, on a descriptor opened with ``O_NOFOLLOW`` just before the name is
@@ -207,6 +239,8 @@ def undo(
             )
         start = starts[-turns]
         undone = [c for c in checkpoints.list(session_id) if c.turn >= start]
+        record = sessions.get(session_id)
+        _confine(undone, record.cwd, checkpoints)
         plan = _plan(undone)
         if plan.refused:
             raise _refuse(plan.refused)
@@ -217,7 +251,6 @@ def undo(
                 paths=tuple(plan.conflicts),
             )
         done = _restore_all(checkpoints, plan.target)
-        record = sessions.get(session_id)
         sessions.restore(record, messages[:start], replace=True)
         for checkpoint in undone:
             checkpoints.remove(checkpoint)

@@ -20,21 +20,21 @@ client closed meanwhile is an ``error`` saying so, with how to go on.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from openheim.errors import OpenheimError, SessionNotFound
 from openheim.messages import ImageBlock, Message, TextBlock
 from openheim.runtime import SessionOptions
+from openheim.runtime.attach import Attacher, mentions, without_mentions
+from openheim.runtime.models import switch_model
+from openheim.secrets import SecretPolicy
 from openheim.server.context import ServerContext
 from openheim.server.frames import BadRequest, opt_str, req_str, str_list
 from openheim.server.hub import CHOICES, Live, Subscriber
 from openheim.server.session_ops import ACTIONS, session_action
 
 MAX_IMAGES = 16
-MENTION = re.compile(r"(?:(?<=\s)|^)@(\S+)")
-"""``@path`` at the start of the text or after white space (``me@example.com`` is no mention)."""
 _AFTER = "session_id, after: the last seq you saw"
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 
@@ -145,9 +145,13 @@ class AgentChannel:
 
     def _message(self, data: dict[str, Any]) -> Message:
         raw = req_str(data, "text")
-        text = MENTION.sub("", raw).strip()
+        text = without_mentions(raw)
         parts = [text] if text else []
-        parts += [self._attachment(path) for path in MENTION.findall(raw)]
+        if mentions(raw):
+            settings = self.context.settings
+            policy = SecretPolicy.from_config(settings.deny_read, home=settings.home)
+            attacher = Attacher(settings.work_dir, policy)
+            parts += [attacher.attach(path) for path in mentions(raw)]
         images = data.get("images", [])
         if not isinstance(images, list) or len(images) > MAX_IMAGES:
             raise BadRequest("images must be a list of at most 16", "send fewer images")
@@ -155,16 +159,6 @@ class AgentChannel:
         if not parts and not blocks:
             raise BadRequest("the prompt is empty", "send some text or an image")
         return Message("user", (TextBlock("\n\n".join(parts)), *blocks))
-
-    def _attachment(self, raw: str) -> str:
-        """``@raw`` as the CLI attaches it, confined to the work dir by the tools' sandbox."""
-        from openheim.cli.prompt import attach
-        from openheim.secrets import SecretPolicy
-
-        settings = self.context.settings
-        path = self.context.sandbox().resolve(raw, self.context.work_dir)
-        policy = SecretPolicy.from_config(settings.deny_read, home=settings.home)
-        return attach(str(path), self.context.work_dir, policy).replace(str(path), raw, 1)
 
     async def _cancel(self, data: dict[str, Any]) -> dict[str, Any]:
         self._live(data).cancel()
@@ -182,7 +176,7 @@ class AgentChannel:
     async def _set_model(self, data: dict[str, Any]) -> dict[str, Any]:
         live = self._live(data)
         assert live.session is not None
-        live.session.set_model(req_str(data, "model"))
+        switch_model(self.context.settings, live.session, req_str(data, "model"))
         return {"type": "ok", "model": live.session.model}
 
     async def _session_action(self, data: dict[str, Any]) -> dict[str, Any]:

@@ -19,7 +19,6 @@ from openheim.server.hub import Hub
 from openheim.skills import SkillsManager, skills_for
 from openheim.store import SessionStore
 from openheim.tools.base import ToolSet
-from openheim.tools.sandbox import PathSandbox
 
 DEFAULT_MAX_BODY = 1024 * 1024
 DEFAULT_MAX_FRAME = 16 * 1024 * 1024
@@ -65,10 +64,6 @@ class ServerContext:
     @property
     def work_dir(self) -> Path:
         return self.settings.work_dir
-
-    def sandbox(self) -> PathSandbox:
-        """The sandbox of the work dir, as the tools have it."""
-        return PathSandbox(self.work_dir)
 
     def skills(self) -> SkillsManager:
         return skills_for(self.settings)

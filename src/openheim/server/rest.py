@@ -19,7 +19,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from openheim._version import __version__
-from openheim.config.providers import infer_kind, provider_entries
+from openheim.config.providers import infer_kind, offered_models, provider_entries
 from openheim.errors import OpenheimError, SessionNotFound
 from openheim.messages import Message
 from openheim.runtime.checkpoints import CheckpointStore
@@ -70,13 +70,12 @@ async def models(request: Request) -> Response:
     settings = ctx(request).settings
     rows = []
     for name, entry in provider_entries(settings).items():
-        listed = list(entry.models) or ([entry.default_model] if entry.default_model else [])
         rows.append(
             {
                 "provider": name,
                 "kind": infer_kind(name, entry),
                 "default_model": entry.default_model,
-                "models": listed,
+                "models": offered_models(entry),
                 "default": name == settings.provider,
             }
         )
