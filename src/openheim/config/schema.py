@@ -102,6 +102,21 @@ class ServerEntry:
     max_frame_bytes: Annotated[int | None, Bounds(1024, 1 << 30)] = None
 
 
+ClientMcpServers = Literal["stdio", "http", "none"]
+"""Which MCP servers an ACP client may hand a session: ``stdio`` (commands too), ``http`` (only
+HTTP servers), ``none``."""
+DEFAULT_CLIENT_MCP_SERVERS: ClientMcpServers = "http"
+
+
+@dataclass(frozen=True)
+class AcpEntry:
+    """``[acp]``: the Agent Client Protocol server (``openheim acp`` and ``/acp`` of ``serve``)."""
+
+    client_mcp_servers: ClientMcpServers | None = None
+    """Which of a client's ``mcpServers`` are started; a stdio server runs its command as the
+    user, so only HTTP ones are by default."""
+
+
 Secret = str | None
 """Where a secret comes from: ``env:NAME`` or ``file:PATH``, never the secret itself."""
 
@@ -236,6 +251,7 @@ class ConfigFile:
     memory: MemoryEntry | None = None
     tui: TuiEntry | None = None
     server: ServerEntry | None = None
+    acp: AcpEntry | None = None
     cli_agents: CliAgentsEntry | None = None
     mcp_server: McpServeEntry | None = None
     compaction: CompactionEntry | None = None
