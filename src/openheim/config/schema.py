@@ -100,6 +100,12 @@ class ServerEntry:
     allowed_origins: list[str] = field(default_factory=list)
     max_body_bytes: Annotated[int | None, Bounds(1024, 1 << 30)] = None
     max_frame_bytes: Annotated[int | None, Bounds(1024, 1 << 30)] = None
+    header_timeout_secs: Annotated[float | None, Bounds(0, 3600, above=True)] = None
+    """Seconds a connection has to send a complete request head."""
+    idle_timeout_secs: Annotated[float | None, Bounds(0, 3600, above=True)] = None
+    """Seconds a kept-alive connection may sit idle between requests."""
+    max_connections: Annotated[int | None, Bounds(1, 1_000_000)] = None
+    max_connections_per_address: Annotated[int | None, Bounds(1, 1_000_000)] = None
 
 
 ClientMcpServers = Literal["stdio", "http", "none"]

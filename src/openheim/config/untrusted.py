@@ -87,8 +87,10 @@ PRICE_KEYS = dict.fromkeys(("input", "output", "cache_read", "cache_write"), R)
 CLI_AGENTS_KEYS = dict.fromkeys(("timeout_secs", "env_allow"), R)
 COMPACTION_KEYS = dict.fromkeys(("threshold", "model"), R)
 SERVER_KEYS = dict.fromkeys(
-    ("token_file", "allowed_origins", "max_body_bytes", "max_frame_bytes"), R
-)
+    ("token_file", "allowed_origins", "max_body_bytes", "max_frame_bytes", "header_timeout_secs",
+     "idle_timeout_secs", "max_connections", "max_connections_per_address"),
+    R,
+)  # fmt: skip
 ACP_KEYS = {"client_mcp_servers": N}
 MCP_SERVE_KEYS = {"schema": R}
 HOOK_KEYS = dict.fromkeys(("command", "timeout", "required"), R)
