@@ -56,6 +56,7 @@ from openheim.acp.commands import (
 )
 from openheim.acp.errors import busy, request_error
 from openheim.acp.mcp import mcp_servers
+from openheim.acp.params import absolute_cwd, meta_list, meta_text, page_cursor
 from openheim.acp.permissions import PermissionAsker
 from openheim.acp.translate import event_update, notice_update, replay_updates
 from openheim.acp.transport import LineTransport
@@ -172,8 +173,8 @@ class OpenheimAgent:
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **_: Any
     ) -> ListSessionsResponse:
-        folder = _absolute(cwd) if cwd is not None else None
-        before = _cursor(cursor)
+        folder = absolute_cwd(cwd) if cwd is not None else None
+        before = page_cursor(cursor)
         records = self.runtime.list_sessions(cwd=folder, limit=PAGE_SIZE + 1, before=before)
         page = records[:PAGE_SIZE]
         more = len(records) > PAGE_SIZE
@@ -274,7 +275,7 @@ class OpenheimAgent:
     async def _open(
         self, cwd: str, servers: list[Any] | None, resume: str | None, meta: dict[str, Any]
     ) -> _Live:
-        folder = _absolute(cwd)
+        folder = absolute_cwd(cwd)
         if resume is not None and resume in self._live:
             old = self._live.pop(resume)
             if old.session.busy:
@@ -313,8 +314,8 @@ class OpenheimAgent:
                 )
             return await self.runtime.new_session(
                 cwd=folder,
-                model=_meta_text(meta, "model"),
-                skills=_meta_list(meta, "skills"),
+                model=meta_text(meta, "model"),
+                skills=meta_list(meta, "skills"),
                 mcp_servers=entries,
                 resolver=asker,
                 client=io,
@@ -357,38 +358,6 @@ class OpenheimAgent:
                  "create one with session/new or open it with session/load"},
             )  # fmt: skip
         return live
-
-
-def _absolute(cwd: str) -> Path:
-    path = Path(cwd)
-    if not path.is_absolute():
-        raise RequestError.invalid_params({"reason": f"cwd must be an absolute path, got {cwd!r}"})
-    return path
-
-
-def _cursor(cursor: str | None) -> float | None:
-    if cursor is None:
-        return None
-    try:
-        return float(cursor)
-    except ValueError:
-        raise RequestError.invalid_params(
-            {"reason": f"unknown cursor {cursor!r}; pass the nextCursor of a session/list reply"}
-        ) from None
-
-
-def _meta_text(meta: dict[str, Any], key: str) -> str | None:
-    value = meta.get(key)
-    if value is None or isinstance(value, str):
-        return value
-    raise RequestError.invalid_params({"reason": f"_meta.{key} must be a string"})
-
-
-def _meta_list(meta: dict[str, Any], key: str) -> list[str]:
-    value = meta.get(key) or []
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return value
-    raise RequestError.invalid_params({"reason": f"_meta.{key} must be a list of strings"})
 
 
 async def serve_acp(
