@@ -1,16 +1,21 @@
 """``openheim setup`` against odd files: a duplicated member on our path is refused (``--remove``
 would leave a copy behind that a reader then keeps), deep nesting is a one-line refusal, a BOM
-and CRLF line endings are kept."""
+and CRLF line endings are kept; a FIFO, a folder or a file over the size limit is refused before
+a byte is read, and a large value costs memory linear in its size."""
 
 from __future__ import annotations
 
 import json
+import os
+import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from openheim.cli.setup_files import MAX_FILE_BYTES
 from openheim.jsonedit import JsonSyntax, parse
-from tests.test_setup_cli import CLAUDE, CODEX, everything, setup, user_home, write
+from tests.test_setup_cli import CLAUDE, CODEX, OPENCODE, everything, setup, user_home, write
 
 __all__ = ["user_home"]  # the fixture
 
@@ -79,3 +84,80 @@ def test_a_crlf_toml_file_stays_crlf(user_home: Path, capsys: pytest.CaptureFixt
     code, out = setup("--only", "codex", "--remove", capsys=capsys)
     assert code == 0, out
     assert path.read_bytes() == b'model = "o3"\r\n\r\n[mcp_servers.other]\r\ncommand = "x"\r\n'
+
+
+def _fifo(path: Path) -> None:
+    os.mkfifo(path)
+
+
+def _folder(path: Path) -> None:
+    path.mkdir()
+
+
+def _over_the_limit(path: Path) -> None:
+    with path.open("wb") as handle:  # sparse: costs no disk
+        handle.truncate(MAX_FILE_BYTES + 1)
+
+
+HOSTILE: dict[str, tuple[str, str, Callable[[Path], None], str]] = {
+    "claude FIFO": ("claude", CLAUDE, _fifo, "it is a FIFO, not a regular file"),
+    "claude folder": ("claude", CLAUDE, _folder, "it is a folder, not a regular file"),
+    "claude over 16 MiB": ("claude", CLAUDE, _over_the_limit, "it is larger than 16 MiB"),
+    "codex FIFO": ("codex", CODEX, _fifo, "it is a FIFO, not a regular file"),
+    "codex over 16 MiB": ("codex", CODEX, _over_the_limit, "it is larger than 16 MiB"),
+    "opencode folder": ("opencode", OPENCODE, _folder, "it is a folder, not a regular file"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("client", "name", "plant", "reason"), HOSTILE.values(), ids=HOSTILE.keys()
+)
+def test_a_file_that_is_no_regular_file_of_bounded_size_is_refused_unread(
+    user_home: Path,
+    capsys: pytest.CaptureFixture[str],
+    client: str,
+    name: str,
+    plant: Callable[[Path], None],
+    reason: str,
+) -> None:
+    path = user_home / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    plant(path)
+    before = path.lstat()
+    code, out = setup("--only", client, capsys=capsys)
+    assert code == 1
+    assert f"refused: {path}: {reason}" in out and "Traceback" not in out
+    after = path.lstat()
+    assert (after.st_mode, after.st_ino, after.st_size) == (
+        before.st_mode,
+        before.st_ino,
+        before.st_size,
+    )
+
+
+BIG = 4 << 20
+"""The length of one string value: far under the size limit, large enough to show the cost
+per byte above what the interpreter itself holds."""
+LARGE: dict[str, tuple[str, str, str]] = {
+    "claude, plain": ("claude", CLAUDE, '{"big": "%s"}\n' % ("a" * BIG)),
+    "claude, escapes": ("claude", CLAUDE, '{"big": "%s"}\n' % ("\\n" * (BIG // 2))),
+    "opencode": ("opencode", OPENCODE, '{"big": "%s", // a comment\n}\n' % ("a" * BIG)),
+    "codex": ("codex", CODEX, 'big = "%s"\n' % ("a" * BIG)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("client", "name", "text"), LARGE.values(), ids=LARGE.keys())
+def test_a_large_value_costs_memory_linear_in_its_size(
+    user_home: Path, capsys: pytest.CaptureFixture[str], client: str, name: str, text: str
+) -> None:
+    path = write(user_home, name, text)
+    tracemalloc.start()
+    try:
+        code, out = setup("--only", client, capsys=capsys)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert code == 0, out
+    new = path.read_text()
+    assert len(new) > len(text) and "openheim" in new[-1000:]  # the value kept, our entry added
+    assert peak < 10 * len(text), f"{peak / len(text):.1f} bytes per byte of the file"

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from json import decoder
 from typing import Any
 
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
-_STRING = re.compile(r'"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"')
 _LITERALS = ("true", "false", "null")
+_SCAN_STRING: Callable[[str, int, bool], tuple[str, int]] = decoder.scanstring  # type: ignore[attr-defined]
+"""The ``json`` module's string scanner (C): from after the opening quote to the closing one,
+the decoded text and the offset after it."""
 MAX_DEPTH = 256
 """The deepest nesting of objects and arrays read (deeper is refused, never a RecursionError)."""
 
@@ -119,10 +123,11 @@ class _Scanner:
             node = self._object() if char == "{" else self._array()
             self.depth -= 1
             return node
-        for pattern in (_STRING, _NUMBER):
-            if match := pattern.match(self.text, start):
-                self.pos = match.end()
-                return Node(start, self.pos)
+        if self._string() is not None:
+            return Node(start, self.pos)
+        if match := _NUMBER.match(self.text, start):
+            self.pos = match.end()
+            return Node(start, self.pos)
         for word in _LITERALS:
             if self.text.startswith(word, start):
                 self.pos = start + len(word)
@@ -135,17 +140,30 @@ class _Scanner:
         start, members = self.pos, list[Member]()
         self.pos += 1
         while not self._closes("}", members[-1].comma if members else -1):
-            match = _STRING.match(self.text, self.pos)
-            if match is None:
+            key_at = self.pos
+            key = self._string()
+            if key is None:
                 raise self.error("expected a member name in double quotes")
-            key_at, self.pos = self.pos, match.end()
             self.skip()
             if not self.text.startswith(":", self.pos):
                 raise self.error("expected ':' after the member name")
             self.pos += 1
-            members.append(Member(json.loads(match.group()), key_at, self.value()))
+            members.append(Member(key, key_at, self.value()))
             members[-1].comma = self._comma()
         return Node(start, self.pos, members=members)
+
+    def _string(self) -> str | None:
+        """The string that starts here, decoded, with the scanner past it; None when none
+        starts here. Decoded by the ``json`` module's scanner, in time and memory linear in
+        its length (a regular expression's repeated group costs far more per character)."""
+        if not self.text.startswith('"', self.pos):
+            return None
+        try:
+            value, self.pos = _SCAN_STRING(self.text, self.pos + 1, True)
+        except json.JSONDecodeError as err:
+            self.pos = err.pos
+            raise self.error(f"invalid string: {err.msg}") from None
+        return value
 
     def _array(self) -> Node:
         start, items = self.pos, list[Node]()

@@ -1,10 +1,14 @@
-"""Reading an untrusted folder's own files: no symlink on the way, no hard link, no FIFO.
+"""Reading files that may be hostile: no symlink on the way, no hard link, no FIFO, no device.
 
 A folder a project offers (its prompts, its skills) is opened from the project root one part at
 a time with ``O_NOFOLLOW``, and each file in it the same way; type, link count and size come
 from ``fstat`` of the opened descriptor, so nothing can be swapped between a check and the read.
 Only a regular file with one name is read: a symlink or a hard link could make a cloned project
 offer another file of the user's (its contents would then reach the model).
+
+``read_regular`` reads one file by path the same way (a file another program owns, a token
+file): a FIFO, a device or a folder is refused before a byte is read, and never more than the
+limit is read.
 """
 
 from __future__ import annotations
@@ -12,10 +16,18 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 class NotReal(OSError):
@@ -71,3 +83,51 @@ def read_real(dir_fd: int, name: str, max_bytes: int, hint: str) -> str:
     if len(data) > max_bytes:
         raise ValueError(f"it is larger than {max_bytes // 1024} KiB")
     return data.decode("utf-8")
+
+
+def read_regular(
+    path: Path,
+    max_bytes: int,
+    *,
+    follow_symlinks: bool = True,
+    check: Callable[[os.stat_result], None] | None = None,
+) -> bytes:
+    """The bytes of the regular file at ``path``: opened without blocking on a FIFO, its type
+    and size taken from ``fstat`` of the opened descriptor (``check`` sees that too, before any
+    byte is read), at most ``max_bytes`` read. ValueError says why a file is refused ("it is a
+    FIFO, not a regular file", "it is larger than 4 KiB"); errors of ``open`` pass through
+    (FileNotFoundError; ELOOP for a symlink without ``follow_symlinks``)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+    fd = os.open(path, flags if follow_symlinks else flags | os.O_NOFOLLOW)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = next((name for test, name in _KINDS if test(info.st_mode)), "special")
+            raise ValueError(f"it is {kind}, not a regular file")
+        if check is not None:
+            check(info)
+        if info.st_size > max_bytes:
+            raise ValueError(f"it is larger than {size_text(max_bytes)}")
+        data = _read_at_most(fd, max_bytes + 1)
+    finally:
+        os.close(fd)
+    if len(data) > max_bytes:  # it grew after the fstat
+        raise ValueError(f"it is larger than {size_text(max_bytes)}")
+    return data
+
+
+def _read_at_most(fd: int, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    left = limit
+    while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def size_text(count: int) -> str:
+    """``count`` bytes as people write it: "16 MiB", "4 KiB", "100 bytes"."""
+    for unit, name in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+        if count >= unit and count % unit == 0:
+            return f"{count // unit} {name}"
+    return f"{count} bytes"

@@ -113,8 +113,9 @@ async def test_an_mcp_server_from_the_client_is_used(home: Path, work: Path) -> 
         name="helper", command=sys.executable, args=[SERVER, "stdio", tag], env=[]
     )
     replies: list[FakeReply | str] = [calls(FakeToolCall("helper__echo", {"text": "ping"})), "done"]
+    allow = '\n[acp]\nclient_mcp_servers = "stdio"\n'
     with FakeLLMServer(replies) as server:
-        async with acp_agent(home, work, server) as agent:
+        async with acp_agent(home, work, server, extra=allow) as agent:
             await agent.start()
             response = await agent.conn.new_session(cwd=str(work), mcp_servers=[server_entry])
             sid = response.session_id

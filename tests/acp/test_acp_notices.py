@@ -13,6 +13,7 @@ from openheim.testing import FakeLLMServer
 from tests.acp.harness import acp_agent
 
 SESSIONS = 4
+ALLOW_STDIO = '\n[acp]\nclient_mcp_servers = "stdio"\n'
 
 
 def kind(update: Any) -> str:
@@ -29,7 +30,7 @@ async def test_each_session_gets_its_own_notices_once(home: Path, work: Path) ->
     ]
     answers = [f"answer {i}" for i in range(SESSIONS + 2)]
     with FakeLLMServer(answers) as server:
-        async with acp_agent(home, work, server) as agent:
+        async with acp_agent(home, work, server, extra=ALLOW_STDIO) as agent:
             await agent.start()
             sids = [
                 (await agent.conn.new_session(cwd=str(work), mcp_servers=[entry])).session_id

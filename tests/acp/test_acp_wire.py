@@ -48,8 +48,8 @@ class RawAgent:
                 return dict(message)
 
 
-async def start(home: Path, work: Path) -> RawAgent:
-    configure(home, None)
+async def start(home: Path, work: Path, extra: str = "") -> RawAgent:
+    configure(home, None, extra=extra)
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "openheim", "acp", cwd=work, env=env_for(home),
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -92,7 +92,7 @@ async def test_malformed_messages_get_the_right_error_codes(home: Path, work: Pa
 
 async def test_sigterm_closes_sessions_and_their_servers(home: Path, work: Path) -> None:
     tag = f"oh-acp-term-{id(work)}"
-    agent = await start(home, work)
+    agent = await start(home, work, '\n[acp]\nclient_mcp_servers = "stdio"\n')
     await agent.request("initialize", {"protocolVersion": 1})
     server = {"name": "t", "command": sys.executable, "args": [SERVER, "stdio", tag], "env": []}
     new = await agent.request("session/new", {"cwd": str(work), "mcpServers": [server]})

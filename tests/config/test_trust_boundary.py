@@ -99,6 +99,8 @@ REFUSED: dict[str, Case] = {
     "default agent": Case('default_agent = "persona"', "default_agent", None, 1),
     "work dir outside": Case('work_dir = ".."', "work_dir.name", "project", 1),
     "work dir at home": Case('work_dir = "~"', "work_dir.name", "project", 1),
+    "client stdio mcp servers": Case('acp.client_mcp_servers = "stdio"', "acp.client_mcp_servers", None, 1),
+    "client mcp looser than the user": Case('acp.client_mcp_servers = "http"', "acp.client_mcp_servers", "none", 1, 'acp = { client_mcp_servers = "none" }\n'),
     "hooks": Case('hooks.pre_tool = "id"\nhooks.on-session-start = { command = "id" }', "hooks", {}, 1),
 }  # fmt: skip
 """Attempts to widen what openheim does; each ignored key gives one notice."""
@@ -117,6 +119,7 @@ TAKEN: dict[str, Case] = {
     "skills": Case('default_skills = ["style"]', "default_skills", ["style"], 0),
     "colours": Case('theme_color = "red"\ntui.theme_color = "blue"', "theme_color", "blue", 0),
     "work dir inside": Case('work_dir = "sub"', "work_dir.name", "sub", 0),
+    "no client mcp servers": Case('acp.client_mcp_servers = "none"', "acp.client_mcp_servers", "none", 0),
     "more deny_read": Case('deny_read = ["private/**"]', "deny_read", [*DEFAULT_DENY_READ, "private/**"], 0),
     "deny_read cannot shrink": Case("deny_read = []", "deny_read", list(DEFAULT_DENY_READ), 0),
     "user's deny_read kept": Case('deny_read = ["b"]', "deny_read", ["a", "b"], 0, 'deny_read = ["a"]\n'),
@@ -189,11 +192,15 @@ def test_every_config_key_has_a_trust_class() -> None:
     for table, hints in tables.items():
         assert set(hints) == set(CLASSES[table]), f"{table.__name__}: unclassified keys"
         for key, trust in CLASSES[table].items():
-            nested = table is not schema.ConfigFile
-            rule = f"{'providers.' if nested else ''}{key}"
+            named = {
+                schema.ConfigFile: "",
+                schema.ProviderEntry: "providers.",
+                schema.AcpEntry: "acp.",
+            }
+            rule = f"{named.get(table, f'{table.__name__}.')}{key}"
             assert (trust is Trust.NARROWING) == (rule in NARROWERS), rule
             if trust is Trust.PER_KEY:
-                assert table is schema.ConfigFile and key in ("providers", "tui")
+                assert table is schema.ConfigFile and key in ("providers", "tui", "acp")
 
 
 @pytest.mark.parametrize(
@@ -215,4 +222,4 @@ def test_commands_hosts_paths_and_kinds_are_refused(table: str, key: str) -> Non
 
 
 def test_only_known_tables_are_decided_key_by_key() -> None:
-    assert {k for k, v in TOP_LEVEL.items() if v is Trust.PER_KEY} == {"providers", "tui"}
+    assert {k for k, v in TOP_LEVEL.items() if v is Trust.PER_KEY} == {"providers", "tui", "acp"}

@@ -3,12 +3,15 @@ real uvicorn, and every message the agent sends is validated against the ACP sch
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sys
 from pathlib import Path
 
 import pytest
 from acp import PROTOCOL_VERSION, text_block
 from acp.client.connection import ClientSideConnection
+from acp.schema import McpServerStdio
 from acp.ws import create_websocket_stream
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
@@ -77,3 +80,27 @@ async def test_bad_frames_get_json_rpc_errors_and_the_socket_stays(home: Path, w
     assert parse["error"]["code"] == -32700
     assert big["error"]["code"] == -32600
     assert init["id"] == 7 and init["result"]["protocolVersion"] == PROTOCOL_VERSION
+
+
+async def test_the_token_does_not_run_a_clients_stdio_mcp_server(home: Path, work: Path) -> None:
+    marker = home / "ran"
+    code = f"open({str(marker)!r}, 'w').close()"
+    probe = McpServerStdio(name="probe", command=sys.executable, args=["-c", code], env=[])
+    client = RecordingClient()
+    with FakeLLMServer() as llm:
+        async with served(home, work, llm, extra='approval = "deny"') as server:
+            url = server.url.replace("http://", "ws://") + "/acp"
+            transport = await create_websocket_stream(url, headers=AUTH)
+            conn = ClientSideConnection(client, transport, use_unstable_protocol=True)
+            try:
+                await conn.initialize(protocol_version=PROTOCOL_VERSION)
+                session = await conn.new_session(cwd=str(work), mcp_servers=[probe])
+                async with asyncio.timeout(10):
+                    while not client.notices(session.session_id):
+                        await asyncio.sleep(0.02)
+            finally:
+                await conn.close()
+    assert not marker.exists()
+    told = client.notices(session.session_id)[0].content.text
+    assert "'probe' from the client was not started" in told
+    assert 'client_mcp_servers = "stdio"' in told

@@ -56,13 +56,15 @@ from openheim.acp.commands import (
 )
 from openheim.acp.errors import busy, request_error
 from openheim.acp.mcp import mcp_servers
+from openheim.acp.params import absolute_cwd, meta_list, meta_text, page_cursor
 from openheim.acp.permissions import PermissionAsker
-from openheim.acp.translate import event_update, replay_updates
+from openheim.acp.translate import event_update, notice_update, replay_updates
 from openheim.acp.transport import LineTransport
 from openheim.acp.turn import Turn
 from openheim.api import Runtime, Session
+from openheim.config.schema import DEFAULT_CLIENT_MCP_SERVERS, McpServerEntry
 from openheim.errors import OpenheimError
-from openheim.events import TextDelta
+from openheim.events import Notice, TextDelta
 from openheim.prompts import prompts_for
 from openheim.skills import SkillsManager, skills_for
 
@@ -92,6 +94,8 @@ class OpenheimAgent:
         self._caps: ClientCapabilities | None = None
         self._live: dict[str, _Live] = {}
         self._background: set[asyncio.Task[None]] = set()
+        acp = runtime.settings.acp
+        self._client_mcp = acp.client_mcp_servers or DEFAULT_CLIENT_MCP_SERVERS
 
     def on_connect(self, conn: Client) -> None:
         self._conn = conn
@@ -115,7 +119,7 @@ class OpenheimAgent:
             agent_capabilities=AgentCapabilities(
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(image=True, embedded_context=True),
-                mcp_capabilities=McpCapabilities(http=True),
+                mcp_capabilities=McpCapabilities(http=self._client_mcp != "none"),
                 session_capabilities=SessionCapabilities(
                     list=SessionListCapabilities(),
                     resume=SessionResumeCapabilities(),
@@ -169,8 +173,8 @@ class OpenheimAgent:
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **_: Any
     ) -> ListSessionsResponse:
-        folder = _absolute(cwd) if cwd is not None else None
-        before = _cursor(cursor)
+        folder = absolute_cwd(cwd) if cwd is not None else None
+        before = page_cursor(cursor)
         records = self.runtime.list_sessions(cwd=folder, limit=PAGE_SIZE + 1, before=before)
         page = records[:PAGE_SIZE]
         more = len(records) > PAGE_SIZE
@@ -271,7 +275,7 @@ class OpenheimAgent:
     async def _open(
         self, cwd: str, servers: list[Any] | None, resume: str | None, meta: dict[str, Any]
     ) -> _Live:
-        folder = _absolute(cwd)
+        folder = absolute_cwd(cwd)
         if resume is not None and resume in self._live:
             old = self._live.pop(resume)
             if old.session.busy:
@@ -280,27 +284,29 @@ class OpenheimAgent:
             await old.session.close()
         io = AcpClientIO(self.conn, "", self._caps)
         asker = PermissionAsker(self.conn, "")
-        session = await self._start(folder, servers, resume, meta, io, asker)
-        for notice in session.notices:  # the settings' own were logged at start-up
+        config = self.runtime.settings.home / "config.toml"
+        client = mcp_servers(servers or [], self._client_mcp, config)
+        session = await self._start(folder, client.entries, resume, meta, io, asker)
+        refused = [Notice(line, "warning", "mcp") for line in client.refused]
+        for notice in [*session.notices, *refused]:  # the settings' own were logged at start-up
             if notice not in self.runtime.settings.notices:
                 log.warning("%s", notice.message)
         sid = session.id or str(uuid.uuid4())
         io.session_id = asker.session_id = sid
         live = _Live(session, folder, io, asker, skills_for(self.runtime.settings))
         self._live[sid] = live
-        self._announce(sid, live.skills)
+        self._announce(sid, live.skills, refused)
         return live
 
     async def _start(
         self,
         folder: Path,
-        servers: list[Any] | None,
+        entries: dict[str, McpServerEntry],
         resume: str | None,
         meta: dict[str, Any],
         io: AcpClientIO,
         asker: PermissionAsker,
     ) -> Session:
-        entries = mcp_servers(servers or [])
         try:
             if resume is not None:
                 return await self.runtime.resume_session(
@@ -308,8 +314,8 @@ class OpenheimAgent:
                 )
             return await self.runtime.new_session(
                 cwd=folder,
-                model=_meta_text(meta, "model"),
-                skills=_meta_list(meta, "skills"),
+                model=meta_text(meta, "model"),
+                skills=meta_list(meta, "skills"),
                 mcp_servers=entries,
                 resolver=asker,
                 client=io,
@@ -317,16 +323,23 @@ class OpenheimAgent:
         except OpenheimError as err:
             raise request_error(err) from None
 
-    def _announce(self, session_id: str, skills: SkillsManager) -> None:
-        """Send the commands (``/compact``, skills, templates) once the response naming the
-        session is out."""
+    def _announce(self, session_id: str, skills: SkillsManager, refused: list[Notice]) -> None:
+        """Send the commands (``/compact``, skills, templates), then a notice for each of the
+        client's MCP servers left out, once the response naming the session is out."""
         commands = available_commands(skills, prompts_for(self.runtime.settings))
-        update = AvailableCommandsUpdate(
-            session_update="available_commands_update", available_commands=commands
-        )
-        task = asyncio.create_task(self.conn.session_update(session_id=session_id, update=update))
+        updates: list[Any] = [
+            AvailableCommandsUpdate(
+                session_update="available_commands_update", available_commands=commands
+            ),
+            *(notice_update(notice) for notice in refused),
+        ]
+        task = asyncio.create_task(self._send_updates(session_id, updates))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+    async def _send_updates(self, session_id: str, updates: list[Any]) -> None:
+        for update in updates:
+            await self.conn.session_update(session_id=session_id, update=update)
 
     def _state(self, live: _Live) -> dict[str, Any]:
         """The session's modes and config options, as new, load and resume return them."""
@@ -345,38 +358,6 @@ class OpenheimAgent:
                  "create one with session/new or open it with session/load"},
             )  # fmt: skip
         return live
-
-
-def _absolute(cwd: str) -> Path:
-    path = Path(cwd)
-    if not path.is_absolute():
-        raise RequestError.invalid_params({"reason": f"cwd must be an absolute path, got {cwd!r}"})
-    return path
-
-
-def _cursor(cursor: str | None) -> float | None:
-    if cursor is None:
-        return None
-    try:
-        return float(cursor)
-    except ValueError:
-        raise RequestError.invalid_params(
-            {"reason": f"unknown cursor {cursor!r}; pass the nextCursor of a session/list reply"}
-        ) from None
-
-
-def _meta_text(meta: dict[str, Any], key: str) -> str | None:
-    value = meta.get(key)
-    if value is None or isinstance(value, str):
-        return value
-    raise RequestError.invalid_params({"reason": f"_meta.{key} must be a string"})
-
-
-def _meta_list(meta: dict[str, Any], key: str) -> list[str]:
-    value = meta.get(key) or []
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return value
-    raise RequestError.invalid_params({"reason": f"_meta.{key} must be a list of strings"})
 
 
 async def serve_acp(

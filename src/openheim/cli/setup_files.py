@@ -11,6 +11,7 @@ file) and parses; anything else is refused with the reason, and the file is left
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Callable, Sequence
@@ -20,9 +21,13 @@ from typing import Any
 
 from openheim import jsonedit
 from openheim.errors import ConfigError
+from openheim.real_files import read_regular
 
 ENTRY = "openheim"
 """The name of our entry in every client's list of MCP servers."""
+MAX_FILE_BYTES = 16 << 20
+"""The largest file read: every client's config is far smaller; a larger one is refused."""
+_SKIP = "fix or move the file (it was left as it was), or skip it with --only"
 
 
 class Refused(ConfigError):
@@ -154,23 +159,33 @@ CLIENTS: dict[str, Client] = {
 
 
 def read_owned(path: Path) -> str | None:
-    """The file's text, or None when there is no file. Refused: a symlink, anything but a
-    regular file, a file of another user, a read-only file (its owner chose so), text that is
-    not UTF-8."""
+    """The file's text, or None when there is no file. Refused before a byte is read: a
+    symlink, anything but a regular file (a FIFO would block, a folder or a device is no
+    config), a file of another user, a read-only file (its owner chose so), one over
+    ``MAX_FILE_BYTES``; after: text that is not UTF-8."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        data = read_regular(path, MAX_FILE_BYTES, follow_symlinks=False, check=_owned(path))
     except FileNotFoundError:
         return None
+    except ValueError as err:
+        raise Refused(f"{path}: {err}", hint=_SKIP) from None
     except OSError as err:
-        if path.is_symlink():
+        if err.errno == errno.ELOOP:
             raise Refused(
                 f"{path} is a symlink", hint="edit the file it points to by hand"
             ) from None
         raise Refused(f"{path} cannot be read: {err.strerror}") from None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise Refused(f"{path} is not a regular file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise Refused(f"{path} is not UTF-8 text (byte {err.start})") from None
+
+
+def _owned(path: Path) -> Callable[[os.stat_result], None]:
+    """The check of ``path`` before it is read: a file of another user, or one its owner made
+    read-only, is refused."""
+
+    def check(info: os.stat_result) -> None:
         if info.st_uid != os.getuid():
             raise Refused(
                 f"{path} belongs to another user (uid {info.st_uid})",
@@ -178,13 +193,11 @@ def read_owned(path: Path) -> str | None:
             )
         if not info.st_mode & stat.S_IWUSR:
             raise Refused(
-                f"{path} is read-only", hint="make it writable (chmod u+w), or skip it with --only"
+                f"{path} is read-only",
+                hint="make it writable (chmod u+w), or skip it with --only",
             )
-        data = handle.read()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise Refused(f"{path} is not UTF-8 text (byte {err.start})") from None
+
+    return check
 
 
 def new_text(client: Client, path: Path, old: str, entry: dict[str, Any] | None) -> str:

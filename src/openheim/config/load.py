@@ -31,6 +31,7 @@ from openheim.config.checks import (
 from openheim.config.schema import (
     DEFAULT_MAX_ITERATIONS,
     DEFAULT_PARALLEL_SUBAGENTS,
+    AcpEntry,
     CliAgentsEntry,
     CompactionEntry,
     ConfigFile,
@@ -110,6 +111,8 @@ class Settings:
     """``[server]`` for ``openheim serve`` (refused in an untrusted project's config)."""
     mcp_server: McpServeEntry = field(default_factory=McpServeEntry)
     """``[mcp_server]`` for ``openheim mcp serve`` (refused in an untrusted project's config)."""
+    acp: AcpEntry = field(default_factory=AcpEntry)
+    """``[acp]`` for ``openheim acp`` and ``/acp`` (an untrusted project may only narrow it)."""
     compaction: CompactionEntry = field(default_factory=CompactionEntry)
     """``[compaction]``: when and by which model older turns are summarised."""
     hooks: dict[str, HookEntry] = field(default_factory=dict)
@@ -270,8 +273,10 @@ def _finish(
 
 
 def _feature_tables(config: ConfigFile) -> dict[str, Any]:
-    """The tables of features: serve, mcp serve, hooks, CLI agents, compaction, gateway."""
+    """The tables of features: serve, ACP, mcp serve, hooks, CLI agents, compaction,
+    gateway."""
     return {
+        "acp": config.acp or AcpEntry(),
         "compaction": config.compaction or CompactionEntry(),
         "server": config.server or ServerEntry(),
         "mcp_server": config.mcp_server or McpServeEntry(),

@@ -100,6 +100,27 @@ class ServerEntry:
     allowed_origins: list[str] = field(default_factory=list)
     max_body_bytes: Annotated[int | None, Bounds(1024, 1 << 30)] = None
     max_frame_bytes: Annotated[int | None, Bounds(1024, 1 << 30)] = None
+    header_timeout_secs: Annotated[float | None, Bounds(0, 3600, above=True)] = None
+    """Seconds a connection has to send a complete request head."""
+    idle_timeout_secs: Annotated[float | None, Bounds(0, 3600, above=True)] = None
+    """Seconds a kept-alive connection may sit idle between requests."""
+    max_connections: Annotated[int | None, Bounds(1, 1_000_000)] = None
+    max_connections_per_address: Annotated[int | None, Bounds(1, 1_000_000)] = None
+
+
+ClientMcpServers = Literal["stdio", "http", "none"]
+"""Which MCP servers an ACP client may hand a session: ``stdio`` (commands too), ``http`` (only
+HTTP servers), ``none``."""
+DEFAULT_CLIENT_MCP_SERVERS: ClientMcpServers = "http"
+
+
+@dataclass(frozen=True)
+class AcpEntry:
+    """``[acp]``: the Agent Client Protocol server (``openheim acp`` and ``/acp`` of ``serve``)."""
+
+    client_mcp_servers: ClientMcpServers | None = None
+    """Which of a client's ``mcpServers`` are started; a stdio server runs its command as the
+    user, so only HTTP ones are by default."""
 
 
 Secret = str | None
@@ -236,6 +257,7 @@ class ConfigFile:
     memory: MemoryEntry | None = None
     tui: TuiEntry | None = None
     server: ServerEntry | None = None
+    acp: AcpEntry | None = None
     cli_agents: CliAgentsEntry | None = None
     mcp_server: McpServeEntry | None = None
     compaction: CompactionEntry | None = None

@@ -26,8 +26,10 @@ from typing import Any
 
 from openheim.config.checks import resolved
 from openheim.config.schema import (
+    DEFAULT_CLIENT_MCP_SERVERS,
     DEFAULT_MAX_ITERATIONS,
     DEFAULT_PARALLEL_SUBAGENTS,
+    AcpEntry,
     CliAgentsEntry,
     CompactionEntry,
     ConfigFile,
@@ -65,7 +67,8 @@ TOP_LEVEL: dict[str, Trust] = {
     "save_sessions": R, "session_log": R, "file_changes": N, "web_fetch_allow": R,
     "approval": N, "default_agent": R, "max_parallel_subagents": N, "inline_subagents": N,
     "deny_read": N, "shell_env_allow": R, "shell_sandbox": R, "shell_network": R,
-    "server": R, "mcp_server": R, "hooks": R, "cli_agents": R, "compaction": R, "gateway": R,
+    "server": R, "acp": P, "mcp_server": R, "hooks": R, "cli_agents": R, "compaction": R,
+    "gateway": R,
 }  # fmt: skip
 PROVIDER_KEYS: dict[str, Trust] = {
     "kind": R, "api_base": R, "default_model": N, "models": R, "env_var": R, "api_key": R,
@@ -84,8 +87,11 @@ PRICE_KEYS = dict.fromkeys(("input", "output", "cache_read", "cache_write"), R)
 CLI_AGENTS_KEYS = dict.fromkeys(("timeout_secs", "env_allow"), R)
 COMPACTION_KEYS = dict.fromkeys(("threshold", "model"), R)
 SERVER_KEYS = dict.fromkeys(
-    ("token_file", "allowed_origins", "max_body_bytes", "max_frame_bytes"), R
-)
+    ("token_file", "allowed_origins", "max_body_bytes", "max_frame_bytes", "header_timeout_secs",
+     "idle_timeout_secs", "max_connections", "max_connections_per_address"),
+    R,
+)  # fmt: skip
+ACP_KEYS = {"client_mcp_servers": N}
 MCP_SERVE_KEYS = {"schema": R}
 HOOK_KEYS = dict.fromkeys(("command", "timeout", "required"), R)
 GATEWAY_KEYS = dict.fromkeys(
@@ -109,6 +115,7 @@ CLASSES: dict[type[Any], dict[str, Trust]] = {
     MemoryEntry: MEMORY_KEYS,
     PriceEntry: PRICE_KEYS,
     ServerEntry: SERVER_KEYS,
+    AcpEntry: ACP_KEYS,
     McpServeEntry: MCP_SERVE_KEYS,
     CompactionEntry: COMPACTION_KEYS,
     HookEntry: HOOK_KEYS,
@@ -219,6 +226,10 @@ NARROWERS: dict[str, tuple[Narrower, str]] = {
     ),
     "inline_subagents": (_off_unless("inline_subagents"), "it may only turn them off"),
     "deny_read": (_more_deny_read, ""),
+    "acp.client_mcp_servers": (
+        _ranked("client_mcp_servers", ("stdio", "http", "none"), DEFAULT_CLIENT_MCP_SERVERS),
+        "it may only allow fewer kinds of client MCP servers",
+    ),
     "providers.default_model": (
         _own_model,
         "it is not a model your own config names for this provider",
@@ -229,6 +240,7 @@ NARROWERS: dict[str, tuple[Narrower, str]] = {
 _TABLES: dict[str, tuple[dict[str, Trust], bool]] = {
     "providers": (PROVIDER_KEYS, True),
     "tui": (TUI_KEYS, False),
+    "acp": (ACP_KEYS, False),
 }
 """The PER_KEY tables: their keys' classes, and whether they hold named entries."""
 

@@ -21,10 +21,13 @@ from pathlib import Path
 
 from openheim.config.load import Settings
 from openheim.errors import ConfigError
+from openheim.real_files import read_regular
 
 TOKEN_ENV = "OPENHEIM_SERVER_TOKEN"
 TOKEN_FILE = "server-token"
 MIN_TOKEN_CHARS = 16
+MAX_TOKEN_FILE_BYTES = 4096
+"""A token file holds one token: a larger file is refused, never read to its end."""
 COOKIE = "openheim_auth"
 SUBPROTOCOL = "openheim.v1"
 TOKEN_PROTOCOL_PREFIX = "openheim.token."
@@ -102,13 +105,7 @@ def _explicit_token(settings: Settings, env: Mapping[str, str]) -> str | None:
     if not raw and settings.server.token_file:
         path = Path(settings.server.token_file).expanduser()
         where = f"[server] token_file {path}"
-        try:
-            raw = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as err:
-            raise ConfigError(
-                f"cannot read {where}: {getattr(err, 'strerror', None) or err}",
-                hint="point token_file at a readable file holding the token",
-            ) from None
+        raw = _read_token_file(path, where)
     if not raw:
         return None
     token = raw.strip()
@@ -119,6 +116,19 @@ def _explicit_token(settings: Settings, env: Mapping[str, str]) -> str | None:
             "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`",
         )
     return token
+
+
+def _read_token_file(path: Path, where: str) -> str:
+    """The token file's text: a regular file of at most ``MAX_TOKEN_FILE_BYTES``, opened
+    without blocking (a FIFO) and never read past the limit (``/dev/zero``)."""
+    try:
+        return read_regular(path, MAX_TOKEN_FILE_BYTES).decode("utf-8")
+    except (OSError, ValueError) as err:
+        reason = (err.strerror or str(err)) if isinstance(err, OSError) else str(err)
+        raise ConfigError(
+            f"cannot read {where}: {reason}",
+            hint="point token_file at a regular file holding only the token",
+        ) from None
 
 
 def _write_private(path: Path, text: str) -> None:

@@ -7,7 +7,9 @@ HTTP unless a TLS proxy stands in front.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
+import math
 import socket
 import sys
 from dataclasses import dataclass
@@ -19,7 +21,11 @@ from openheim.server.auth import TOKEN_FILE, Auth, load_auth
 from openheim.server.collector import Collector
 from openheim.server.context import DEFAULT_MAX_BODY, DEFAULT_MAX_FRAME, ServerContext
 from openheim.server.guard import Policy
+from openheim.server.limits import Limits
 
+FILES_KEPT_FREE = 256
+"""File descriptors left for everything but client connections: the store, MCP servers,
+shell commands, model connections."""
 WS_HARD_LIMIT_FACTOR = 4
 """uvicorn closes a connection whose frame passes this many times ``max_frame_bytes``; frames
 between the two limits get an error reply and the connection stays open."""
@@ -97,13 +103,19 @@ def serve(settings: Settings, address: Address, out: TextIO = sys.stdout) -> Non
     import uvicorn
 
     from openheim.server.app import create_app
+    from openheim.server.limits import Gate, limits_of, protocols
 
     context, policy = build(settings, public=not address.loopback)
+    limits = fit_file_limit(limits_of(settings.server), sys.stderr)
+    http, ws = protocols(Gate(limits))
     sock = bind(address)
     app = create_app(context, policy)
     config = uvicorn.Config(
         app,
         log_level="warning",
+        http=http,
+        ws=ws,
+        timeout_keep_alive=math.ceil(limits.idle_timeout),
         ws_max_size=context.max_frame_bytes * WS_HARD_LIMIT_FACTOR,
         ws_per_message_deflate=False,  # no compression oracle on secrets; less memory per socket
         proxy_headers=True,
@@ -111,3 +123,26 @@ def serve(settings: Settings, address: Address, out: TextIO = sys.stdout) -> Non
     )
     announce(context.auth, settings, address, sock.getsockname()[1], out)
     uvicorn.Server(config).run(sockets=[sock])
+
+
+def fit_file_limit(limits: Limits, err: TextIO) -> Limits:
+    """``limits`` with room for its connections among the files the process may open: the
+    soft limit is raised as far as the hard one allows, and ``max_connections`` lowered (with
+    a warning) when that is still too few."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = limits.max_connections + FILES_KEPT_FREE
+    ceiling = need if hard == resource.RLIM_INFINITY else min(need, hard)
+    if soft != resource.RLIM_INFINITY and soft < ceiling:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (ceiling, hard))
+        soft = ceiling
+    room = need if soft == resource.RLIM_INFINITY else soft - FILES_KEPT_FREE
+    if room >= limits.max_connections:
+        return limits
+    fitted = max(1, room)
+    err.write(
+        f"openheim: warning: max_connections lowered from {limits.max_connections} to "
+        f"{fitted}: the process may open only {soft} files (raise `ulimit -n`)\n"
+    )
+    return dataclasses.replace(limits, max_connections=fitted)
