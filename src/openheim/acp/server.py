@@ -56,6 +56,7 @@ from openheim.acp.commands import (
 )
 from openheim.acp.errors import busy, request_error
 from openheim.acp.mcp import mcp_servers
+from openheim.acp.notices import own_folders
 from openheim.acp.permissions import PermissionAsker
 from openheim.acp.translate import event_update, replay_updates
 from openheim.acp.transport import LineTransport
@@ -219,7 +220,8 @@ class OpenheimAgent:
             raise busy(session_id)
         if (command := builtin_command(message)) is not None:
             return await self._builtin(session_id, live.session, *command)
-        turn = Turn(self.conn, session_id, live.session, live.cwd)
+        folders = own_folders(self.runtime.settings)
+        turn = Turn(self.conn, session_id, live.session, live.cwd, folders)
         try:
             stop = await turn.run(message)
         except OpenheimError as err:
