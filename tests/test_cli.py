@@ -128,9 +128,7 @@ def test_json_prints_one_event_per_line(home: Path, work: Path) -> None:
         str(work),
         False,
     )
-    notices = types[1 : types.index("iteration_start")]
-    assert notices == ["notice"]  # the missing system.md, as a session notice
-    assert (events[1]["kind"], events[1]["level"]) == ("prompt", "warning")
+    assert types[1] == "iteration_start"  # a fresh home (no system.md) has nothing to notice
     assert "tool_call" in types and "tool_result" in types and "usage" in types
     result_event = next(e for e in events if e["type"] == "tool_result")
     assert "notes.txt" in result_event["content"] and result_event["status"] == "completed"
@@ -251,13 +249,25 @@ def test_tools_pattern_matching_no_tool_is_a_usage_error(home: Path, work: Path,
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
 
 
-def test_missing_system_md_is_warned_about_on_the_first_run_only(home: Path, work: Path) -> None:
+def test_a_first_run_without_system_md_prints_no_notice(home: Path, work: Path) -> None:
+    """A missing system.md is where every user starts: stderr names the session and no more."""
+    with FakeLLMServer(["one"]) as server:
+        configure(home, server)
+        result = openheim("run", "hi", home=home, cwd=work)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "one\n"
+    assert [line.split()[0] for line in result.stderr.splitlines()] == ["openheim:"]
+    assert "session" in result.stderr and "system.md" not in result.stderr
+
+
+def test_empty_system_md_is_warned_about_on_the_first_run_only(home: Path, work: Path) -> None:
+    (home / "system.md").write_text("\n")
     with FakeLLMServer(["one", "two"]) as server:
         configure(home, server)
         first = openheim("run", "--no-session", "hi", home=home, cwd=work)
         second = openheim("run", "--no-session", "hi", home=home, cwd=work)
     assert first.returncode == second.returncode == 0, first.stderr + second.stderr
-    assert f"{home / 'system.md'} is missing" in first.stderr
+    assert f"{home / 'system.md'} is empty" in first.stderr
     assert "system.md" not in second.stderr
 
 

@@ -103,27 +103,44 @@ def test_changed_files_are_picked_up_on_the_next_build(data_dir: Path, repo: Pat
     assert "custom identity" not in text
 
 
-def test_missing_system_md_gives_the_default_and_one_warning(
+def test_a_missing_system_md_gives_the_default_and_no_warning(
     tmp_path: Path, repo: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    empty_home = tmp_path / "fresh"
-    prompt = builder(empty_home, repo)
+    """No system.md is where every user starts: the built-in identity, and nothing to report."""
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    told: list[str] = []
+    prompt = PromptBuilder(data_dir=fresh, cwd=repo, warn=told.append)
+    with caplog.at_level(logging.DEBUG, logger="openheim.prompt"):
+        assert DEFAULT_IDENTITY in prompt.build()
+        assert DEFAULT_IDENTITY in builder(fresh, repo).build()  # the default teller logs
+    assert told == [] and caplog.records == []
+    assert not (fresh / IDENTITY_WARNED).exists()
+
+
+def test_an_empty_system_md_gives_the_default_and_one_warning(
+    tmp_path: Path, repo: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    data = tmp_path / "data"
+    write(data / "system.md", "  \n")
+    prompt = builder(data, repo)
     with caplog.at_level(logging.WARNING, logger="openheim.prompt"):
         first = prompt.build()
         prompt.build()
     assert DEFAULT_IDENTITY in first
-    assert len(caplog.records) == 1
-    assert str(empty_home / "system.md") in caplog.records[0].getMessage()
-    assert "missing" in caplog.records[0].getMessage()
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{data / 'system.md'} is empty: using the built-in identity (write your agent's "
+        "instructions there, or delete the file)"
+    ]
 
 
-def test_missing_system_md_is_warned_about_once_per_data_dir(
+def test_an_empty_system_md_is_warned_about_once_per_data_dir(
     tmp_path: Path, repo: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A marker in the data directory keeps the warning from repeating in later processes."""
     first_dir, other_dir = tmp_path / "one", tmp_path / "two"
-    first_dir.mkdir()
-    other_dir.mkdir()
+    write(first_dir / "system.md", "")
+    write(other_dir / "system.md", "\n")
     with caplog.at_level(logging.WARNING, logger="openheim.prompt"):
         builder(first_dir, repo).build()
         monkeypatch.setattr(prompt_module, "_WARNED", set())  # as if in a new process
@@ -133,11 +150,6 @@ def test_missing_system_md_is_warned_about_once_per_data_dir(
     assert len(warned) == 2
     assert str(first_dir / "system.md") in warned[0] and str(other_dir) in warned[1]
     assert (first_dir / IDENTITY_WARNED).is_file() and (other_dir / IDENTITY_WARNED).is_file()
-
-
-def test_an_empty_system_md_also_gives_the_default(data_dir: Path, repo: Path) -> None:
-    write(data_dir / "system.md", "  \n")
-    assert DEFAULT_IDENTITY in builder(data_dir, repo).build()
 
 
 def test_agents_md_wins_over_nearer_code_and_claude_md(data_dir: Path, repo: Path) -> None:

@@ -5,8 +5,9 @@ Sections, most stable first, so a provider's prompt cache keeps hitting:
 1. a short preamble: what openheim is, that tools are the way to act, the working directory
    (stable for a session; nothing time-dependent such as today's date appears anywhere);
 2. the identity: ``identity`` when given (a run's named prompt or ``-s``), else
-   ``data_dir/system.md``, or a built-in default with a logged warning, given once per data
-   directory (a marker file there remembers it, so it does not repeat every run);
+   ``data_dir/system.md``, or a built-in default: silently while the file is missing (the
+   normal state), with a warning while it is empty, given once per data directory (a marker
+   file there remembers it, so it does not repeat every run);
 3. project instructions: the nearest ``AGENTS.md``, else the nearest ``CODE.md`` or ``CLAUDE.md``,
    searched from the working directory up to the repository root (the folder holding ``.git``),
    or up to the filesystem root outside a repository;
@@ -45,7 +46,7 @@ _WARNED: set[str] = set()
 
 SYSTEM_FILE = "system.md"
 IDENTITY_WARNED = ".system-md-warned"
-"""Marker in the data directory: the missing ``system.md`` was warned about there already."""
+"""Marker in the data directory: the empty ``system.md`` was warned about there already."""
 INSTRUCTION_FILES: tuple[tuple[str, ...], ...] = (("AGENTS.md",), ("CODE.md", "CLAUDE.md"))
 MAX_INSTRUCTIONS_CHARS = 64 * 1024
 COMPACT_INSTRUCTIONS_CHARS = 2000
@@ -161,11 +162,12 @@ class PromptBuilder:
         if self._own_identity is not None:  # a named prompt or -s for this run
             return self._own_identity.strip()
         text = self._read(self._system_file)
-        if text is None or not text.strip():
-            state = "is missing" if text is None else "is empty"
+        if text is None:  # the normal state: nobody wrote one, so nothing to say
+            return DEFAULT_IDENTITY
+        if not text.strip():
             self._warn_once_per_data_dir(
-                f"{self._system_file} {state}: using the built-in identity "
-                f"(write your agent's instructions there to replace it)"
+                f"{self._system_file} is empty: using the built-in identity "
+                f"(write your agent's instructions there, or delete the file)"
             )
             return DEFAULT_IDENTITY
         return text.strip()
@@ -181,7 +183,7 @@ class PromptBuilder:
         self._warn(message)
         with contextlib.suppress(OSError):
             marker.write_text(
-                f"openheim warned once that {SYSTEM_FILE} is missing or empty here.\n"
+                f"openheim warned once that {SYSTEM_FILE} is empty here.\n"
                 "Delete this file to be warned again.\n",
                 encoding="utf-8",
             )

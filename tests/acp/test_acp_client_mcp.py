@@ -63,7 +63,8 @@ async def test_a_stdio_server_runs_only_when_the_user_allows_it(
         assert len(told) == 1
         assert "MCP server 'probe' from the client was not started" in told[0]
         assert 'client_mcp_servers = "stdio" under [acp] in' in told[0]
-        assert str(home / "config.toml") in told[0]
+        assert "in $OPENHEIM_HOME/config.toml" in told[0]
+        assert str(home) not in told[0]  # the client is told the file, not this machine's path
         assert "probe" in (home / "acp-stderr.log").read_text()
 
 

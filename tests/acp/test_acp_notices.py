@@ -1,15 +1,17 @@
-"""ACP: each session's notices reach the editor on its first prompt, as message chunks marked
-as notices, and one long-running agent never hands one session's notices to another."""
+"""ACP: each session's notices reach the editor on its first prompt, before the answer, each as
+a message of its own marked as a notice and without the absolute path of openheim's folders;
+a fresh home has none; one long-running agent never hands one session's notices to another."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from acp.helpers import text_block
 from acp.schema import McpServerStdio
 
-from openheim.testing import FakeLLMServer
+from openheim.testing import FakeLLMServer, FakeReply
 from tests.acp.harness import acp_agent
 
 SESSIONS = 4
@@ -54,3 +56,40 @@ async def test_each_session_gets_its_own_notices_once(home: Path, work: Path) ->
     log = (home / "acp-stderr.log").read_text()
     assert log.count("ignored max_iterations") == 1  # at start-up, not once per session
     assert all(log.count(f"'broken{i}' is unavailable") == 1 for i in range(SESSIONS))
+
+
+def chunks(updates: list[tuple[str, Any]], sid: str) -> list[Any]:
+    return [u for s, u in updates if s == sid and u.session_update == "agent_message_chunk"]
+
+
+async def test_a_fresh_home_gets_the_answer_and_no_notice(home: Path, work: Path) -> None:
+    """No system.md and nothing else to tell: the normal first run says nothing but the answer."""
+    with FakeLLMServer(["the answer"]) as server:
+        async with acp_agent(home, work, server) as agent:
+            await agent.start()
+            sid = await agent.new()
+            await agent.conn.prompt(session_id=sid, prompt=[text_block("hi")])
+    assert agent.client.notices(sid) == []
+    assert "".join(u.content.text for u in chunks(agent.client.updates, sid)) == "the answer"
+
+
+async def test_a_notice_is_a_message_before_the_answer_without_the_home_path(
+    home: Path, work: Path
+) -> None:
+    (home / "system.md").write_text("\n")  # empty: told once, with the file's place
+    with FakeLLMServer([FakeReply(chunks=["the ", "answer"])]) as server:
+        async with acp_agent(home, work, server) as agent:
+            await agent.start()
+            sid = await agent.new()
+            await agent.conn.prompt(session_id=sid, prompt=[text_block("hi")])
+    [notice, *answer] = chunks(agent.client.updates, sid)
+    assert agent.client.notices(sid) == [notice]
+    assert notice.content.text == (
+        "openheim: $OPENHEIM_HOME/system.md is empty: using the built-in identity (write your "
+        "agent's instructions there, or delete the file)\n\n"
+    )
+    assert "".join(u.content.text for u in answer) == "the answer" and len(answer) == 2
+    assert notice.message_id and answer[0].message_id  # both name their message
+    assert {u.message_id for u in answer} == {answer[0].message_id} != {notice.message_id}
+    sent = json.dumps([u.model_dump(mode="json") for _, u in agent.client.updates])
+    assert str(home) not in sent and str(home.resolve()) not in sent

@@ -184,29 +184,13 @@ def test_event_update_streams_text_and_thinking() -> None:
 
 
 @pytest.mark.parametrize(
-    ("notice", "line"),
-    [
-        (Notice("added guidance", "warning"), "note: added guidance"),
-        (Notice("MCP server 'x' is unavailable: boom", "warning", "mcp"), "openheim: MCP server"),
-    ],
-)
-def test_a_notice_is_text_for_the_user_marked_as_a_notice(notice: Notice, line: str) -> None:
-    update = wire(event_update(notice))
-    assert update["sessionUpdate"] == "agent_message_chunk"
-    assert (
-        update["content"]["text"].startswith(line) and notice.message in update["content"]["text"]
-    )
-    assert update["content"]["annotations"] == {"audience": ["user"]}
-    assert update["_meta"] == {"openheim": {"notice": {"kind": notice.kind, "level": notice.level}}}
-
-
-@pytest.mark.parametrize(
     "event",
     [
         SessionStarted("s1", "openai", "gpt", "/w", 0, False),
         ToolCall("c1", "read_file", {"path": "a"}),
         ToolResult("c1", "read_file", "x", False, "completed"),
         Finished("end_turn"),
+        Notice("added guidance", "warning"),  # the turn sends notices as messages of their own
     ],
 )
 def test_event_update_ignores_other_events(event: Any) -> None:

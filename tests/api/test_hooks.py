@@ -52,7 +52,7 @@ def hooked(make_runtime: MakeRuntime, hooks: dict[str, HookEntry], **kw: Any) ->
 
 
 def warnings(events: list[Event]) -> list[str]:
-    """The hooks' warnings among the events (not the missing system.md's)."""
+    """The hooks' warnings among the events (not other notices)."""
     return [
         e.message
         for e in events

@@ -74,3 +74,16 @@ async def test_a_session_that_cannot_open_ends_the_app_with_its_error(make_app: 
     assert app.return_code == 2
     assert app.failure is not None and app.failure.startswith("openheim: error: ")
     assert "nosuchsession" in app.failure
+
+
+async def test_a_first_run_without_system_md_shows_no_notice(
+    make_app: MakeApp, server: FakeLLMServer, home: Path
+) -> None:
+    """A fresh data dir has no system.md; that is the normal state, not something to notice."""
+    server.add("hi there")
+    app = make_app()
+    (home / "system.md").unlink()
+    async with running(app) as pilot:
+        await send(pilot, app, "hello")
+        assert [item.text for item in app.conversation.query(AnswerItem)] == ["hi there"]
+        assert lines(app, NoticeItem) == []

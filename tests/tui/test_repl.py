@@ -222,3 +222,14 @@ def test_pin_keeps_a_prompt_through_compact(home: Path, work: Path) -> None:
     assert "pinned: use tabs" in done.stdout.splitlines()
     head = server.requests[-1].body["messages"][1]["content"][0]["text"]
     assert "[Pinned by the user" in head and head.endswith("use tabs")
+
+
+def test_a_first_run_without_system_md_prints_no_notice(home: Path, work: Path) -> None:
+    """A fresh data dir has no system.md; that is the normal state, not something to notice."""
+    with FakeLLMServer(["Hello there!"]) as server:
+        configure(home, server)
+        (home / "system.md").unlink()
+        done = chat(home, work, "hi\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["Hello there!"]
+    assert "system.md" not in done.stderr and "warning" not in done.stderr

@@ -56,9 +56,10 @@ from openheim.acp.commands import (
 )
 from openheim.acp.errors import busy, request_error
 from openheim.acp.mcp import mcp_servers
+from openheim.acp.notices import AgentMessages, own_folders
 from openheim.acp.params import absolute_cwd, meta_list, meta_text, page_cursor
 from openheim.acp.permissions import PermissionAsker
-from openheim.acp.translate import event_update, notice_update, replay_updates
+from openheim.acp.translate import event_update, replay_updates
 from openheim.acp.transport import LineTransport
 from openheim.acp.turn import Turn
 from openheim.api import Runtime, Session
@@ -223,7 +224,8 @@ class OpenheimAgent:
             raise busy(session_id)
         if (command := builtin_command(message)) is not None:
             return await self._builtin(session_id, live.session, *command)
-        turn = Turn(self.conn, session_id, live.session, live.cwd)
+        folders = own_folders(self.runtime.settings)
+        turn = Turn(self.conn, session_id, live.session, live.cwd, folders)
         try:
             stop = await turn.run(message)
         except OpenheimError as err:
@@ -331,7 +333,7 @@ class OpenheimAgent:
             AvailableCommandsUpdate(
                 session_update="available_commands_update", available_commands=commands
             ),
-            *(notice_update(notice) for notice in refused),
+            *map(AgentMessages(own_folders(self.runtime.settings)).notice, refused),
         ]
         task = asyncio.create_task(self._send_updates(session_id, updates))
         self._background.add(task)

@@ -1,9 +1,9 @@
 """openheim → Agent Client Protocol: events and stored messages as ``session/update`` payloads.
 
-Pure functions that build the SDK's pydantic models; the server decides when to send them. A
-notice is sent as the agent's text for the user, marked as a notice in its ``_meta``. Tool
-calls get a human title and file locations from their arguments, so an editor can show "Edit
-src/x.py" and jump to the file. ``replay_updates`` turns a stored conversation back into the
+Pure functions that build the SDK's pydantic models; the server decides when to send them
+(notices, each a message of its own, are built by ``openheim.acp.notices``). Tool calls get
+a human title and file locations from their arguments, so an editor can show "Edit src/x.py"
+and jump to the file. ``replay_updates`` turns a stored conversation back into the
 updates a client saw live, for ``session/load``.
 """
 
@@ -27,7 +27,6 @@ from acp.helpers import (
 from acp.schema import (
     AgentMessageChunk,
     AgentThoughtChunk,
-    Annotations,
     ContentToolCallContent,
     Cost,
     ImageContentBlock,
@@ -42,15 +41,11 @@ from acp.schema import (
 )
 
 from openheim.events import (
-    ContextCompacted,
     Event,
-    Notice,
     TextDelta,
     ThinkingDelta,
     ToolCall,
     ToolResult,
-    compaction_line,
-    notice_line,
 )
 from openheim.messages import (
     ImageBlock,
@@ -220,28 +215,13 @@ def usage_update(
     return UsageUpdate(session_update="usage_update", used=used, size=size, cost=cost)
 
 
-def notice_update(notice: Notice) -> AgentMessageChunk:
-    """A notice as an ``agent_message_chunk``: the line ``openheim run`` writes to stderr, in a
-    text block for the user's eyes (``audience: ["user"]``), with its kind and level in
-    ``_meta.openheim.notice`` so that a client can show it apart from the model's text."""
-    block = TextContentBlock(
-        type="text", text=f"{notice_line(notice)}\n\n", annotations=Annotations(audience=["user"])
-    )
-    meta = {"openheim": {"notice": {"kind": notice.kind, "level": notice.level}}}
-    return AgentMessageChunk(session_update="agent_message_chunk", content=block, field_meta=meta)
-
-
 def event_update(event: Event) -> AgentMessageChunk | AgentThoughtChunk | None:
-    """The streamed update of a text or thinking delta or a notice; None for any other event
-    (the server sends tool calls and usage itself, with the functions above)."""
+    """The streamed update of a text or thinking delta; None for any other event (the turn
+    sends notices, tool calls and usage itself)."""
     if isinstance(event, TextDelta):
         return update_agent_message_text(event.text)
     if isinstance(event, ThinkingDelta):
         return update_agent_thought_text(event.text)
-    if isinstance(event, Notice):
-        return notice_update(event)
-    if isinstance(event, ContextCompacted):
-        return notice_update(Notice(compaction_line(event), "info"))
     return None
 
 

@@ -1,5 +1,6 @@
 """One ``session/prompt`` turn: run the prompt on the runtime and stream its events to the
-client as ``session/update`` notifications. This is a translation, not a second loop."""
+client as ``session/update`` notifications. This is a translation, not a second loop. The
+answer and each notice are separate agent messages (``openheim.acp.notices``)."""
 
 from __future__ import annotations
 
@@ -15,16 +16,20 @@ from acp.schema import (
     UsageUpdate,
 )
 
+from openheim.acp.notices import AgentMessages, Folders
 from openheim.acp.translate import event_update, tool_call_done, tool_call_start, usage_update
 from openheim.api import Session
 from openheim.events import (
+    ContextCompacted,
     CostUpdate,
     Event,
     Finished,
+    Notice,
     TextDelta,
     ThinkingDelta,
     ToolCall,
     ToolResult,
+    compaction_line,
 )
 from openheim.events import UsageUpdate as UsageEvent
 from openheim.messages import Message, StopReason
@@ -47,9 +52,11 @@ class Turn:
 
     Text and thinking deltas pass through a ``StreamRedactor`` each, so a secret the model
     streams in pieces reaches the editor redacted; what a stream holds back is sent before any
-    other update."""
+    other update. ``folders`` are openheim's own, which notices name rather than show."""
 
-    def __init__(self, conn: Client, session_id: str, session: Session, cwd: Path) -> None:
+    def __init__(
+        self, conn: Client, session_id: str, session: Session, cwd: Path, folders: Folders = ()
+    ) -> None:
         self._conn = conn
         self._id = session_id
         self._session = session
@@ -58,6 +65,7 @@ class Turn:
         chosen = session.provider_settings
         self._window = context_window(chosen, session.model) if chosen is not None else None
         self._streams = {TextDelta: StreamRedactor(), ThinkingDelta: StreamRedactor()}
+        self._messages = AgentMessages(folders)
 
     async def run(self, message: Message) -> StopReason:
         """Run the prompt; the stop reason of its ``Finished`` event."""
@@ -92,12 +100,18 @@ class Turn:
             await self._usage(None)
         elif isinstance(event, CostUpdate):
             await self._usage(event.session_cost)
-        elif (update := event_update(event)) is not None:
-            await self._send(update)
+        elif isinstance(event, Notice):
+            await self._send(self._messages.notice(event))
+        elif isinstance(event, ContextCompacted):
+            await self._send(self._messages.notice(Notice(compaction_line(event), "info")))
 
     async def _stream(self, delta: TextDelta | ThinkingDelta) -> None:
         """Send the redacted text a stream let out, if any."""
-        if delta.text and (update := event_update(delta)) is not None:
+        if not delta.text:
+            return
+        if isinstance(delta, TextDelta):
+            await self._send(self._messages.text(delta.text))
+        elif (update := event_update(delta)) is not None:
             await self._send(update)
 
     async def _usage(self, cost: float | None) -> None:
