@@ -2,6 +2,10 @@
 
 An attachment goes to the model as it is, so the deny-read patterns (``SecretPolicy``) apply
 to it as to every file tool: ``@.env`` is refused, naming the pattern and the way round it.
+Everything read from outside is bounded: an attachment is a regular file (a FIFO or a device
+such as ``/dev/zero`` is refused before a byte is read) and stdin is read up to a limit, so
+nothing can hang the command or fill its memory. Piped bytes that are not UTF-8 (``git diff``
+of a Latin-1 file) become U+FFFD: the prompt is always text a provider can be sent.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ def read_attached(raw: str, cwd: Path, policy: SecretPolicy | None = None) -> st
     path = (cwd / raw).expanduser()
     _check_secret(raw, path, SecretPolicy.from_config() if policy is None else policy)
     try:
-        data = _read_regular(path, raw)
+        data = read_regular(path, MAX_ATTACHMENT_BYTES, f"@{raw}", "attach a text file")
     except OSError as err:
         raise ConfigError(
             f"cannot attach @{raw}: {err.strerror or err}", hint="check the path after @"
@@ -47,14 +51,32 @@ def read_attached(raw: str, cwd: Path, policy: SecretPolicy | None = None) -> st
     return data.decode("utf-8", "replace")
 
 
-def _read_regular(path: Path, raw: str) -> bytes:
-    """At most one byte over the limit of the regular file ``path``; a FIFO, device or folder
-    is refused before a byte is read (opened non-blocking, so a FIFO cannot hang the open)."""
+def read_regular(path: Path, limit: int, shown: str, hint: str) -> bytes:
+    """At most ``limit + 1`` bytes of the regular file ``path`` (the caller refuses more); a
+    FIFO, device or folder is a ConfigError naming ``shown``, with ``hint``, before a byte is
+    read (opened non-blocking, so a FIFO cannot hang the open)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ConfigError(f"{shown} is not a regular file", hint=hint)
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ConfigError(f"@{raw} is not a regular file", hint="attach a text file")
-        return handle.read(MAX_ATTACHMENT_BYTES + 1)
+        return handle.read(limit + 1)
+
+
+def read_stdin(stdin: TextIO, limit: int) -> bytes:
+    """The bytes piped to ``stdin``, at most ``limit``: more is a ConfigError, read no further
+    (stdin from ``/dev/zero`` never ends)."""
+    buffer = getattr(stdin, "buffer", None)
+    if buffer is not None:
+        data: bytes = buffer.read(limit + 1)
+    else:  # a text stream without bytes below it (a caller's StringIO)
+        data = stdin.read(limit + 1).encode("utf-8", "surrogateescape")
+    if len(data) > limit:
+        raise ConfigError(
+            f"stdin is over the {limit} byte limit",
+            hint="pipe less, or save it to a file in the project and ask the agent to read it",
+        )
+    return data
 
 
 def _check_secret(raw: str, path: Path, policy: SecretPolicy) -> None:
@@ -84,7 +106,7 @@ def build_prompt(
     parts = [text] if text else []
     parts += [attach(w[1:], cwd, policy) for w in words if w.startswith("@") and len(w) > 1]
     if stdin is not None and not stdin.isatty():
-        piped = stdin.read()
+        piped = read_stdin(stdin, MAX_ATTACHMENT_BYTES).decode("utf-8", "replace")
         if piped.strip():
             parts.append(piped.rstrip("\n"))
     prompt = "\n\n".join(parts)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from openheim.cli import exit_codes
-from openheim.cli.prompt import build_prompt, read_attached
+from openheim.cli.prompt import build_prompt, read_attached, read_regular, read_stdin
 from openheim.config.load import Settings, load_settings
 from openheim.errors import ConfigError
 from openheim.secrets import SecretPolicy
@@ -54,14 +54,30 @@ def prompts_command(args: argparse.Namespace) -> int:
 
 
 def _text_of(file: str | None) -> str:
-    if file is not None and file != "-":
+    """The text of ``prompts add``: the regular file ``file`` or piped stdin, at most a prompt
+    file's size, UTF-8 (as the library reads it back)."""
+    from openheim.prompts.library import MAX_BYTES
+
+    if file is None or file == "-":
+        if sys.stdin.isatty():
+            raise ConfigError("no prompt text", hint="give a FILE, or pipe the prompt to stdin")
+        data, shown = read_stdin(sys.stdin, MAX_BYTES), "stdin"
+    else:
         try:
-            return Path(file).expanduser().read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as err:
-            raise ConfigError(f"cannot read {file}: {err}", hint="give a Markdown file") from None
-    if sys.stdin.isatty():
-        raise ConfigError("no prompt text", hint="give a FILE, or pipe the prompt to stdin")
-    return sys.stdin.read()
+            data = read_regular(Path(file).expanduser(), MAX_BYTES, file, "give a Markdown file")
+        except OSError as err:
+            raise ConfigError(
+                f"cannot read {file}: {err.strerror or err}", hint="give a Markdown file"
+            ) from None
+        shown = file
+    if len(data) > MAX_BYTES:
+        raise ConfigError(f"{shown} is larger than {MAX_BYTES // 1024} KiB", hint="shorten it")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigError(
+            f"{shown} is not UTF-8 text (byte {err.start + 1})", hint="save it as UTF-8 text"
+        ) from None
 
 
 def run_prompt(
