@@ -66,7 +66,7 @@ from openheim.providers.base import (
 from openheim.secrets import redact
 from openheim.tools.base import BoundCall, ToolContext, ToolOutput, ToolSet, run_batched
 from openheim.tools.sandbox import PathSandbox
-from openheim.usage import Meter
+from openheim.usage import MAX_CALL_TOKENS, Meter, plausible
 
 LOOP_GUARD_REPEATS = 3
 PIVOT_AFTER_FAILED_ROUNDS = 3
@@ -239,12 +239,30 @@ class _Run:
                 f"provider {agent.provider.name!r} ended its stream without a response",
                 hint="the provider implementation is broken; report it",
             )
-        self.usage += response.usage
-        call_cost = agent.meter.record(response.model or agent.model, response.usage)
+        usage = await self._plausible(response)
+        self.usage += usage
+        call_cost = agent.meter.record(response.model or agent.model, usage)
         if call_cost is not None:
             self.turn_cost = (self.turn_cost or 0.0) + call_cost
-        await self.emit(UsageUpdate(response.usage, self.usage))
+        await self.emit(UsageUpdate(usage, self.usage))
         return response
+
+    async def _plausible(self, response: ModelResponse) -> Usage:
+        """The call's usage, clamped with a notice where the provider's count is implausible
+        (``usage.plausible``)."""
+        usage, clamped = plausible(response.usage)
+        if clamped:
+            reported, kept = response.usage.to_dict(), usage.to_dict()
+            odd = ", ".join(name for name in reported if reported[name] != kept[name])
+            await self.emit(
+                Notice(
+                    f"provider {self.agent.provider.name!r} reported an implausible token "
+                    f"count ({odd}): counted as 0 to {MAX_CALL_TOKENS} instead",
+                    "warning",
+                    "provider",
+                )
+            )
+        return usage
 
     async def _run_tools(self, calls: tuple[ToolUseBlock, ...]) -> Finished | None:
         tools = self.agent.tools

@@ -7,11 +7,14 @@ trip (thinking signatures, tool call ids, unparsable arguments) is carried, neve
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 Role: TypeAlias = Literal["user", "assistant"]
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 StopReason: TypeAlias = Literal[
     "end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"
@@ -227,3 +230,19 @@ class Usage:
 def tool_results_message(results: Iterable[ToolResultBlock], *extra: ContentBlock) -> Message:
     """The user message that answers an assistant message's tool calls."""
     return Message("user", (*results, *extra))
+
+
+def valid_text(text: str) -> str:
+    """``text`` with each lone surrogate as U+FFFD. A ``str`` may hold one (``\\ud800`` in JSON
+    from a client or a model, an undecodable byte Python kept as ``\\udce9``), but no UTF-8
+    can carry it: sent to a provider as it is, it fails the request, and every later one."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def valid_message(message: Message) -> Message:
+    """``message`` with each lone surrogate in it (text, tool arguments, results) as U+FFFD;
+    the same object when it has none."""
+    data = json.dumps(message.to_dict(), ensure_ascii=False)
+    if _LONE_SURROGATE.search(data) is None:
+        return message
+    return Message.from_dict(json.loads(valid_text(data)))

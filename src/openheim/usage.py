@@ -10,9 +10,13 @@ made-up one.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 
 from openheim.messages import Usage
+
+MAX_CALL_TOKENS = 10**9
+"""The most tokens of one kind one model call is believed to use (context windows hold some
+millions); a provider's count beyond it, or below zero, is clamped (``plausible``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +58,14 @@ DEFAULT_PRICES: dict[str, Price] = {
     "gemini-2.5-flash": Price(0.3, 2.5, 0.075),
     "gemini-2.5-flash-lite": Price(0.1, 0.4, 0.025),
 }
+
+
+def plausible(usage: Usage) -> tuple[Usage, bool]:
+    """``usage`` with each count clamped to ``0..MAX_CALL_TOKENS``, and whether one was: a
+    provider's 10^30 would otherwise overflow the store's 64-bit columns and any budget."""
+    clamped = {f.name: min(max(getattr(usage, f.name), 0), MAX_CALL_TOKENS) for f in fields(usage)}
+    kept = replace(usage, **clamped)
+    return kept, kept != usage
 
 
 def price_for(model: str, table: Mapping[str, Price]) -> Price | None:

@@ -51,7 +51,7 @@ CASES: dict[str, Bad] = {
     "web_fetch_allow letters": Bad(config('web_fetch_allow = ["host:abc"]\n' + FAKE), r"web_fetch_allow entry 'host:abc' has an invalid port"),
     "binary file": Bad(config(bytes(range(256)) * 4), r"config\.toml: not UTF-8 text"),
     "non-UTF-8 string": Bad(config(b'default_provider = "\xff\xfe"\n'), r"config\.toml: not UTF-8 text"),
-    "deep nesting": Bad(config("x = " + "[" * 5000), r"config\.toml: nested too deeply"),
+    "deep nesting": Bad(config("x = " + "[" * 5000), r"config\.toml: line 1: arrays or tables nested deeper than 64 levels"),
     "home is a file": Bad(config(FAKE), r"OPENHEIM_HOME /dev/null is not a folder", {"OPENHEIM_HOME": "/dev/null"}),
     "home inside a file": Bad(config(FAKE), r"OPENHEIM_HOME /dev/null/x is not a folder", {"OPENHEIM_HOME": "/dev/null/x"}),
     "approval variable": Bad(config(FAKE), r"OPENHEIM_APPROVAL must be one of ask, auto, deny, got 'bogus'", {"OPENHEIM_APPROVAL": "bogus"}),

@@ -12,6 +12,8 @@ import contextlib
 import json
 from typing import Any
 
+from openheim.regex import utf8
+
 MAX_LINE_BYTES = 50 * 1024 * 1024
 """The longest message accepted: prompts carry images as base64. Readers with a smaller limit
 (asyncio's default is 64 KiB) work too; lines are read in pieces."""
@@ -27,11 +29,14 @@ class LineTransport:
         self._closed = False
 
     async def send(self, message: dict[str, Any]) -> None:
-        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n"
+        """Write ``message`` as one line of UTF-8 JSON; a lone surrogate in it (a model's
+        ``\\ud800``, an undecodable byte of a file name) goes out as U+FFFD, which every client
+        can parse, instead of failing the request that sends it."""
+        line = utf8(json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n")
         async with self._lock:
             if self._closed:
                 raise ConnectionError("the ACP connection is closed")
-            self._writer.write(data.encode("utf-8"))
+            self._writer.write(line)
             await self._writer.drain()
 
     async def receive(self) -> dict[str, Any] | None:

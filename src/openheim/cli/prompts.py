@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from openheim.cli import exit_codes
-from openheim.cli.prompt import build_prompt
+from openheim.cli.prompt import build_prompt, read_stdin
 from openheim.config.load import Settings, load_settings
 from openheim.errors import ConfigError
+from openheim.real_files import read_regular
 from openheim.runtime.attach import Attacher
 from openheim.secrets import SecretPolicy
 
@@ -55,14 +56,32 @@ def prompts_command(args: argparse.Namespace) -> int:
 
 
 def _text_of(file: str | None) -> str:
-    if file is not None and file != "-":
+    """The text of ``prompts add``: the regular file ``file`` or piped stdin, at most a prompt
+    file's size, UTF-8 (as the library reads it back)."""
+    from openheim.prompts.library import MAX_BYTES
+
+    if file is None or file == "-":
+        if sys.stdin.isatty():
+            raise ConfigError("no prompt text", hint="give a FILE, or pipe the prompt to stdin")
+        data, shown = read_stdin(sys.stdin, MAX_BYTES), "stdin"
+    else:
         try:
-            return Path(file).expanduser().read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as err:
-            raise ConfigError(f"cannot read {file}: {err}", hint="give a Markdown file") from None
-    if sys.stdin.isatty():
-        raise ConfigError("no prompt text", hint="give a FILE, or pipe the prompt to stdin")
-    return sys.stdin.read()
+            data = read_regular(Path(file).expanduser(), MAX_BYTES)
+        except ValueError as err:  # a FIFO, a device, a folder, too large
+            raise ConfigError(f"{file}: {err}", hint="give a Markdown file") from None
+        except OSError as err:
+            raise ConfigError(
+                f"cannot read {file}: {err.strerror or err}", hint="give a Markdown file"
+            ) from None
+        shown = file
+    if len(data) > MAX_BYTES:
+        raise ConfigError(f"{shown} is larger than {MAX_BYTES // 1024} KiB", hint="shorten it")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigError(
+            f"{shown} is not UTF-8 text (byte {err.start + 1})", hint="save it as UTF-8 text"
+        ) from None
 
 
 def run_prompt(

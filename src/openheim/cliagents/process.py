@@ -23,6 +23,7 @@ from typing import Final
 from openheim import spawn
 from openheim.cliagents.parse import CliEvent, StreamParser, parse_line
 from openheim.errors import ProviderError
+from openheim.regex import utf8
 
 log = logging.getLogger(__name__)
 
@@ -97,10 +98,11 @@ async def _start(run: CliRun) -> asyncio.subprocess.Process:
 
 
 async def _feed(proc: asyncio.subprocess.Process, prompt: str) -> None:
-    """Write the prompt to stdin and close it (a CLI that stops reading early is fine)."""
+    """Write the prompt to stdin and close it (a CLI that stops reading early is fine); a lone
+    surrogate in the history goes as U+FFFD (``regex.utf8``)."""
     assert proc.stdin is not None
     with contextlib.suppress(ConnectionError):
-        proc.stdin.write(prompt.encode("utf-8"))
+        proc.stdin.write(utf8(prompt))
         await proc.stdin.drain()
     proc.stdin.close()
 

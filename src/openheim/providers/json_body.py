@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from openheim.providers.base import ToolSpec
+from openheim.regex import utf8
 
 CACHE_SIZE = 256
 """Tool lists kept encoded per wire format (a server's sessions share a handful)."""
@@ -37,15 +38,17 @@ def dumps(value: Any) -> str:
 
 
 def encode(body: Mapping[str, Any]) -> bytes:
-    """``body`` as UTF-8 JSON; its ``RawJSON`` members go in as their text, after the others."""
+    """``body`` as UTF-8 JSON; its ``RawJSON`` members go in as their text, after the others.
+    A lone surrogate (in a history stored before prompts were cleaned of them, or in a model's
+    own answer) is sent as U+FFFD: UTF-8 cannot carry it, and the session must go on."""
     raw = [(key, value) for key, value in body.items() if isinstance(value, RawJSON)]
     if not raw:
-        return dumps(body).encode()
+        return utf8(dumps(body))
     plain = dumps({key: value for key, value in body.items() if not isinstance(value, RawJSON)})
     members = [f"{dumps(key)}:{value.text}" for key, value in raw]
     if plain != "{}":
         members.insert(0, plain[1:-1])
-    return ("{" + ",".join(members) + "}").encode()
+    return utf8("{" + ",".join(members) + "}")
 
 
 class ToolsJSON:

@@ -45,6 +45,7 @@ from openheim.providers.local_models import (
     find_model,
     fitting_context,
 )
+from openheim.regex import utf8
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -340,7 +341,7 @@ def _prompt_tokens(llm: Llama, request: ModelRequest) -> tuple[list[int], list[s
     formatter = Jinja2ChatFormatter(template, eos, bos)
     formatted = formatter(messages=_chat_messages(request))  # type: ignore[arg-type]
     add_bos = not formatted.added_special
-    tokens = llm.tokenize(formatted.prompt.encode("utf-8"), add_bos=add_bos, special=True)
+    tokens = llm.tokenize(utf8(formatted.prompt), add_bos=add_bos, special=True)
     stop = formatted.stop if isinstance(formatted.stop, list) else [formatted.stop or eos]
     return tokens, [s for s in stop if s]
 

@@ -42,7 +42,7 @@ from openheim.events import (
     ThinkingDelta,
 )
 from openheim.handover import Handover, Tap
-from openheim.messages import Message
+from openheim.messages import Message, valid_message
 from openheim.runtime.history import PersistentHistory
 from openheim.runtime.prompt_run import PromptRun
 from openheim.runtime.store_writes import Heartbeat, off_loop, record, release, settle
@@ -153,8 +153,11 @@ class Session:
         it, handed in through a ``submit`` tool and retried with the validation errors up to
         ``output_retries`` times (``runtime.structured``); the awaited result's ``output`` is
         the parsed value, and awaiting raises ``NoValidOutput`` when there is none. A bad
-        schema raises ``ConfigError`` here."""
-        message = content if isinstance(content, Message) else Message.user(content)
+        schema raises ``ConfigError`` here.
+
+        Each lone surrogate in the prompt (``\\ud800`` from a client, an undecodable byte) is
+        made U+FFFD before it enters the history: no provider could be sent it."""
+        message = valid_message(content if isinstance(content, Message) else Message.user(content))
         if output_schema is None:
             return PromptRun(self, message, cancel)
         from openheim.runtime.structured import output_schema as attempts_for

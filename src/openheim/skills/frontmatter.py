@@ -14,6 +14,8 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from openheim import tomlfile
+
 _FENCES = ("+++", "---")
 _KEY = re.compile(r"([A-Za-z_][\w.-]*)\s*:(?:\s+(.*))?")
 _BLOCK = re.compile(r"[|>][+-]?")
@@ -58,9 +60,11 @@ def text_field(meta: Mapping[str, object], key: str) -> str | None:
 
 def _parse_toml(block: str) -> dict[str, object]:
     try:
-        return tomllib.loads(block)
+        return tomlfile.loads(block)
     except tomllib.TOMLDecodeError as err:
         raise FrontmatterError(f"invalid TOML frontmatter: {err}") from None
+    except tomlfile.TooDeep as err:
+        raise FrontmatterError(f"TOML frontmatter: {err}") from None
 
 
 def parse_yaml_subset(block: str) -> dict[str, str]:
