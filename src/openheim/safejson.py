@@ -43,9 +43,14 @@ def check_depth(data: str | bytes | bytearray, limit: int = MAX_DEPTH) -> None:
     Text that is not JSON at all passes (the decoder then says what is wrong with it). A text
     with no more than ``limit`` opening brackets cannot be too deep and is not scanned further.
     """
-    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
-    if raw.count(b"[") + raw.count(b"{") <= limit:
-        return
+    if isinstance(data, str):
+        if data.count("[") + data.count("{") <= limit:
+            return
+        raw = data.encode("utf-8", "surrogatepass")
+    else:
+        raw = bytes(data)
+        if raw.count(b"[") + raw.count(b"{") <= limit:
+            return
     steps = _STRING.sub(b"", raw).translate(_STEPS, _NOT_BRACKETS)
     if max(accumulate(memoryview(steps).cast("b")), default=0) > limit:
         raise TooDeep(limit)

@@ -12,6 +12,8 @@ import contextlib
 import json
 from typing import Any
 
+from openheim import safejson
+
 MAX_LINE_BYTES = 50 * 1024 * 1024
 """The longest message accepted: prompts carry images as base64. Readers with a smaller limit
 (asyncio's default is 64 KiB) work too; lines are read in pieces."""
@@ -91,7 +93,7 @@ class LineTransport:
 
     async def _decode(self, line: bytes) -> dict[str, Any] | None:
         try:
-            message = json.loads(line)
+            message = safejson.loads(line)
         except (ValueError, UnicodeDecodeError) as err:
             await self._error(-32700, "Parse error", f"the line is not JSON: {err}")
             return None
