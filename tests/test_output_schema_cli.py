@@ -9,6 +9,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from openheim.cli import exit_codes
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from tests.test_cli import configure, openheim
@@ -169,3 +171,45 @@ def test_a_bad_schema_file_is_a_usage_error(home: Path, work: Path) -> None:
         assert done.stderr.count("\n") == 1
     both = openheim("run", "--json", "--output-schema", path, "go", home=home, cwd=work)
     assert both.returncode == exit_codes.USAGE
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        pytest.param("[" * 100_000 + "]" * 100_000, "is nested more than 64", id="100000 deep"),
+        pytest.param('{"$ref": "file:///etc/hostname"}', "points outside", id="file ref"),
+        pytest.param('{"$ref": "http://127.0.0.1:9/s.json"}', "points outside", id="http ref"),
+        pytest.param('{"pattern": "(?<=a)b"}', "lookbehind", id="lookbehind"),
+    ],
+)
+def test_a_hostile_schema_file_is_a_one_line_usage_error(
+    home: Path, work: Path, text: str, says: str
+) -> None:
+    configure(home, None)
+    (work / "hostile.json").write_text(text)
+    done = openheim("run", "--output-schema", "hostile.json", "go", home=home, cwd=work)
+    assert done.returncode == exit_codes.USAGE, done.stderr
+    assert says in done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1
+
+
+def test_a_catastrophic_pattern_is_matched_at_once(home: Path, work: Path) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"s": {"type": "string", "pattern": "^(a+)+$"}},
+        "patternProperties": {"^(x|xx)+$": {"type": "integer"}},
+        "required": ["s"],
+    }
+    replies = [
+        submit({"s": "a" * 34 + "!", "x" * 40 + "!": 1}),
+        submit({"s": "aaaa", "xxxx": 4}),
+        FakeReply(text="ok"),
+    ]
+    with FakeLLMServer(replies) as server:
+        configure(home, server)
+        done = run_with(home, work, schema)
+        feedback = server.requests[1].last_tool_result
+    assert done.returncode == exit_codes.OK, done.stderr
+    assert json.loads(done.stdout) == {"s": "aaaa", "xxxx": 4}
+    assert feedback is not None and "does not match '^(a+)+$'" in feedback

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from openheim.testing import FakeLLMServer, FakeReply
 from tests.mcp_server.conftest import ServeClient
 from tests.mcp_server.test_prompt_tool import text_of
+from tests.test_schema_check import SECRET, remote
+from tests.test_schema_check import deep_schema as nested_schema
+
+__all__ = ["remote"]  # a fixture
 
 REVIEWER = '+++\ndescription = "Reviews code for bugs."\n+++\nYou are a meticulous reviewer.\n'
 
@@ -105,3 +113,54 @@ async def test_an_invalid_schema_is_an_error_result(serve: ServeClient) -> None:
     for result in results:
         assert result.is_error
         assert "the schema is not valid at properties/a/type" in text_of(result)
+
+
+HOSTILE = {
+    "http $ref": ({"$ref": "{url}/s.json"}, {}, "points outside the schema"),
+    "relative $ref": ({"$id": "{url}/", "$ref": "s.json"}, {}, "points outside the schema"),
+    "file $ref": ({"$ref": "file:///etc/hostname"}, {}, "points outside the schema"),
+    "lookahead": ({"pattern": "(?=a)"}, "a", "lookahead (?=...) is not supported"),
+    "schema 100 deep": (nested_schema(100), [], "is nested more than 64 levels deep"),
+    "value 140 deep": ({}, {"v": "[" * 140 + "]" * 140}, "is nested more than"),
+    "reference loop": ({"$ref": "#"}, 1, "references loop"),
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE))
+async def test_a_hostile_schema_is_a_one_line_error_result(
+    serve: ServeClient, remote: tuple[str, list[str]], case: str
+) -> None:
+    url, hits = remote
+    schema, data, says = HOSTILE[case]
+    schema = json.loads(json.dumps(schema).replace("{url}", url))
+    if isinstance(data, dict) and "v" in data:
+        data = json.loads(data["v"])
+    async with serve() as client:
+        results = [
+            await client.call_tool(tool, {"schema": schema, "data": data})
+            for tool in ("validate_json", "submit")
+        ]
+        still = await client.list_tools()
+    for result in results:
+        assert result.is_error
+        assert says in text_of(result)
+        assert "\n" not in text_of(result) and SECRET not in text_of(result)
+    assert hits == []
+    assert "validate_json" in {tool.name for tool in still.tools}
+
+
+async def test_catastrophic_regexes_answer_at_once(serve: ServeClient) -> None:
+    schema = {
+        "properties": {"s": {"pattern": "^(a+)+$"}},
+        "patternProperties": {"(a|aa)+$": {"type": "integer"}},
+        "additionalProperties": False,
+    }
+    data = {"s": "a" * 34 + "!", "a" * 5000 + "!": "x"}
+    async with serve() as client:
+        started = time.monotonic()
+        result = await client.call_tool("validate_json", {"schema": schema, "data": data})
+        elapsed = time.monotonic() - started
+    assert result.structured_content is not None
+    assert result.structured_content["valid"] is False
+    assert sorted(e["path"] for e in result.structured_content["errors"]) == ["", "/s"]
+    assert elapsed < 5

@@ -12,6 +12,7 @@ import contextlib
 import json
 from typing import Any
 
+from openheim import safejson
 from openheim.regex import utf8
 
 MAX_LINE_BYTES = 50 * 1024 * 1024
@@ -96,7 +97,7 @@ class LineTransport:
 
     async def _decode(self, line: bytes) -> dict[str, Any] | None:
         try:
-            message = json.loads(line)
+            message = safejson.loads(line)
         except (ValueError, UnicodeDecodeError) as err:
             await self._error(-32700, "Parse error", f"the line is not JSON: {err}")
             return None

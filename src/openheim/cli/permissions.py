@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
+from openheim import safejson
 from openheim.approval import Allow, ApprovalRequest, Deny
 from openheim.cli import exit_codes
 from openheim.config.load import Settings, load_settings
@@ -65,7 +65,7 @@ def _list(settings: Settings) -> None:
 
 def _check(settings: Settings, tool: str, raw: str) -> None:
     try:
-        arguments = json.loads(raw)
+        arguments = safejson.loads(raw)
     except ValueError as err:
         raise ConfigError(
             f"ARGS-JSON is not JSON: {err}", hint='quote it: \'{"path": "x"}\''

@@ -16,11 +16,11 @@ debug level and never becomes answer text. The streams:
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias
 
+from openheim import safejson
 from openheim.messages import Usage
 
 log = logging.getLogger(__name__)
@@ -71,7 +71,7 @@ def parse_line(line: bytes, parser: StreamParser) -> list[CliEvent]:
     if not text:
         return []
     try:
-        record = json.loads(text)
+        record = safejson.loads(text)
     except ValueError:
         record = None
     if not isinstance(record, dict):

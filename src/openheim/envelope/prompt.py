@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from openheim import safejson
 from openheim.envelope.fence import FENCE_TAG
 from openheim.envelope.parse import (
     DELEGATE_TOOL,
@@ -181,6 +182,6 @@ def _action(call: ToolUseBlock) -> Any:
 def _decoded(raw: str) -> Any:
     """The JSON value of ``raw``, or ``raw`` itself as a string when it is not JSON."""
     try:
-        return json.loads(raw)
+        return safejson.loads(raw)
     except ValueError:
         return raw

@@ -19,6 +19,7 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
+from openheim import safejson
 from openheim.errors import PlatformError
 from openheim.gateway.http import MAX_WAIT, Sleep
 
@@ -84,7 +85,7 @@ class DiscordGateway:
         log.info("discord: the gateway closed the connection (code %s); reconnecting", code)
 
     async def _connection(self, ws: ClientConnection, resuming: bool) -> None:
-        hello = json.loads(await asyncio.wait_for(ws.recv(), 30))
+        hello = safejson.loads(await asyncio.wait_for(ws.recv(), 30))
         if hello.get("op") != 10:
             raise PlatformError("Discord: the gateway did not start with HELLO")
         interval = float(hello["d"]["heartbeat_interval"]) / 1000
@@ -98,7 +99,7 @@ class DiscordGateway:
         beat = asyncio.create_task(self._heartbeat(ws, interval, acked))
         try:
             async for raw in ws:
-                if not await self._handle(ws, json.loads(raw), acked):
+                if not await self._handle(ws, safejson.loads(raw), acked):
                     return
         finally:
             beat.cancel()

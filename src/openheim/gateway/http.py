@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 
 import httpx
 
+from openheim import safejson
 from openheim.errors import PlatformError
 
 log = logging.getLogger(__name__)
@@ -32,7 +33,7 @@ def retry_after(response: httpx.Response) -> float | None:
         except ValueError:
             pass
     try:
-        body = response.json()
+        body = safejson.loads(response.content)
     except ValueError:
         return None
     if not isinstance(body, dict):

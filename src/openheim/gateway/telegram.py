@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 
+from openheim import safejson
 from openheim.errors import PlatformError
 from openheim.gateway.http import Sleep, request_with_retry, retry_after
 from openheim.gateway.inbound import Deliver, Inbound
@@ -184,7 +185,7 @@ def _fatal(status: int) -> PlatformError:
 
 def _json(response: httpx.Response) -> dict[str, Any]:
     try:
-        data = response.json()
+        data = safejson.loads(response.content)
     except ValueError:
         return {}
     return data if isinstance(data, dict) else {}

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-import json
 import logging
 import socket
 from collections.abc import Iterator
@@ -27,6 +26,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
+from openheim import safejson
 from openheim.gateway.inbound import Deliver
 from openheim.gateway.telegram import normalise_update
 from openheim.gateway.whatsapp import normalise_webhook, signature_valid
@@ -77,7 +77,7 @@ def whatsapp_routes(whatsapp: WhatsApp, deliver: Deliver) -> list[Route]:
         if not signature_valid(whatsapp.app_secret, body, header):
             return _refuse(401, "the X-Hub-Signature-256 signature does not match")
         try:
-            payload = json.loads(body)
+            payload = safejson.loads(body)
         except ValueError:
             return _refuse(400, "the delivery is not JSON")
         for message in normalise_webhook(payload, whatsapp.phone_number_id):
@@ -101,7 +101,7 @@ def telegram_routes(secret: str, deliver: Deliver) -> list[Route]:
         if body is None:
             return _refuse(413, "the update is too large")
         try:
-            message = normalise_update(json.loads(body))
+            message = normalise_update(safejson.loads(body))
         except ValueError:
             return _refuse(400, "the update is not JSON")
         if message is not None:

@@ -17,7 +17,13 @@ from mcp_types import CallToolResult, TextContent
 
 from openheim.config.load import Settings
 from openheim.mcp_server.prompt import error_result
-from openheim.schema_check import BadSchema, error_lines, load_schema, schema_errors
+from openheim.schema_check import (
+    BadSchema,
+    TooCostly,
+    error_lines,
+    load_schema,
+    schema_errors,
+)
 
 MAX_DEPTH = 16
 """How deep ``json_example`` follows nested schemas (a recursive ``$ref`` stops here)."""
@@ -42,7 +48,7 @@ def validate_result(schema: dict[str, Any] | None, data: Any) -> CallToolResult:
         return error_result(NO_SCHEMA)
     try:
         errors = schema_errors(schema, data)
-    except BadSchema as err:
+    except (BadSchema, TooCostly) as err:
         return error_result(str(err))
     text = "valid" if not errors else f"{len(errors)} error(s):\n" + error_lines(errors)
     return _both(text, {"valid": not errors, "errors": errors})
@@ -55,7 +61,7 @@ def submit_result(schema: dict[str, Any] | None, data: Any) -> CallToolResult:
         return error_result(NO_SCHEMA)
     try:
         errors = schema_errors(schema, data)
-    except BadSchema as err:
+    except (BadSchema, TooCostly) as err:
         return error_result(str(err))
     if errors:
         return error_result(f"not accepted, fix these and submit again:\n{error_lines(errors)}")
@@ -68,7 +74,7 @@ def example_result(schema: dict[str, Any] | None) -> CallToolResult:
         return error_result(NO_SCHEMA)
     try:
         schema_errors(schema, None)
-    except BadSchema as err:
+    except (BadSchema, TooCostly) as err:
         return error_result(str(err))
     example = example_of(schema, schema, 0)
     return _both(json.dumps(example, indent=2), {"example": example})

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.stdio import stdio_server
 from mcp_types import CallToolResult
 from pydantic import Field
 
@@ -21,6 +22,7 @@ from openheim._version import __version__
 from openheim.events import Notice
 from openheim.mcp_server.cli_tools import add_cli_tools
 from openheim.mcp_server.elicit import resolver_for
+from openheim.mcp_server.parse_errors import AnsweredReads
 from openheim.mcp_server.prompt import Progress, PromptCall, PromptRunner
 from openheim.mcp_server.schemas import (
     configured_schema,
@@ -138,5 +140,12 @@ def _add_schema_tools(server: MCPServer, configured: dict[str, Any] | None) -> N
 
 
 async def serve_stdio(runtime: Runtime) -> None:
-    """Serve the tools on this process's stdin and stdout until the client closes them."""
-    await build_server(runtime).run_stdio_async()
+    """Serve the tools on this process's stdin and stdout until the client closes them; a
+    line that cannot be read is answered with a JSON-RPC error (``AnsweredReads``).
+
+    This is ``MCPServer.run_stdio_async`` with the read stream wrapped: the SDK offers no
+    other hook for what its transport could not decode."""
+    lowlevel = build_server(runtime)._lowlevel_server
+    async with stdio_server() as (read, write):
+        options = lowlevel.create_initialization_options()
+        await lowlevel.run(AnsweredReads(read, write), write, options)

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from openheim import safejson
 from openheim.errors import ProviderHTTPError, ProviderProtocolError, ProviderUnavailable
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ class HTTPEmbedder:
 def _parse_vector(response: httpx.Response, wire: Wire, url: str) -> list[float]:
     """The vector in an embeddings response, checked to be a non-empty list of numbers."""
     try:
-        data = response.json()
+        data = safejson.loads(response.content)
         raw = data["embedding"]["values"] if wire == "gemini" else data["data"][0]["embedding"]
         vector = [float(x) for x in raw if not isinstance(x, bool)]
         if not vector or len(vector) != len(raw):

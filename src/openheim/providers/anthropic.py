@@ -13,7 +13,6 @@ cut. An ``error`` event mid-stream is mapped to the HTTP status its type stands 
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from typing import Any
 
 import httpx
 
+from openheim import safejson
 from openheim.errors import ProviderProtocolError
 from openheim.events import TextDelta, ThinkingDelta
 from openheim.messages import ContentBlock, Message, TextBlock, ThinkingBlock, ToolUseBlock
@@ -246,7 +246,7 @@ def _tool_use(block: _Block, text: str) -> ToolUseBlock:
         arguments = block.input if isinstance(block.input, dict) else {}
         return ToolUseBlock(block.id, block.name, arguments)
     try:
-        parsed = json.loads(text)
+        parsed = safejson.loads(text)
     except ValueError:
         parsed = None
     if isinstance(parsed, dict):

@@ -23,10 +23,10 @@ so conversion is mostly renaming. What needs care:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeAlias
 
+from openheim import safejson
 from openheim.errors import ConfigError, ContextOverflow, ProviderError, ProviderHTTPError
 from openheim.messages import (
     ContentBlock,
@@ -205,7 +205,7 @@ def _input(block: ToolUseBlock) -> dict[str, Any]:
     if block.raw_arguments is None:
         return dict(block.arguments)
     try:
-        parsed = json.loads(block.raw_arguments)
+        parsed = safejson.loads(block.raw_arguments)
     except ValueError:
         return {}
     return parsed if isinstance(parsed, dict) else {}

@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx
 
+from openheim import safejson
 from openheim.errors import (
     ProviderError,
     ProviderHTTPError,
@@ -135,7 +136,7 @@ def retry_delay(body: bytes) -> float | None:
     Gemini's 429 carries its advice there rather than in a ``Retry-After`` header.
     """
     try:
-        data = json.loads(body)
+        data = safejson.loads(body)
     except (ValueError, UnicodeDecodeError):
         return None
     error = data.get("error") if isinstance(data, dict) else None

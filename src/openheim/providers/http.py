@@ -14,7 +14,6 @@ cheap.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import ssl
@@ -28,6 +27,7 @@ from urllib.request import Request
 
 import httpx
 
+from openheim import safejson
 from openheim.errors import (
     ConfigError,
     ContextOverflow,
@@ -224,7 +224,7 @@ def server_message(body: bytes | str) -> str | None:
     ``{"error": "..."}`` (Ollama), ``{"detail": ...}`` (FastAPI servers such as vLLM).
     """
     try:
-        data = json.loads(body)
+        data = safejson.loads(body)
     except (ValueError, UnicodeDecodeError):
         return None
     found = _message_in(data)

@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Self
 
 import httpx
 
+from openheim import safejson
 from openheim._version import __version__
 from openheim.errors import ConfigError, ProviderError, ProviderProtocolError, StreamCut
 from openheim.providers.base import ProviderSettings, StreamItem
@@ -240,13 +241,14 @@ class HTTPProvider:
         decoder's scanner straight away; anything else (whitespace around it, more after it,
         no JSON at all) goes through ``json.loads``, which accepts or refuses it as always."""
         try:
+            safejson.check_depth(data)
             value, end = _scan(data, 0)
         except (StopIteration, ValueError):
             end = -1
         if end == len(data):
             return value
         try:
-            return json.loads(data)
+            return safejson.loads(data)
         except ValueError:
             raise ProviderProtocolError(
                 f"provider {self.name!r}: {url} sent a stream event that is not JSON: "
@@ -267,7 +269,7 @@ class HTTPProvider:
             )
         body = read.content
         try:
-            return json.loads(body)
+            return safejson.loads(body)
         except (ValueError, UnicodeDecodeError):
             content_type = source.response.headers.get("content-type") or "no content type"
             raise ProviderProtocolError(

@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from openheim import safejson
 from openheim.events import TextDelta, ThinkingDelta
 from openheim.messages import (
     ContentBlock,
@@ -264,7 +265,7 @@ class _Accumulator:
         if not text.strip():
             return ToolUseBlock(call_id, draft.name, {})
         try:
-            parsed = json.loads(text)
+            parsed = safejson.loads(text)
         except ValueError:
             parsed = None
         if isinstance(parsed, dict):

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from openheim import spawn
+from openheim import safejson, spawn
 from openheim.config.schema import HookEntry
 from openheim.events import Notice
 from openheim.secrets import redact
@@ -246,7 +246,7 @@ def parse_reply(event: str, code: int, out: bytes, err: bytes) -> HookReply:
     if not text:
         return HookReply()
     try:
-        reply = json.loads(text)
+        reply = safejson.loads(text)
     except ValueError:
         reply = None
     if not isinstance(reply, dict):

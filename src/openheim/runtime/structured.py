@@ -15,16 +15,16 @@ The attempts run as the turns of one ``PromptRun``: its reader gets every turn's
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from functools import cached_property
 from typing import Any
 
+from openheim import safejson
 from openheim.errors import ConfigError, OpenheimError
 from openheim.events import Event, Finished
 from openheim.messages import Message, TextBlock, Usage
-from openheim.schema_check import BadSchema, check_schema, error_lines, schema_errors
+from openheim.schema_check import BadSchema, TooCostly, check_schema, error_lines, schema_errors
 from openheim.tools.base import Capabilities, Tool, ToolContext, ToolOutput
 
 SUBMIT = "submit"
@@ -81,8 +81,17 @@ class Attempts:
         return self.retries + 1 - self.failed
 
     def offer(self, data: Any) -> Errors:
-        """Check ``data``: keep it when valid, else count a failed attempt; the errors."""
-        errors = schema_errors(self.schema, data)
+        """Check ``data``: keep it when valid, else count a failed attempt; the errors. A value
+        too large or deep to check is one error; a schema found unusable only now (a ``$ref``
+        that resolves nowhere) is a ``ConfigError``."""
+        try:
+            errors = schema_errors(self.schema, data)
+        except TooCostly as err:
+            errors = [{"path": "", "message": str(err)}]
+        except BadSchema as err:
+            raise ConfigError(
+                f"the output schema is not usable: {err}", hint="fix the schema"
+            ) from None
         if errors:
             self.fail(errors)
         else:
@@ -217,6 +226,6 @@ def _json_text(text: str) -> tuple[Any] | None:
     if (fenced := _FENCE.match(stripped)) is not None:
         stripped = fenced.group(1)
     try:
-        return (json.loads(stripped),)
+        return (safejson.loads(stripped),)
     except ValueError:
         return None

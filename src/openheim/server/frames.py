@@ -7,8 +7,9 @@ the frame's own channel when that one is known) and stays open.
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from openheim import safejson
 
 CHANNELS = ("agent", "fs", "system")
 
@@ -25,7 +26,7 @@ class BadRequest(Exception):
 def parse_frame(text: str) -> tuple[str, dict[str, Any]]:
     """The channel and data of one text frame."""
     try:
-        frame = json.loads(text)
+        frame = safejson.loads(text)
     except ValueError as err:
         raise BadRequest(
             f"the frame is not JSON: {err}", 'send {"channel": ..., "data": {...}}'
