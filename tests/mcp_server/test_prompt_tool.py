@@ -4,6 +4,8 @@ SDK's client, its model the ``FakeLLMServer``."""
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 from pathlib import Path
 
 from mcp_types import CallToolResult, TextContent
@@ -173,3 +175,21 @@ async def test_auto_approval_lets_the_call_run(
         result = await client.call_tool("openheim", {"prompt": "write a.txt"})
     assert text_of(result).startswith("written")
     assert (work / "a.txt").read_text() == "hello\n"
+
+
+async def test_a_provider_error_with_an_mcp_server_says_what_failed(
+    serve: ServeClient, home: Path
+) -> None:
+    """With an MCP server of its own configured, a failing provider is still reported by its
+    message, not as a bare "Error executing tool"."""
+    server = Path(__file__).parents[1] / "mcp" / "servers" / "test_server.py"
+    (home / "config.toml").write_text(
+        'default_provider = "down"\n[providers.down]\napi_base = "http://127.0.0.1:9/v1"\n'
+        'default_model = "m"\nmax_retries = 0\n'
+        f"[mcp_servers.demo]\ncommand = {json.dumps(sys.executable)}\n"
+        f"args = {json.dumps([str(server), 'stdio', 'serve-test'])}\n"
+    )
+    async with serve() as client:
+        result = await client.call_tool("openheim", {"prompt": "hi"})
+    assert result.is_error
+    assert text_of(result).startswith("openheim: provider 'down': cannot connect"), text_of(result)
