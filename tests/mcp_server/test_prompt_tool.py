@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 
+from mcp.client.stdio import StdioServerParameters
 from mcp_types import CallToolResult, TextContent
 
+from mcp import Client
 from openheim.store import open_store
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from tests.mcp_server.conftest import ServeClient
@@ -193,3 +196,30 @@ async def test_a_provider_error_with_an_mcp_server_says_what_failed(
         result = await client.call_tool("openheim", {"prompt": "hi"})
     assert result.is_error
     assert text_of(result).startswith("openheim: provider 'down': cannot connect"), text_of(result)
+
+
+async def test_an_inherited_anthropic_key_goes_to_the_inherited_base_url(
+    tmp_path: Path, work: Path
+) -> None:
+    """Started by Claude Code with no provider of its own: the ``ANTHROPIC_API_KEY`` it hands
+    down goes where its ``ANTHROPIC_BASE_URL`` says, as the official SDK would send it."""
+    home = tmp_path / "bare-home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENHEIM_", "ANTHROPIC_"))}
+    env = {k: v for k, v in env.items() if not k.endswith("_API_KEY")}
+    with FakeLLMServer([FakeReply(text="from the proxy")]) as proxy:
+        env |= {
+            "OPENHEIM_HOME": str(home),
+            "ANTHROPIC_API_KEY": "sk-ant-inherited-0123456789",
+            "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{proxy.port}",
+        }
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "openheim", "mcp", "serve"], env=env, cwd=work
+        )
+        async with Client(params) as client:
+            result = await client.call_tool("openheim", {"prompt": "hi"})
+    assert not result.is_error, text_of(result)
+    assert text_of(result).startswith("from the proxy")
+    [request] = proxy.requests
+    assert request.path == "/v1/messages"
+    assert request.headers.get("x-api-key") == "sk-ant-inherited-0123456789"
