@@ -8,6 +8,31 @@ from openheim.child_env import child_env
 from openheim.tools.base import ToolContext
 from openheim.tools.sandbox import PathSandbox
 
+SETTINGS_ENV = (
+    "OPENHEIM_PROVIDER",
+    "OPENHEIM_MODEL",
+    "OPENHEIM_WORK_DIR",
+    "OPENHEIM_MAX_ITERATIONS",
+    "OPENHEIM_ALLOW_SHELL",
+    "OPENHEIM_APPROVAL",
+)
+"""The variables that change openheim's settings, besides ``OPENHEIM_HOME``."""
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """Every test runs with an empty ``OPENHEIM_HOME`` of its own and no ``OPENHEIM_*``
+    setting from the outside: a runtime built without a home in mind never reads the real
+    ``~/.openheim`` (its config, its sessions) nor writes there. A test that needs a home
+    sets its own over this one."""
+    home = tmp_path_factory.mktemp("openheim-home")
+    monkeypatch.setenv("OPENHEIM_HOME", str(home))
+    for name in SETTINGS_ENV:
+        monkeypatch.delenv(name, raising=False)
+    return home
+
 
 @pytest.fixture
 def ctx(tmp_path: Path) -> ToolContext:

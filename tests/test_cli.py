@@ -227,6 +227,14 @@ def test_max_iterations_exit_code(home: Path, work: Path) -> None:
     assert "max_turn_requests" in result.stderr
 
 
+def test_the_output_token_limit_exits_3(home: Path, work: Path) -> None:
+    with FakeLLMServer([FakeReply(text="a cut answ", finish_reason="length")]) as server:
+        configure(home, server)
+        result = openheim("run", "hi", home=home, cwd=work)
+    assert result.returncode == 3, result.stderr
+    assert "a cut answ" in result.stdout and "Traceback" not in result.stderr
+
+
 def test_tools_flag_selects_tools(home: Path, work: Path) -> None:
     with FakeLLMServer(["ok"]) as server:
         configure(home, server)

@@ -294,3 +294,68 @@ def test_price_needs_input_and_output(home: Path, project: Path) -> None:
     write(home / "config.toml", '[prices."m"]\ninput = 1.0\n')
     with pytest.raises(ConfigError, match=r"prices\.m\.output: required key is missing"):
         load(home, project)
+
+
+@pytest.mark.parametrize(
+    ("env", "config", "api_base"),
+    [
+        (
+            {"ANTHROPIC_API_KEY": "sk-ant-0001", "ANTHROPIC_BASE_URL": "http://127.0.0.1:4000"},
+            "",
+            "http://127.0.0.1:4000/v1",
+        ),
+        (
+            {"ANTHROPIC_API_KEY": "sk-ant-0001", "ANTHROPIC_BASE_URL": "https://gw.test/anth/"},
+            "",
+            "https://gw.test/anth/v1",
+        ),
+        (
+            {"OPENAI_API_KEY": "sk-oai-0001", "OPENAI_BASE_URL": "https://proxy.test/v1"},
+            "",
+            "https://proxy.test/v1",
+        ),
+        (
+            {"OPENAI_API_KEY": "sk-oai-0001", "OPENAI_BASE_URL": "http://localhost:8080/v1/"},
+            "",
+            "http://localhost:8080/v1",
+        ),
+        (
+            {"OPENAI_API_KEY": "sk-oai-0001", "OPENAI_BASE_URL": "https://proxy.test/v1"},
+            '[providers.openai]\napi_base = "https://mine.test/v1"\n',
+            "https://mine.test/v1",
+        ),
+        (
+            {"OPENAI_BASE_URL": "https://proxy.test/v1", "OPENHEIM_PROVIDER": "openai"},
+            '[providers.openai]\napi_key = "sk-inline-0001"\n',
+            "https://api.openai.com/v1",
+        ),
+        (
+            {"ANTHROPIC_API_KEY": "sk-ant-0001", "OPENAI_BASE_URL": "https://proxy.test/v1"},
+            "",
+            "https://api.anthropic.com/v1",
+        ),
+    ],
+)
+def test_an_inherited_key_goes_to_the_inherited_base_url(
+    home: Path, project: Path, env: dict[str, str], config: str, api_base: str
+) -> None:
+    assert resolve(home, project, config=config, **env).api_base == api_base
+
+
+@pytest.mark.parametrize(
+    ("value", "match"),
+    [
+        ("ftp://127.0.0.1/x", "not an http"),
+        ("127.0.0.1:4000", "not an http"),
+        ("http://[::1", "not an http"),
+        ("http://10.0.0.5:8000", "plain http"),
+        ("http://user:hunter2-pass@gw.test", "plain http"),
+    ],
+)
+def test_a_bad_inherited_base_url_is_refused(
+    home: Path, project: Path, value: str, match: str
+) -> None:
+    env = {"ANTHROPIC_API_KEY": "sk-ant-0001", "ANTHROPIC_BASE_URL": value}
+    with pytest.raises(ConfigError, match=match) as err:
+        resolve(home, project, **env)
+    assert "ANTHROPIC_BASE_URL" in str(err.value) and "hunter2" not in str(err.value)

@@ -88,3 +88,16 @@ def test_no_summary_without_denials() -> None:
     assert summary(1, None) == [
         "openheim: 1 tool call was denied; the answer above may describe work that was refused"
     ]
+
+
+async def test_two_refusals_of_one_rule_say_two_calls_and_this_rule() -> None:
+    refusals = HeadlessRefusals()
+    for _ in range(2):
+        await refusals(WRITE, Ask(rules=('allow path "a.txt"',)))
+    lines = summary(2, refusals)
+    assert lines == [
+        "openheim: 2 tool calls needed approval and no one could be asked (no terminal). "
+        "To let such calls run: run openheim in a terminal to be asked, or add this rule:",
+        "  openheim permissions add 'allow path \"a.txt\"'",
+        "openheim: 2 tool calls were denied; the answer above may describe work that was refused",
+    ]

@@ -161,9 +161,7 @@ def test_regexes_match_in_linear_time(schema: Any, value: Any, error_path: str) 
     [
         pytest.param({"pattern": "(?=a)b"}, "lookahead (?=...) is not supported", id="lookahead"),
         pytest.param({"pattern": "(a)\\1"}, "backreferences", id="backreference"),
-        pytest.param(
-            {"patternProperties": {"(?<!x)y": True}}, "lookbehind", id="lookbehind key"
-        ),
+        pytest.param({"patternProperties": {"(?<!x)y": True}}, "lookbehind", id="lookbehind key"),
         pytest.param(
             {"items": {"properties": {"p": {"pattern": "(?>a)"}}}},
             "atomic group",
@@ -255,9 +253,7 @@ def test_unique_items_follows_json_equality(items: list[Any], unique: bool) -> N
         pytest.param('{"$ref": "file:///etc/passwd"}', "points outside", id="file ref"),
     ],
 )
-def test_a_bad_schema_file_is_a_one_line_config_error(
-    tmp_path: Path, text: str, says: str
-) -> None:
+def test_a_bad_schema_file_is_a_one_line_config_error(tmp_path: Path, text: str, says: str) -> None:
     path = tmp_path / "schema.json"
     path.write_text(text)
     with pytest.raises(ConfigError) as caught:

@@ -94,7 +94,10 @@ def test_fresh_files_get_our_entry_each(
     entry = {"type": "stdio", "command": sys.executable, "args": args, "env": {}}
     assert claude == {"mcpServers": {"openheim": entry}}
     codex = tomllib.loads((user_home / CODEX).read_text())
-    assert codex == {"mcp_servers": {"openheim": {"command": sys.executable, "args": args}}}
+    approve = {"default_tools_approval_mode": "approve"}  # `codex exec` never asks
+    assert codex == {
+        "mcp_servers": {"openheim": {"command": sys.executable, "args": args, **approve}}
+    }
     opencode = json.loads((user_home / OPENCODE).read_text())
     assert opencode["mcp"]["openheim"] == {"type": "local", "command": command(), "enabled": True}
     for name in (CLAUDE, CODEX, OPENCODE):
@@ -246,6 +249,19 @@ def test_a_set_openheim_home_goes_with_the_entry(
     assert tomllib.loads((user_home / CODEX).read_text())["mcp_servers"]["openheim"]["env"] == env
     opencode = json.loads((user_home / OPENCODE).read_text())["mcp"]["openheim"]
     assert opencode["environment"] == env
+
+
+@pytest.mark.parametrize("mode", [0o600, 0o640, 0o644])
+def test_the_backup_keeps_the_files_own_mode(
+    user_home: Path, capsys: pytest.CaptureFixture[str], mode: int
+) -> None:
+    """The backup may hold tokens: it is no more readable than the file it copies."""
+    path = write(user_home, CLAUDE, CLAUDE_TEXT)
+    path.chmod(mode)
+    assert setup("--only", "claude", capsys=capsys)[0] == 0
+    [backup] = path.parent.glob(f"{path.name}.*.bak")
+    assert backup.read_text() == CLAUDE_TEXT
+    assert backup.stat().st_mode & 0o777 == mode
 
 
 def test_the_program_registers_how_it_was_started(tmp_path: Path) -> None:

@@ -20,22 +20,12 @@ from openheim.tools.decorator import FunctionTool, tool
 
 MODEL = "model-a"
 
-_ENV = (
-    "OPENHEIM_PROVIDER",
-    "OPENHEIM_MODEL",
-    "OPENHEIM_WORK_DIR",
-    "OPENHEIM_MAX_ITERATIONS",
-    "OPENHEIM_ALLOW_SHELL",
-    "OPENHEIM_APPROVAL",
-)
-
 
 @pytest.fixture(autouse=True)
 def isolated_env(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """``OPENHEIM_HOME`` is the test's own empty home; no ``OPENHEIM_*`` setting leaks in."""
+    """``OPENHEIM_HOME`` is the test's ``home`` (``tests/conftest.py`` keeps every other
+    ``OPENHEIM_*`` setting out)."""
     monkeypatch.setenv("OPENHEIM_HOME", str(home))
-    for name in _ENV:
-        monkeypatch.delenv(name, raising=False)
     return home
 
 

@@ -311,6 +311,22 @@ async def test_a_pinned_prompt_is_sent_verbatim_after_compaction(home: Path, wor
     assert "[Pinned by the user" in sent
 
 
+async def test_a_pinned_prompt_survives_compaction_in_the_live_session(
+    home: Path, work: Path
+) -> None:
+    with FakeLLMServer(default=responder()) as server:
+        async with session_on(home, work, server) as session:
+            await session.prompt("always answer in French")
+            pin_prompt(session)
+            for n in range(4):
+                await session.prompt(prompt_text(n))
+            assert await session.compact() is not None
+            await session.prompt("and now?")
+    sent = text_of(chat_requests(server)[-1])
+    assert "always answer in French" in sent and "question 0:" not in sent
+    assert "[Pinned by the user" in sent and SUMMARY in sent
+
+
 async def test_a_summary_too_big_for_one_request_is_chunked(home: Path, work: Path) -> None:
     def numbered(request: RecordedRequest) -> FakeReply:
         count = sum(is_summary(r) for r in server.requests)

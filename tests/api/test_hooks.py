@@ -223,6 +223,32 @@ async def test_a_required_pre_tool_hook_that_times_out_fails_closed(
     assert any("pre_tool hook failed" in w for w in warnings(result.events))
 
 
+@pytest.mark.parametrize(
+    ("command", "problem"),
+    [
+        ("echo boom >&2; exit 1", "exited with status 1"),
+        ("exit 3", "exited with status 3"),
+        ("echo 'not json'", "not one JSON"),
+        ("echo '[1, 2]'", "hook failed"),
+        ('echo \'{"decision": "maybe"}\'', "hook failed"),
+        ("exec /nonexistent/program", "exited with status"),
+    ],
+)
+async def test_a_required_pre_tool_hook_that_fails_denies(
+    scripted: Scripted, make_runtime: MakeRuntime, work: Path, command: str, problem: str
+) -> None:
+    """Not only a timeout: a required hook that fails in any way denies the call."""
+    scripted.provider.add(write_note(), "ok")
+    hook = HookEntry(command, required=True)
+    runtime = hooked(make_runtime, {"pre_tool": hook}, approval="auto")
+    async with await runtime.new_session() as session:
+        result = await session.prompt("write")
+    [denied] = results(result.events)
+    assert denied.status == "denied" and "required pre_tool hook failed" in denied.content
+    assert problem in denied.content
+    assert not (work / "note.txt").exists()
+
+
 async def test_crashing_hooks_are_warnings_and_the_session_goes_on(
     scripted: Scripted, make_runtime: MakeRuntime, work: Path
 ) -> None:

@@ -12,6 +12,7 @@ from openheim.cliagents.argv import (
     AGENT,
     CLAUDE_DENIED,
     MODEL,
+    Containment,
     claude_argv,
     codex_argv,
     opencode_argv,
@@ -63,6 +64,29 @@ def test_codex_argv_never_asks_and_sandboxes() -> None:
     assert "features.shell_tool=false" in model and "--model" not in model
 
 
+CODEX_FEATURES_OFF = (
+    "multi_agent",
+    "goals",
+    "apps",
+    "plugins",
+    "browser_use",
+    "computer_use",
+    "image_generation",
+    "hooks",
+)
+"""Written out, not imported: a feature dropped from ``argv.py`` must fail a row here."""
+
+
+@pytest.mark.parametrize("containment", [AGENT, MODEL], ids=["agent", "model"])
+@pytest.mark.parametrize("feature", CODEX_FEATURES_OFF)
+def test_codex_turns_off_each_feature_that_reaches_past_the_folder(
+    feature: str, containment: Containment
+) -> None:
+    argv = codex_argv("codex", containment, "default", Path("/w"))
+    configs = [argv[i + 1] for i, arg in enumerate(argv) if arg == "--config"]
+    assert f"features.{feature}=false" in configs
+
+
 def test_opencode_argv_and_config() -> None:
     assert opencode_argv("/bin/opencode", "fake/m") == [
         "/bin/opencode", "run", "--format", "json", "--model", "fake/m",
@@ -71,6 +95,8 @@ def test_opencode_argv_and_config() -> None:
     assert agent["*"] == "deny" and agent["edit"] == "allow" and agent["read"] == "allow"
     assert "bash" not in agent and "webfetch" not in agent
     assert opencode_config(MODEL)["permission"] == {"*": "deny"}
+    for containment in (AGENT, MODEL):  # no hidden second request for a session title
+        assert opencode_config(containment)["agent"]["title"] == {"disable": True}
 
 
 def test_no_prompt_text_ever_reaches_the_arguments() -> None:

@@ -102,6 +102,10 @@ REFUSED: dict[str, Case] = {
     "client stdio mcp servers": Case('acp.client_mcp_servers = "stdio"', "acp.client_mcp_servers", None, 1),
     "client mcp looser than the user": Case('acp.client_mcp_servers = "http"', "acp.client_mcp_servers", "none", 1, 'acp = { client_mcp_servers = "none" }\n'),
     "hooks": Case('hooks.pre_tool = "id"\nhooks.on-session-start = { command = "id" }', "hooks", {}, 1),
+    "cli agents get every secret": Case('cli_agents.env_allow = ["*"]\ncli_agents.timeout_secs = 86400', "cli_agents.env_allow", [], 1),
+    "cli agents run long": Case("cli_agents.timeout_secs = 86400", "cli_agents.timeout_secs", None, 1),
+    "compaction model": Case('compaction.model = "fake-small"', "compaction.model", None, 1),
+    "compaction threshold": Case("compaction.threshold = 0.01", "compaction.threshold", 0.8, 1),
 }  # fmt: skip
 """Attempts to widen what openheim does; each ignored key gives one notice."""
 

@@ -72,6 +72,12 @@ def test_a_code_block_cut_in_two_is_closed_and_reopened() -> None:
         ("/help", "help", ""),
         ("/Model  fake-small ", "model", "fake-small"),
         ("/stop@Bot", "stop", ""),
+        ("/auth\nopen sesame", "auth", "open sesame"),
+        ("/auth\topen sesame", "auth", "open sesame"),
+        ("/auth\u00a0open sesame", "auth", "open sesame"),
+        ("/auth@Bot\nopen sesame", "auth", "open sesame"),
+        ("/auth\u200bx", "auth", "\u200bx"),
+        ("/new.", "new", "."),
     ],
 )
 def test_commands_are_parsed(text: str, name: str, argument: str) -> None:
@@ -79,6 +85,6 @@ def test_commands_are_parsed(text: str, name: str, argument: str) -> None:
     assert command is not None and (command.name, command.argument) == (name, argument)
 
 
-@pytest.mark.parametrize("text", ["hello", "//not a command", "/ ", "/../etc"])
+@pytest.mark.parametrize("text", ["hello", "//not a command", "/ ", "/../etc", "/usr/bin is gone"])
 def test_other_text_is_a_message(text: str) -> None:
     assert parse_command(text) is None

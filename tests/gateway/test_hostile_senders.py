@@ -15,7 +15,13 @@ import pytest
 from openheim.gateway.auth import Authoriser
 from openheim.gateway.discord import normalise_message
 from openheim.gateway.inbound import Deliver, Inbound
-from openheim.gateway.pipeline import GUESSES_IN_ALL, GUESSES_PER_SENDER, Gateway
+from openheim.gateway.pipeline import (
+    GUESSES_IN_ALL,
+    GUESSES_PER_SENDER,
+    NOT_ADMITTED,
+    NOT_PRIVATE,
+    Gateway,
+)
 from openheim.gateway.ratelimit import RateLimiter
 from openheim.gateway.state import KEEP_HANDLED_SECS, GatewayState
 from openheim.gateway.telegram import normalise_update
@@ -178,3 +184,62 @@ def test_the_gateway_database_is_private(tmp_path: Path) -> None:
         os.umask(old)
     for path in (tmp_path / "data").glob("gateway.db*"):  # with its WAL and shared memory
         assert path.stat().st_mode & 0o077 == 0, path
+
+
+class _GroupSink(_Sink):
+    """A platform whose chats are groups: it records what the bot deletes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.deleted: list[str] = []
+
+    async def delete(self, message: Inbound) -> None:
+        self.deleted.append(message.message_id)
+
+
+async def _all_handled(state: GatewayState) -> None:
+    async with asyncio.timeout(5):
+        while state.unhandled("telegram"):
+            await asyncio.sleep(0.01)
+
+
+async def test_a_flood_from_a_sender_not_admitted_is_rate_limited(tmp_path: Path) -> None:
+    sink = _Sink()
+    state = GatewayState(tmp_path / "gateway.db")
+    limiter = RateLimiter(state, limit=5, window=3600)
+    auth = Authoriser({}, "open sesame", state)
+    gateway = Gateway(cast(Runtime, None), state, auth, limiter, {"telegram": sink})
+    for number in range(100):
+        await gateway.deliver(Inbound("telegram", f"s{number}", "66", "66", "spam", private=True))
+    await _all_handled(state)
+    await gateway.aclose()
+    assert sink.sent[:5] == [NOT_ADMITTED] * 5
+    assert len(sink.sent) == 6 and sink.sent[5].startswith("Too many messages")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "/auth\nopen sesame",
+        "/auth\topen sesame",
+        "/auth\r\nopen sesame",
+        "/AUTH\nopen sesame",
+        "/auth@openheim_bot\nopen sesame",
+        "/auth\u200bopen sesame",
+        "  /auth\u00a0open sesame",
+    ],
+)
+async def test_auth_in_a_group_never_reaches_the_agent_however_it_is_spaced(
+    tmp_path: Path, text: str
+) -> None:
+    sink = _GroupSink()
+    state = GatewayState(tmp_path / "gateway.db")
+    auth = Authoriser({"telegram": frozenset({"7"})}, "open sesame", state)  # admitted
+    limiter = RateLimiter(state, limit=100, window=60)
+    runtime = cast(Runtime, None)  # a turn would fail on it: nothing may reach the agent
+    gateway = Gateway(runtime, state, auth, limiter, {"telegram": sink})
+    await gateway.deliver(Inbound("telegram", "g1", "7", "-100", text, private=False))
+    await _all_handled(state)
+    await gateway.aclose()
+    assert sink.sent == [NOT_PRIVATE]
+    assert sink.deleted == ["g1"]

@@ -42,3 +42,16 @@ def test_a_run_calls_an_mcp_tool(home: Path, work: Path) -> None:
     assert "demo__echo" in names
     told = next(m for m in server.requests[1].messages if m.get("role") == "tool")["content"]
     assert "ping through mcp" in told
+
+
+def test_a_provider_error_with_an_mcp_server_is_one_line(home: Path, work: Path) -> None:
+    mcp_config(home, None)  # the provider's port has no listener
+    text = (home / "config.toml").read_text()
+    no_retries = text.replace("]\napi_base", "]\nmax_retries = 0\napi_base", 1)
+    (home / "config.toml").write_text(no_retries)
+    result = openheim("run", "hi", home=home, cwd=work)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr and "ExceptionGroup" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert lines[-1].startswith("openheim: error: ") and "127.0.0.1:9" in lines[-1]
+    assert all(line.startswith("openheim: ") for line in lines), result.stderr

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from openheim.config.schema import McpServerEntry
-from openheim.errors import ConfigError, ToolError
+from openheim.errors import ConfigError, ProviderError, ToolError
 from openheim.mcp import McpManager
 from openheim.mcp.client import ServerConnection
 from openheim.secrets import redact
@@ -157,3 +157,23 @@ async def test_declared_env_reaches_server_and_is_secret(tag: str) -> None:
         assert b"OH_TEST_DECLARED=declared-value-123" in environ
     assert redact("declared-value-123") == "[REDACTED]"
     assert os.getpgid(0) != pid  # the server had its own process group
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ProviderError("the model is unreachable"),
+        ToolError("a tool failed"),
+        ValueError("a bug"),
+    ],
+)
+async def test_an_error_of_the_body_leaves_the_manager_as_itself(
+    tag: str, error: Exception
+) -> None:
+    """The error raised inside ``async with McpManager`` comes out unwrapped (no
+    ExceptionGroup), so the surfaces print their one-line message."""
+    with pytest.raises(type(error)) as caught:
+        async with McpManager({"t": stdio_entry(tag)}):
+            raise error
+    assert caught.value is error
+    assert tagged_pids(tag) == []

@@ -175,6 +175,33 @@ async def test_a_closed_client_leaves_no_process(opener: Opener, tmp_path: Path)
     await wait_until(lambda: not any(alive(pid) for pid in pids), 20)
 
 
+@pytest.mark.parametrize(
+    "cwd",
+    [
+        "../work-evil",
+        "{tmp}/work-evil",
+        "sub/../../work-evil",
+        "link-out",
+        "{tmp}/work/link-out",
+        "~",
+    ],
+)
+async def test_a_cwd_beside_the_work_dir_is_refused(
+    opener: Opener, tmp_path: Path, cwd: str
+) -> None:
+    """A sibling whose name starts like the work dir's (``work-evil``) is outside it, by a
+    link too: a prefix comparison of the paths would let it in."""
+    (tmp_path / "work-evil").mkdir()
+    (tmp_path / "work" / "link-out").symlink_to(tmp_path / "work-evil")
+    script = write_script(tmp_path, COUNTER)
+    async with opener(CC_ADAPTER_CLAUDE_BIN=str(script)) as client:
+        result = await client.call_tool(
+            "claude_code", {"prompt": "x", "cwd": cwd.format(tmp=tmp_path)}
+        )
+    assert result.is_error and "is not a folder inside the work dir" in text_of(result)
+    assert not (tmp_path / "work-evil" / "calls").exists()
+
+
 @pytest.mark.timeout(npm_clis.INSTALL_TIMEOUT_S)
 async def test_real_claude_code_through_mcp(opener: Opener, tmp_path: Path) -> None:
     bin_dir = npm_clis.ensure_clis()

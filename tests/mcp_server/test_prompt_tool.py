@@ -4,10 +4,15 @@ SDK's client, its model the ``FakeLLMServer``."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import sys
 from pathlib import Path
 
+from mcp.client.stdio import StdioServerParameters
 from mcp_types import CallToolResult, TextContent
 
+from mcp import Client
 from openheim.store import open_store
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from tests.mcp_server.conftest import ServeClient
@@ -173,3 +178,48 @@ async def test_auto_approval_lets_the_call_run(
         result = await client.call_tool("openheim", {"prompt": "write a.txt"})
     assert text_of(result).startswith("written")
     assert (work / "a.txt").read_text() == "hello\n"
+
+
+async def test_a_provider_error_with_an_mcp_server_says_what_failed(
+    serve: ServeClient, home: Path
+) -> None:
+    """With an MCP server of its own configured, a failing provider is still reported by its
+    message, not as a bare "Error executing tool"."""
+    server = Path(__file__).parents[1] / "mcp" / "servers" / "test_server.py"
+    (home / "config.toml").write_text(
+        'default_provider = "down"\n[providers.down]\napi_base = "http://127.0.0.1:9/v1"\n'
+        'default_model = "m"\nmax_retries = 0\n'
+        f"[mcp_servers.demo]\ncommand = {json.dumps(sys.executable)}\n"
+        f"args = {json.dumps([str(server), 'stdio', 'serve-test'])}\n"
+    )
+    async with serve() as client:
+        result = await client.call_tool("openheim", {"prompt": "hi"})
+    assert result.is_error
+    assert text_of(result).startswith("openheim: provider 'down': cannot connect"), text_of(result)
+
+
+async def test_an_inherited_anthropic_key_goes_to_the_inherited_base_url(
+    tmp_path: Path, work: Path
+) -> None:
+    """Started by Claude Code with no provider of its own: the ``ANTHROPIC_API_KEY`` it hands
+    down goes where its ``ANTHROPIC_BASE_URL`` says, as the official SDK would send it."""
+    home = tmp_path / "bare-home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENHEIM_", "ANTHROPIC_"))}
+    env = {k: v for k, v in env.items() if not k.endswith("_API_KEY")}
+    with FakeLLMServer([FakeReply(text="from the proxy")]) as proxy:
+        env |= {
+            "OPENHEIM_HOME": str(home),
+            "ANTHROPIC_API_KEY": "sk-ant-inherited-0123456789",
+            "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{proxy.port}",
+        }
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "openheim", "mcp", "serve"], env=env, cwd=work
+        )
+        async with Client(params) as client:
+            result = await client.call_tool("openheim", {"prompt": "hi"})
+    assert not result.is_error, text_of(result)
+    assert text_of(result).startswith("from the proxy")
+    [request] = proxy.requests
+    assert request.path == "/v1/messages"
+    assert request.headers.get("x-api-key") == "sk-ant-inherited-0123456789"

@@ -164,3 +164,16 @@ async def test_catastrophic_regexes_answer_at_once(serve: ServeClient) -> None:
     assert result.structured_content["valid"] is False
     assert sorted(e["path"] for e in result.structured_content["errors"]) == ["", "/s"]
     assert elapsed < 5
+
+
+async def test_the_json_schema_tools_are_declared_read_only(serve: ServeClient) -> None:
+    """Codex (and other clients) run a tool marked read-only without asking; the JSON-schema
+    tools only compute."""
+    async with serve() as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    for name in ("validate_json", "json_example", "submit"):
+        notes = tools[name].annotations
+        assert notes is not None and notes.read_only_hint is True, name
+        assert notes.destructive_hint is False and notes.open_world_hint is False, name
+    openheim = tools["openheim"].annotations
+    assert openheim is None or not openheim.read_only_hint  # it runs an agent

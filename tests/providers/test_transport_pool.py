@@ -137,14 +137,18 @@ async def test_a_read_cancelled_midway_closes_its_connection(client: httpx.Async
     assert server.connections == 2
 
 
+CHUNKED_OK = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n"
+
+
+@pytest.mark.parametrize("answer", [OK, CHUNKED_OK], ids=["sized", "chunked"])
 async def test_bytes_after_a_response_never_answer_the_next_request(
-    client: httpx.AsyncClient,
+    client: httpx.AsyncClient, answer: bytes
 ) -> None:
     smuggled = b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged"
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await read_request(reader)
-        writer.write(OK + smuggled)  # one write: the tail lands in the client's buffer
+        writer.write(answer + smuggled)  # one write: the tail lands in the client's buffer
         await writer.drain()
         await read_request(reader)
         writer.write(OK)
@@ -154,6 +158,7 @@ async def test_bytes_after_a_response_never_answer_the_next_request(
         first = await client.get(server.url)
         second = await client.get(server.url)
     assert (first.text, second.text) == ("ok", "ok")
+    assert server.connections == 2  # the first connection was not lent again
 
 
 async def test_the_pool_keeps_at_most_max_idle_and_none_past_its_expiry() -> None:

@@ -3,6 +3,7 @@ subprotocol, the origin allow-list, CORS and the body limit."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -148,6 +149,66 @@ async def test_near_miss_origins_and_methods_without_a_token_are_refused(
             for method in ("HEAD", "OPTIONS", "PUT", "PATCH", "DELETE"):
                 answer = await anonymous.request(method, "/api/sessions")
                 assert answer.status_code == 401, method
-            for path in ("/login/../api/config", "/static/../api/config", "/api/config?token=x"):
+            for path in ("/api/config?token=x",):
                 assert (await anonymous.get(path)).status_code in (401, 404), path
                 assert TOKEN not in (await anonymous.get(path)).text
+
+
+async def raw_get(url: str, target: str, headers: tuple[str, ...] = ()) -> tuple[int, bytes]:
+    """``GET target`` sent byte for byte (an HTTP client would normalise ``..`` away or
+    refuse an odd header): the status and the whole answer."""
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host, int(port))
+    try:
+        head = [f"GET {target} HTTP/1.1", f"Host: {host}", "Connection: close", *headers]
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+        await writer.drain()
+        async with asyncio.timeout(10):
+            answer = await reader.read(-1)
+    finally:
+        writer.close()
+    return int(answer.split(b" ", 2)[1]), answer
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "/login/../api/config",
+        "/static/../api/config",
+        "/login/%2e%2e/api/config",
+        "/static/..%2fapi/config",
+        "//api/config",
+        "/./api/config",
+    ],
+)
+async def test_dot_segments_sent_raw_never_pass_the_guard(
+    home: Path, work: Path, target: str
+) -> None:
+    with FakeLLMServer() as llm:
+        async with served(home, work, llm) as server:
+            status, answer = await raw_get(server.url, target)
+    assert status == 401, (target, status)
+    assert TOKEN.encode() not in answer and b'"provider"' not in answer
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "Authorization: Bearer",
+        "Authorization: Bearer ",
+        "Authorization: Bearer \t ",
+        "Authorization: bearer",
+        f"Authorization: Bearer {TOKEN[:8]}",
+        f"Authorization: Bearer {TOKEN} {TOKEN}",
+        f"Authorization: Basic {TOKEN}",
+        f"Authorization: {TOKEN}",
+    ],
+)
+async def test_an_empty_or_partial_bearer_token_is_refused(
+    home: Path, work: Path, header: str
+) -> None:
+    with FakeLLMServer() as llm:
+        async with served(home, work, llm) as server:
+            status, _ = await raw_get(server.url, "/api/config", (header,))
+            ok, _ = await raw_get(server.url, "/api/config", (f"Authorization: Bearer {TOKEN}",))
+    assert (status, ok) == (401, 200), header

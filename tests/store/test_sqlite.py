@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from openheim.messages import ImageBlock, Message, TextBlock, ThinkingBlock, ToolUseBlock, Usage
-from openheim.store import SessionNotFound, SessionStore, StoreError, open_store
+from openheim.store import SessionNotFound, SessionStore, StoreError, open_store, tables
 from openheim.store.schema import MIGRATIONS, SchemaError
 from openheim.store.sqlite import DB_NAME, SQLiteStore
 
@@ -106,6 +107,37 @@ def test_append_keeps_order_and_counts(store: SQLiteStore) -> None:
     record = store.get(sid)
     assert record.message_count == len(sent)
     assert record.updated_at > before
+
+
+@pytest.mark.parametrize(
+    ("failure", "raised"),
+    [
+        (sqlite3.OperationalError("disk I/O error"), StoreError),
+        (RuntimeError("a bug"), RuntimeError),
+    ],
+    ids=["disk", "bug"],
+)
+def test_an_append_that_fails_after_inserting_is_rolled_back(
+    store: SQLiteStore,
+    monkeypatch: pytest.MonkeyPatch,
+    failure: Exception,
+    raised: type[Exception],
+) -> None:
+    sid = new(store)
+    store.append(sid, Message.user("one"))
+
+    def broken(text: str) -> str:  # runs after the message row is inserted
+        raise failure
+
+    monkeypatch.setattr(tables, "storable", broken)
+    with pytest.raises(raised):
+        store.append(sid, Message.user("zebrafish"))
+    monkeypatch.undo()
+    assert [m.text for m in store.messages(sid)] == ["one"]
+    assert store.get(sid).message_count == 1
+    assert store.search("zebrafish") == []
+    store.append(sid, Message.user("three"))  # the numbering goes on where it was
+    assert [m.text for m in store.messages(sid)] == ["one", "three"]
 
 
 def test_title_comes_from_the_first_prompt_once(store: SQLiteStore) -> None:

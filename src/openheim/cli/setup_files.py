@@ -2,7 +2,8 @@
 our one entry goes in or out while every other byte of the file stays.
 
 Claude Code: ``~/.claude.json`` (JSON, ``mcpServers.openheim``). Codex: ``~/.codex/config.toml``
-(``[mcp_servers.openheim]``, edited with ``tomlkit`` so comments stay). OpenCode:
+(``[mcp_servers.openheim]`` with our tools pre-approved, edited with ``tomlkit`` so comments
+stay). OpenCode:
 ``~/.config/opencode/opencode.json`` or ``.jsonc`` (JSONC, ``mcp.openheim``, type ``local``).
 
 A file is read only when it is a regular, writable file of this user (no symlink, no one else's
@@ -55,7 +56,14 @@ def claude_entry(command: Sequence[str], env: dict[str, str]) -> dict[str, Any]:
 
 
 def codex_entry(command: Sequence[str], env: dict[str, str]) -> dict[str, Any]:
-    entry: dict[str, Any] = {"command": command[0], "args": list(command[1:])}
+    """Our tools pre-approved (``default_tools_approval_mode``): Codex asks before each MCP
+    tool call, and ``codex exec`` (approval policy ``never``) fails every call it would ask
+    about, so without it no openheim tool could run there."""
+    entry: dict[str, Any] = {
+        "command": command[0],
+        "args": list(command[1:]),
+        "default_tools_approval_mode": "approve",
+    }
     return {**entry, "env": env} if env else entry
 
 

@@ -21,7 +21,10 @@ Codex: ``--ask-for-approval never exec --json --sandbox MODE --skip-git-repo-che
 emptied, web search off and the features that reach past the folder off (the shell tool too
 for a model); ``--ask-for-approval`` goes before ``exec``, which does not take it. OpenCode:
 ``run --format json`` with a config file in ``OPENCODE_CONFIG`` whose ``permission`` table
-denies every tool (``"*"``) but reading, searching and, for an agent, editing.
+denies every tool (``"*"``) but reading, searching and, for an agent, editing, and whose
+hidden ``title`` agent is off (it would send the whole prompt to the model a second time, on
+usage no one counts); ``OPENCODE_DISABLE_PROJECT_CONFIG`` keeps the folder's own
+``opencode.json`` and ``.opencode/`` (plugins, agents, commands) out (``run.py``).
 """
 
 from __future__ import annotations
@@ -144,7 +147,12 @@ def opencode_config(containment: Containment) -> dict[str, Any]:
         permission |= dict.fromkeys(("read", "glob", "grep", "list"), "allow")
     if containment.writes:
         permission["edit"] = "allow"
-    return {"autoupdate": False, "share": "disabled", "permission": permission}
+    return {
+        "autoupdate": False,
+        "share": "disabled",
+        "permission": permission,
+        "agent": {"title": {"disable": True}},
+    }
 
 
 def _model_flag(flag: str, model: str) -> Sequence[str]:

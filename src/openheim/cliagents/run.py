@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 from openheim.cliagents.argv import (
     DEFAULT_MODEL,
@@ -85,16 +86,23 @@ def _parser(request: CliRequest) -> StreamParser:
     return OpenCodeParser()
 
 
+OPENCODE_CONTAINED: Final = {"OPENCODE_DISABLE_PROJECT_CONFIG": "1"}
+"""Keeps OpenCode to the user's config and openheim's: a folder's own ``opencode.json`` would
+be laid over ours (it could allow every tool), and its ``.opencode/`` could load a plugin
+(code run in OpenCode's process), agents and commands."""
+
+
 @contextlib.contextmanager
 def _extra_env(request: CliRequest) -> Iterator[dict[str, str]]:
-    """The variables openheim sets for this run: OpenCode's containment config file."""
+    """The variables openheim sets for this run: OpenCode's containment config file, and the
+    switch that keeps the folder's own OpenCode config out."""
     if request.spec.name != "opencode":
         yield {}
         return
     with tempfile.TemporaryDirectory(prefix="openheim-opencode-") as folder:
         path = Path(folder) / "opencode.json"
         _write_private(path, json.dumps(opencode_config(request.containment)))
-        yield {"OPENCODE_CONFIG": str(path)}
+        yield {**OPENCODE_CONTAINED, "OPENCODE_CONFIG": str(path)}
 
 
 def _write_private(path: Path, text: str) -> None:

@@ -11,6 +11,7 @@ import dataclasses
 import importlib.util
 import os
 from collections.abc import Mapping
+from urllib.parse import urlsplit
 
 from openheim.config.load import Settings
 from openheim.config.schema import ProviderEntry
@@ -55,6 +56,13 @@ SHIPPED_MODEL_TEMPERATURE = 0.0
 SHIPPED_MODEL_MAX_TOKENS = 256
 _KIND_BY_NAME = {"openai": "openai", "anthropic": "anthropic", "gemini": "gemini"}
 _KEYED_KINDS = {"openai", "anthropic", "gemini"}
+BASE_URL_VARS: dict[str, tuple[str, str]] = {
+    "ANTHROPIC_API_KEY": ("ANTHROPIC_BASE_URL", "/v1"),
+    "OPENAI_API_KEY": ("OPENAI_BASE_URL", ""),
+}
+"""For a key read from one of these variables: the variable holding the base URL the official
+SDK sends that key to, and what our ``api_base`` adds to it (the Anthropic SDK's base has no
+``/v1``; the OpenAI SDK's has it)."""
 _AUTO_ORDER = ("openai", "anthropic", "gemini", "openrouter")
 
 
@@ -117,7 +125,7 @@ def resolve_provider(
     return ProviderSettings(
         name=name,
         kind=kind,
-        api_base=(entry.api_base or "").rstrip("/"),
+        api_base=_api_base(settings.providers.get(name), entry, env).rstrip("/"),
         model=model,
         api_key=_api_key(name, kind, entry, env),
         timeout_secs=entry.timeout_secs
@@ -225,6 +233,48 @@ def unknown_model(provider: str, model: str, known: list[str]) -> ConfigError:
         f"unknown model {model[:80]!r} for provider {provider!r} (known: {', '.join(known)})",
         hint=f"pick one of those, or add it to models in [providers.{provider}]",
     )
+
+
+def _api_base(
+    configured: ProviderEntry | None, entry: ProviderEntry, env: Mapping[str, str]
+) -> str:
+    """Where the provider is: the configured ``api_base``; else, when the key comes from
+    ``ANTHROPIC_API_KEY`` or ``OPENAI_API_KEY`` and ``ANTHROPIC_BASE_URL`` or
+    ``OPENAI_BASE_URL`` is set beside it, that URL (as the official SDKs do: a key a parent
+    process hands down goes where that process sends it, never to the public endpoint by
+    surprise); else the built-in one. The variables are read from this process's environment
+    only, never from a project's files."""
+    if configured is not None and configured.api_base:
+        return configured.api_base
+    var = entry.env_var or ""
+    if var not in BASE_URL_VARS or not env.get(var, "").strip():
+        return entry.api_base or ""
+    base_var, suffix = BASE_URL_VARS[var]
+    raw = env.get(base_var, "").strip()
+    if not raw:
+        return entry.api_base or ""
+    return _checked_base_url(base_var, raw).rstrip("/") + suffix
+
+
+def _checked_base_url(var: str, raw: str) -> str:
+    """``raw`` when it is an http(s) URL with a host, over https or to a loopback address
+    (the key goes with it); else a ConfigError naming ``var``."""
+    try:
+        parts = urlsplit(raw)
+        usable = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:  # a broken IPv6 address or port
+        usable = False
+    if not usable:
+        raise ConfigError(
+            f"{var} is not an http(s) URL with a host",
+            hint=f"set {var} to a URL such as https://host:port, or unset it",
+        )
+    if raw.startswith("http://") and not is_loopback(raw):
+        raise ConfigError(
+            f"refusing to send the API key over plain http to {var}, which is not this machine",
+            hint=f"use an https:// URL in {var}, or a loopback address for a local proxy",
+        )
+    return raw
 
 
 def _api_key(name: str, kind: str, entry: ProviderEntry, env: Mapping[str, str]) -> str | None:

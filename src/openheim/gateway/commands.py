@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 NAMES = ("auth", "new", "model", "stop", "help")
@@ -14,6 +15,10 @@ HELP = (
     "/help - this list\n"
     "Anything else is a message to the agent."
 )
+
+
+_WORD = re.compile(r"/(\w+)(?:@\w*)?")
+"""A command word (letters, digits, ``_``) after the slash, with Telegram's ``@BotName``."""
 
 
 @dataclass(frozen=True)
@@ -31,12 +36,18 @@ class Command:
 
 def parse_command(text: str) -> Command | None:
     """The command ``text`` is, or None when it is a message to the agent. Telegram's
-    ``/help@BotName`` form counts as ``/help``."""
+    ``/help@BotName`` form counts as ``/help``.
+
+    A known command word ends at any character that cannot be part of it (``/auth`` then a
+    line break, a tab or an odd space is still ``/auth``: a passphrase must never pass for a
+    message). Another word is a command only when a space or the end follows it, so a message
+    that starts with a path (``/usr/bin ...``) still reaches the agent."""
     stripped = text.strip()
-    if not stripped.startswith("/") or stripped.startswith("//"):
+    match = _WORD.match(stripped)
+    if match is None:
         return None
-    word, _, rest = stripped[1:].partition(" ")
-    name = word.split("@", 1)[0].lower()
-    if not name or not name.replace("_", "").isalnum():
+    name = match[1].lower()
+    rest = stripped[match.end() :]
+    if name not in NAMES and rest and not rest[0].isspace():
         return None
     return Command(name, rest.strip())

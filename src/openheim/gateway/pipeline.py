@@ -1,6 +1,7 @@
 """The gateway's pipeline, the same for every platform: a stored inbound message is
-authorised, rate-limited, then either a chat command or a prompt for the sender's
-conversation; each conversation runs one turn at a time, with a bounded queue behind it.
+rate-limited (whoever sent it: a flood from a sender not admitted is not answered message by
+message), authorised, then either a chat command or a prompt for the sender's conversation;
+each conversation runs one turn at a time, with a bounded queue behind it.
 
 ``deliver`` decides at once and returns (a platform acknowledges a message as soon as it is
 stored); replies and turns run in tasks of their own. A message stays unhandled in the
@@ -129,11 +130,11 @@ class Gateway:
             self._refuse_auth(message)
         elif command is not None and command.name == "auth":
             self._answer(message, self._authenticate(message, command))
+        elif (refusal := self._rate_refusal(message)) is not None:
+            self._answer(message, refusal or None)
         elif not self._auth.admitted(message.platform, message.sender):
             log.info("%s: sender %s is not admitted", message.platform, message.sender)
             self._answer(message, NOT_ADMITTED if self._auth.has_passphrase else None)
-        elif (refusal := self._rate_refusal(message)) is not None:
-            self._answer(message, refusal or None)
         elif command is not None:
             self._answer(message, self._command(message, command))
         else:

@@ -227,11 +227,17 @@ class McpManager:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
+        """Stop every server. An error of the body is not handed to the task group (which
+        would wrap it in an ExceptionGroup): it leaves as it came, so the surfaces print its
+        one-line message. A cancellation is handed over, for the group's scope to settle."""
         assert self._tg is not None
         with anyio.CancelScope(shield=True):
             async with anyio.create_task_group() as stopping:
                 for conn in self.connections.values():
                     stopping.start_soon(conn.stop)
+        if exc is not None and not isinstance(exc, anyio.get_cancelled_exc_class()):
+            await self._tg.__aexit__(None, None, None)
+            return None
         return await self._tg.__aexit__(exc_type, exc, tb)
 
     def status(self) -> list[ServerStatus]:

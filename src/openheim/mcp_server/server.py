@@ -3,7 +3,8 @@
 Tools: ``openheim`` (a prompt through our own agent), ``agent__NAME`` for each agent profile
 (with the profile's description), the JSON-schema tools, and ``claude_code``, ``codex`` and
 ``opencode`` where those CLIs are installed (``cli_tools``). Each tool hands its arguments to
-the runtime (``prompt``) or to ``schemas``; tool errors come back as ``isError`` results.
+the runtime (``prompt``) or to ``schemas``; tool errors come back as ``isError`` results. The
+JSON-schema tools are annotated read-only (``readOnlyHint``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.stdio import stdio_server
-from mcp_types import CallToolResult
+from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from openheim._version import __version__
@@ -57,6 +58,11 @@ Schema = Annotated[
     Field(description="the JSON schema (an object); default: the server's configured schema"),
 ]
 Data = Annotated[Any, Field(description="the JSON value to check against the schema")]
+READ_ONLY = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+"""The JSON-schema tools only compute: a client may run them without asking (Codex asks
+before any tool not marked read-only)."""
 
 
 def build_server(runtime: Runtime) -> MCPServer:
@@ -130,12 +136,18 @@ def _add_schema_tools(server: MCPServer, configured: dict[str, Any] | None) -> N
     server.add_tool(
         validate_json,
         description="Check a JSON value against a JSON schema; every error with its path.",
+        annotations=READ_ONLY,
     )
-    server.add_tool(json_example, description="An example JSON value shaped like a schema.")
+    server.add_tool(
+        json_example,
+        description="An example JSON value shaped like a schema.",
+        annotations=READ_ONLY,
+    )
     server.add_tool(
         submit,
         description="Submit the final JSON result: accepted and handed back when it is valid "
         "against the schema, else every error to fix.",
+        annotations=READ_ONLY,
     )
 
 
