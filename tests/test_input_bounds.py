@@ -15,8 +15,8 @@ from typing import IO
 import pytest
 
 from openheim.cli import exit_codes
-from openheim.cli.prompt import MAX_ATTACHMENT_BYTES
 from openheim.prompts.library import MAX_BYTES
+from openheim.runtime.attach import MAX_ATTACHMENT_BYTES
 from openheim.testing import FakeLLMServer, FakeReply
 from tests.test_cli import configure, env_for
 
