@@ -14,6 +14,11 @@ prompt, with llama.cpp's own counters, and the prefix cache's hit rate.
     call (loading the model or the cached state, sampling, the grammar, Python).
 (c) The prefix cache: ten runs with the same settings, and ten with the context size changed
     every run; the hit rate of each (expected: 9 of 10, and 0 of 10).
+(d) The demo in this project's root, cold (a fresh data dir) and warm: wall time, exit code and
+    the answer's first line.
+(e) The repetition guard's effect: a listing told one name a line (as small models' answers
+    were framed before), which SmolLM2-135M answers by repeating lines; tokens generated and
+    seconds without the guard (to the 512-token limit) and with it.
 
     .venv/bin/python bench/first_minute.py [--rounds 3] [--cache-runs 10]
 """
@@ -21,6 +26,8 @@ prompt, with llama.cpp's own counters, and the prefix cache's hit rate.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import dataclasses
 import json
 import os
 import re
@@ -53,6 +60,7 @@ class Run:
     prompt_tokens: int = 0
     named: int = 0
     code: int = 0
+    answer: str = ""
     calls: list[tuple[int, int, str, int, float, int, float, float]] = field(default_factory=list)
 
 
@@ -103,7 +111,8 @@ def demo(home: Path, work: Path) -> Run:
                 float(g[7]),
             )
         )
-    run.named = sum(name in "".join(text) for name in SAMPLE)
+    run.answer = "".join(text)
+    run.named = sum(name in run.answer for name in SAMPLE)
     return run
 
 
@@ -150,6 +159,42 @@ def hit_rate(root: Path, work: Path, runs: int, *, change: bool) -> tuple[int, i
     return hits, runs
 
 
+def in_the_root(root: Path) -> None:
+    """(d): the demo in this project's root, cold then warm."""
+    project = Path(__file__).resolve().parent.parent
+    config(root / "rooted", "")
+    for name in ("cold", "warm"):
+        run = demo(root / "rooted", project)
+        first = run.answer.strip().splitlines()[0][:100] if run.answer.strip() else ""
+        print(f"  {name:5s} {run.total:6.1f} s  exit {run.code}  answer: {first!r}")
+
+
+async def guard_effect() -> None:
+    """(e): the same looping reply with and without the repetition guard."""
+    from openheim.messages import Message
+    from openheim.providers.base import ModelRequest, Provider, ProviderSettings
+    from openheim.providers.llama_cpp import LlamaCppProvider
+    from openheim.providers.repetition import RepetitionGuard
+
+    names = ".ci/ .git/ .gitignore .venv/ CHANGELOG.md README.md bench/ docs/ pyproject.toml"
+    listing = "\n".join([*names.split(), "scripts/", "src/", "tests/"])
+    ask = f"The folder . holds:\n{listing}\n\nUsing only this result, answer: {PROMPT}"
+    settings = ProviderSettings("local", "llama_cpp", "", "SmolLM2-135M-Instruct", n_ctx=2048)
+    settings = dataclasses.replace(settings, temperature=0.0, seed=7)
+    request = ModelRequest("m", (Message.user(ask),), system="You are openheim.", max_tokens=512)
+    for guarded in (False, True):
+        inner = LlamaCppProvider(settings)
+        provider: Provider = RepetitionGuard(inner) if guarded else inner
+        start = time.perf_counter()
+        finish = [i.finish async for i in provider.stream(request) if hasattr(i, "finish")]
+        seconds = time.perf_counter() - start
+        await provider.aclose()
+        print(
+            f"  {'guarded' if guarded else 'bare':7s} generated {inner.stats.generated_tokens:3d} "
+            f"tokens in {seconds:5.1f} s  finish {finish[-1]}"
+        )
+
+
 def main(rounds: int, cache_runs: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -182,6 +227,10 @@ def main(rounds: int, cache_runs: int) -> None:
             f"  same settings: {same[0]}/{same[1]}   context size changed each run: "
             f"{changed[0]}/{changed[1]}"
         )
+        print("(d) the demo in this project's root")
+        in_the_root(root)
+        print("(e) the repetition guard on a looping reply")
+        asyncio.run(guard_effect())
 
 
 if __name__ == "__main__":

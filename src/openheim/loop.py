@@ -83,6 +83,7 @@ _FINISH_TO_STOP: dict[FinishReason, StopReason] = {
     "pause_turn": "end_turn",
     "max_tokens": "max_tokens",
     "refusal": "refusal",
+    "repetition": "max_tokens",
 }
 
 _BUDGET_STOP: dict[str, StopReason] = {

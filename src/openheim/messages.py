@@ -21,8 +21,11 @@ StopReason: TypeAlias = Literal[
 ]
 """Why a prompt turn ended: exactly the Agent Client Protocol's five stop reasons."""
 
-FinishReason: TypeAlias = Literal["end_turn", "tool_use", "max_tokens", "refusal", "pause_turn"]
-"""Why one model response ended, as a provider reports it (mapped from each wire format)."""
+FinishReason: TypeAlias = Literal[
+    "end_turn", "tool_use", "max_tokens", "refusal", "pause_turn", "repetition"
+]
+"""Why one model response ended, as a provider reports it (mapped from each wire format);
+``repetition``: the repetition guard stopped a reply that kept repeating itself."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from openheim.envelope import envelope_request
 from openheim.envelope.answer import ANSWER, answer_turn
 from openheim.envelope.prompt import protocol_section
@@ -84,7 +86,9 @@ def test_a_listing_is_framed_as_the_folder_and_other_tools_by_name() -> None:
     )
     told = answer_turn(history)
     assert told is not None
-    assert told[0].text.startswith("The folder . holds:\na.txt\n\nThe tool glob returned:\nb.md")
+    assert told[0].text.startswith(
+        "The folder . holds 1 entry: a.txt.\n\nThe tool glob returned:\nb.md"
+    )
 
 
 def test_no_answer_turn_when_the_history_does_not_end_with_results() -> None:
@@ -107,3 +111,23 @@ async def test_a_block_in_an_answer_without_tools_is_left_out_with_a_notice() ->
     assert Notice(NO_TOOLS_NOTICE, "warning", "provider") in items
     shown = "".join(i.text for i in items if isinstance(i, TextDelta))
     assert "openheim-agent" not in shown
+
+
+@pytest.mark.parametrize(
+    ("content", "told"),
+    [
+        ("[. is empty]", "The folder . is empty."),
+        ("a.txt\n", "The folder . holds 1 entry: a.txt."),
+        (".ci/\nsrc/\nREADME.md", "The folder . holds 3 entries: .ci/, src/, README.md."),
+        (
+            "a\nb\n[2 more entries not shown]",
+            "The folder . holds 2 entries: a, b.\n[2 more entries not shown]",
+        ),
+    ],
+)
+def test_a_listing_is_told_as_one_sentence(content: str, told: str) -> None:
+    listing = ToolUseBlock("t1", "list_dir", {"path": "."})
+    history = (Message.user("What is here?"), Message("assistant", (listing,)))
+    turn = answer_turn((*history, Message("user", (ToolResultBlock("t1", content),))))
+    assert turn is not None
+    assert turn[0].text == f"{told}\n\n{ANSWER.format(request='What is here?')}"

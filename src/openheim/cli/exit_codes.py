@@ -23,6 +23,9 @@ DENIED = 6
 NO_VALID_OUTPUT = 7
 """``run --output-schema``: the run ended, but without a JSON value valid against the schema
 after every attempt."""
+REPETITION = 8
+"""The model started repeating itself and the repetition guard stopped its reply
+(``max_tokens``, reason ``repetition``)."""
 CANCELLED = 130
 """Interrupted (Ctrl-C, SIGINT; or "cancel" at a terminal approval question), as shells report
 SIGINT."""
@@ -38,7 +41,10 @@ _BY_STOP: dict[StopReason, int] = {
 }
 
 
-def for_stop(stop: StopReason, denied: int) -> int:
+def for_stop(stop: StopReason, denied: int, reason: str | None = None) -> int:
+    """The exit code of a run that ended with ``stop`` (refined by ``reason``)."""
+    if reason == "repetition":
+        return REPETITION
     code = _BY_STOP[stop]
     return DENIED if code == OK and denied else code
 

@@ -135,7 +135,9 @@ async def _run(
                             _remember(settings, session, mode.remember)
                             lines = summary(event.denied, refusals)
                             sys.stderr.writelines(f"{line}\n" for line in lines)
-                            code = exit_codes.for_stop(event.stop_reason, event.denied)
+                            code = exit_codes.for_stop(
+                                event.stop_reason, event.denied, event.reason
+                            )
                             return stop.exit_code(_print_output(run, event, code))
         except OpenheimError:
             if not opened:  # the session's notices never came: give the settings' own

@@ -3,9 +3,14 @@
 When a small model must answer from tool results (no tools are offered any more), the replayed
 exchange (its request, its action block, ``Result of action t1 (list_dir):``) invites it to
 write another block or to drift into made-up text. So the current turn is told again as one
-user message: each result framed in plain words (``The folder . holds:``, ``The file README.md
-says:``, ``The tool search returned:``), then the request it answers. Earlier turns stay as
-they were. A history that does not end with results is left alone.
+user message: each result framed in plain words (``The folder . holds 3 entries: a.txt, b.md,
+src/.``, ``The file README.md says:``, ``The tool search returned:``), then the request, to be
+answered in one sentence. Earlier turns stay as they were. A history that does not end with
+results is left alone.
+
+A listing is told as one sentence, not one name a line: given a column of names, a 135M model
+copies it and then goes on writing names that look like them, or the list again, until its
+output limit; given a sentence, it answers with that sentence and stops.
 """
 
 from __future__ import annotations
@@ -14,8 +19,8 @@ from collections.abc import Mapping, Sequence
 
 from openheim.messages import Message, ToolResultBlock, ToolUseBlock
 
-ANSWER = "Using only this result, answer: {request}"
-_FRAMES = {"list_dir": "The folder {path} holds:", "read_file": "The file {path} says:"}
+ANSWER = "Using only this result, answer in one sentence: {request}"
+_FRAMES = {"read_file": "The file {path} says:"}
 _FALLBACK = "The tool {name} returned:"
 _FAILED = "The tool {name} failed:"
 
@@ -42,9 +47,23 @@ def _told(result: ToolResultBlock, calls: Mapping[str, ToolUseBlock]) -> str:
     path = call.arguments.get("path", ".") if call is not None else "."
     if result.is_error:
         frame = _FAILED.format(name=name)
+    elif name == "list_dir":
+        return _listing(path or ".", result.content)
     else:
         frame = _FRAMES.get(name, _FALLBACK).format(path=path or ".", name=name)
     return f"{frame}\n{result.content.strip()}"
+
+
+def _listing(path: str, content: str) -> str:
+    """A ``list_dir`` result as one sentence (see the module docstring); its notes (``[...]``,
+    such as entries left out) follow as they were."""
+    lines = [line for line in content.strip().splitlines() if line.strip()]
+    names = [line for line in lines if not line.startswith("[")]
+    notes = "".join(f"\n{line}" for line in lines if line.startswith("["))
+    if not names:
+        return f"The folder {path} is empty."
+    count = "1 entry" if len(names) == 1 else f"{len(names)} entries"
+    return f"The folder {path} holds {count}: {', '.join(names)}.{notes}"
 
 
 def _has_results(message: Message) -> bool:

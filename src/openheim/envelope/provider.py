@@ -109,7 +109,8 @@ def _respond(response: ModelResponse, request: ModelRequest) -> list[StreamItem]
     if not request.tools or request.tool_choice == "none":
         return _answer(response)
     offered = [t.name for t in request.tools]
-    parsed = parse_reply(message.text, offered, truncated=response.finish == "max_tokens")
+    cut = response.finish in ("max_tokens", "repetition")
+    parsed = parse_reply(message.text, offered, truncated=cut)
     out: list[StreamItem] = [Notice(w, "warning", "provider") for w in parsed.warnings]
     if parsed.assistant_text:
         out.append(TextDelta(parsed.assistant_text))

@@ -38,6 +38,7 @@ from openheim.providers.base import (
     ModelResponse,
     ProviderSettings,
     StreamItem,
+    closing_stream,
 )
 from openheim.providers.llama_prefix import Outcome, PrefixCache
 from openheim.providers.local_models import (
@@ -57,7 +58,11 @@ INSTALL_HINT = "install the local extra: pip install 'openheim[local]'"
 MODEL_HINT = "point model_path at a .gguf model file, or add one with `openheim models add`"
 DEFAULT_MAX_TOKENS = 2048
 DEFAULT_TEMPERATURE = 0.2
-SAMPLING: dict[str, float] = {"top_k": 40, "top_p": 0.95, "min_p": 0.05, "repeat_penalty": 1.1}
+SAMPLING: dict[str, float] = {"top_k": 40, "top_p": 0.95, "min_p": 0.05, "repeat_penalty": 1.0}
+"""No repeat penalty: an answer from a tool result copies names and words from it, and a
+penalty on recent tokens made a small model skip or alter exactly those (a 12-entry listing
+answered with 7 names, then made-up ones). Loops are the repetition guard's to stop
+(``openheim.providers.repetition``)."""
 
 
 def create(settings: ProviderSettings, http_client: object | None = None) -> LlamaCppProvider:
@@ -171,12 +176,13 @@ class LlamaCppProvider:
             run.grammar = envelope_grammar(request)
             run.prefix = _prefix(llm, request, tokens)
             run.cache = self._cache
+            self.stats = run.stats  # counts as it goes, also for a call closed early
             pieces: list[str] = []
             started = time.perf_counter()
-            async for piece in self._run(run):
-                pieces.append(piece)
-                yield TextDelta(piece)
-            self.stats = run.stats
+            async with closing_stream(self._run(run)) as generated:  # closed early: stop it
+                async for piece in generated:
+                    pieces.append(piece)
+                    yield TextDelta(piece)
             _log_stats(run.stats, time.perf_counter() - started)
             text = "".join(pieces)
             usage = Usage(

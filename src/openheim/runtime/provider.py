@@ -1,5 +1,6 @@
-"""A session's provider: the configured adapter, retried, fitted to its context window, speaking
-the envelope protocol where tools must travel as text, and its fallback chain. An HTTP adapter
+"""A session's provider: the configured adapter, retried, guarded against replies that repeat
+themselves (``openheim.providers.repetition``), fitted to its context window, speaking the envelope
+protocol where tools must travel as text, and its fallback chain. An HTTP adapter
 uses the client its session lends it (``runtime.clients``), when one is lent."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from openheim.providers import create_provider, takes_shared_client
 from openheim.providers.base import Provider, ProviderSettings
 from openheim.providers.context import ContextFitter
 from openheim.providers.fallback import FallbackProvider
+from openheim.providers.repetition import RepetitionGuard
 from openheim.providers.retry import RetryingProvider, RetryPolicy
 from openheim.providers.windows import context_window
 
@@ -37,11 +39,12 @@ def build_provider(
 
 
 def _member(chosen: ProviderSettings, lend: Lender | None) -> Provider:
-    """One chain member: the adapter, retried, speaking the envelope protocol where tools must
-    travel as text, and fitted to its own context window."""
+    """One chain member: the adapter, retried, stopped once its reply repeats itself, speaking
+    the envelope protocol where tools must travel as text, and fitted to its own context
+    window."""
     policy = RetryPolicy(max_retries=chosen.max_retries)
     lent = lend(chosen) if lend is not None and takes_shared_client(chosen.kind) else None
-    provider: Provider = RetryingProvider(create_provider(chosen, lent), policy)
+    provider: Provider = RepetitionGuard(RetryingProvider(create_provider(chosen, lent), policy))
     if _speaks_envelope(chosen):
         from openheim.envelope import EnvelopeProvider
 
