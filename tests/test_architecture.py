@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests import architecture
-from tests.architecture import CORE_FUNCTION_LINES, MODULE_LINES, problems
+from tests.architecture import CORE_FUNCTION_LINES, MODULE_LINE_LIMITS, MODULE_LINES, problems
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "openheim"
@@ -106,7 +106,15 @@ def test_a_module_over_the_limit_fails(tmp_path: Path) -> None:
         "top.py": "",
     }
     found = plant(tmp_path, files, LAYERED)
-    assert found == ["pkg/mid.py has 401 lines, over 400: split it by what its parts do"]
+    assert found == ["pkg/mid.py has 401 lines, over 400: split it by what it does"]
+
+
+def test_the_loop_over_its_own_limit_fails(tmp_path: Path) -> None:
+    limit = MODULE_LINE_LIMITS["loop.py"]
+    files = {"loop.py": "X = 1\n" * (limit + 1), "low.py": "X = 1\n" * limit, "top.py": ""}
+    rows = {"__init__.py": "surface", "low.py": "core", "loop.py": "core", "top.py": "surface"}
+    found = plant(tmp_path, files, rows)
+    assert found == [f"pkg/loop.py has {limit + 1} lines, over {limit}: split it by what it does"]
 
 
 def long_function(name: str, lines: int, indent: str = "") -> str:

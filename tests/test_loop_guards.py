@@ -7,7 +7,7 @@ from typing import Any
 from openheim.events import (
     Notice,
 )
-from openheim.loop import PIVOT_GUIDANCE
+from openheim.loop_guards import PIVOT_GUIDANCE
 from openheim.messages import TextBlock, ToolResultBlock
 from openheim.testing import Reply, ScriptedProvider, tool_call
 from openheim.tools.base import ToolContext

@@ -12,7 +12,8 @@ One run appends to the caller's history list and yields events until exactly one
 * With ``tool_rounds`` set, once that many rounds of tool calls have run, the next model call
   offers no tools (``tool_choice`` ``none``), so the model gives its answer from the results.
 * The same call (name and arguments) three times in a row ends the run (``loop_detected``).
-  Three rounds in a row whose calls all failed add pivot guidance for the model.
+  Three rounds in a row whose calls all failed add pivot guidance for the model
+  (``openheim.loop_guards``, which also clamps implausible usage).
 * Usage and cost go to the agent's ``Meter``; a turn ends with a ``CostUpdate``, and a reached
   session budget stops the run before its next model call.
 * Cancelling (the ``cancel`` event, or closing the generator) stops streaming or kills running
@@ -46,6 +47,7 @@ from openheim.events import (
     UsageUpdate,
 )
 from openheim.handover import Closing, Handover
+from openheim.loop_guards import BUDGET_STOP, REPEATED_CALL_RESULT, RoundGuard, checked_usage
 from openheim.messages import (
     FinishReason,
     Message,
@@ -66,15 +68,8 @@ from openheim.providers.base import (
 from openheim.secrets import redact
 from openheim.tools.base import BoundCall, ToolContext, ToolOutput, ToolSet, run_batched
 from openheim.tools.sandbox import PathSandbox
-from openheim.usage import MAX_CALL_TOKENS, Meter, plausible
+from openheim.usage import Meter
 
-LOOP_GUARD_REPEATS = 3
-PIVOT_AFTER_FAILED_ROUNDS = 3
-PIVOT_GUIDANCE = (
-    "The last {n} rounds of tool calls all failed. Stop repeating the same approach: re-read the "
-    "error messages, check your assumptions (paths, names, arguments), and try a different "
-    "strategy, or explain to the user what is blocking you."
-)
 CANCELLED_RESULT = "cancelled: the user stopped the run before this tool call finished"
 
 _FINISH_TO_STOP: dict[FinishReason, StopReason] = {
@@ -84,11 +79,6 @@ _FINISH_TO_STOP: dict[FinishReason, StopReason] = {
     "max_tokens": "max_tokens",
     "refusal": "refusal",
     "repetition": "max_tokens",
-}
-
-_BUDGET_STOP: dict[str, StopReason] = {
-    "token_budget": "max_tokens",
-    "cost_budget": "max_turn_requests",
 }
 
 
@@ -158,9 +148,7 @@ class _Run:
         self.usage = Usage()
         self.turn_cost: float | None = None
         self.denied = 0
-        self.failed_rounds = 0
-        self.last_call: str | None = None
-        self.repeats = 0
+        self.guard = RoundGuard()
         self.rounds = 0
         self.partial: list[str] = []
         self.pending: tuple[ToolUseBlock, ...] = ()
@@ -197,7 +185,7 @@ class _Run:
             if (budget := agent.meter.exceeded()) is not None:
                 reason, message = budget
                 await self.emit(Notice(f"stopped: {message}", "warning"))
-                return self._finish(_BUDGET_STOP[reason], reason)
+                return self._finish(BUDGET_STOP[reason], reason)
             await self.emit(IterationStart(iteration))
             response = await self._call_model(first=iteration == 1)
             self.history.append(response.message)
@@ -240,7 +228,9 @@ class _Run:
                 f"provider {agent.provider.name!r} ended its stream without a response",
                 hint="the provider implementation is broken; report it",
             )
-        usage = await self._plausible(response)
+        usage, odd = checked_usage(agent.provider.name, response.usage)
+        if odd is not None:
+            await self.emit(odd)
         self.usage += usage
         call_cost = agent.meter.record(response.model or agent.model, usage)
         if call_cost is not None:
@@ -248,33 +238,15 @@ class _Run:
         await self.emit(UsageUpdate(usage, self.usage))
         return response
 
-    async def _plausible(self, response: ModelResponse) -> Usage:
-        """The call's usage, clamped with a notice where the provider's count is implausible
-        (``usage.plausible``)."""
-        usage, clamped = plausible(response.usage)
-        if clamped:
-            reported, kept = response.usage.to_dict(), usage.to_dict()
-            odd = ", ".join(name for name in reported if reported[name] != kept[name])
-            await self.emit(
-                Notice(
-                    f"provider {self.agent.provider.name!r} reported an implausible token "
-                    f"count ({odd}): counted as 0 to {MAX_CALL_TOKENS} instead",
-                    "warning",
-                    "provider",
-                )
-            )
-        return usage
-
     async def _run_tools(self, calls: tuple[ToolUseBlock, ...]) -> Finished | None:
         tools = self.agent.tools
         self.pending, self.results = calls, {}
         for call in calls:
             kind = tools.kind_of(call.name).value
             await self.emit(ToolCall(call.id, call.name, call.arguments, kind))
-        if self._loop_detected(calls):
-            note = "not run: this exact call was repeated 3 times in a row, so the run was stopped"
+        if self.guard.repeated(calls):
             for call in calls:
-                await self._record(call, ToolOutput.failure(note))
+                await self._record(call, ToolOutput.failure(REPEATED_CALL_RESULT))
             await self._append_results()
             return self._finish("max_turn_requests", "loop_detected")
         runnable = [r for call in calls if (r := await self._prepare(call)) is not None]
@@ -282,15 +254,6 @@ class _Run:
         await run_batched(runnable, self._execute)
         await self._append_results()
         return None
-
-    def _loop_detected(self, calls: tuple[ToolUseBlock, ...]) -> bool:
-        for call in calls:
-            sig = call.call_key
-            self.repeats = self.repeats + 1 if sig == self.last_call else 1
-            self.last_call = sig
-            if self.repeats >= LOOP_GUARD_REPEATS:
-                return True
-        return False
 
     async def _prepare(self, call: ToolUseBlock) -> BoundCall | None:
         """Bind and approve one call; record an error result and return None if it fails."""
@@ -326,11 +289,8 @@ class _Run:
     async def _append_results(self) -> None:
         ordered = [self.results[c.id] for c in self.pending]
         extra: list[TextBlock] = []
-        self.failed_rounds = self.failed_rounds + 1 if all(r.is_error for r in ordered) else 0
-        if self.failed_rounds >= PIVOT_AFTER_FAILED_ROUNDS:
-            guidance = PIVOT_GUIDANCE.format(n=self.failed_rounds)
+        if (guidance := self.guard.pivot(ordered)) is not None:
             extra.append(TextBlock(guidance))
             await self.emit(Notice("added pivot guidance after repeated tool failures", "warning"))
-            self.failed_rounds = 0
         self.history.append(tool_results_message(ordered, *extra))
         self.pending, self.results = (), {}
