@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 
 from openheim._version import __version__
-from openheim.cli import exit_codes
 from openheim.errors import ConfigError, OpenheimError
+from openheim.term import exit_codes
 
 
 class _UsageError(Exception):
