@@ -39,7 +39,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from openheim.cli.exit_codes import ERROR, USAGE
+from openheim.term.exit_codes import ERROR, USAGE
 
 PROMPT = "List this folder and name its files."
 SAMPLE = ("alpha.txt", "bravo.md", "charlie.py")

@@ -10,6 +10,11 @@
   to the upper one's names), inside a function (a lazy import is an import all the same), and
   relative ones. A module that imports by name (``importlib.import_module``) also refers to every
   module that a string constant of it names exactly.
+* Surfaces are siblings: a module of one surface package (``SURFACES``) never imports another
+  surface's modules, and a module of a shared package (one that is no surface: ``chat/``,
+  ``term/``) imports none at all; only the launcher (``LAUNCHER``, the command line that opens
+  each surface) may. Modules at the package's top (its front ``__init__`` and ``__main__``)
+  are the package's own face and are not checked.
 * No module is longer than ``MODULE_LINES`` lines, and no function or method of a core module
   (nested ones included, each counted from its ``def`` line to its last line) is longer than
   ``CORE_FUNCTION_LINES``.
@@ -21,12 +26,17 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 LAYERS = ("core", "runtime", "surface")
 """From the bottom up: a layer may import its own modules and those of the layers before it."""
+SURFACES = ("acp", "cli", "gateway", "mcp_server", "repl", "server", "tui")
+"""The packages of ``src/openheim`` that are surfaces: each one a way a person or a program
+reaches the agent."""
+LAUNCHER = "cli"
+"""The surface that opens the others (``openheim chat``, ``openheim serve``, ...)."""
 MODULE_LINES = 400
 MODULE_LINE_LIMITS = {"loop.py": 300}
 """Tighter limits for modules a newcomer must read in one sitting: the agent loop."""
@@ -184,6 +194,35 @@ def upward_imports(modules: Mapping[str, Module], layers: Mapping[str, str]) -> 
                     f"code it needs down to {layer}, or pass it in from above"
                 )
     return found
+
+
+def cross_surface_imports(
+    modules: Mapping[str, Module], surfaces: Collection[str], launcher: str
+) -> list[str]:
+    """Imports from a module of a package into another package that is a surface, except from
+    ``launcher`` (modules at the top of the package are not checked)."""
+    by_name = {module.name: module for module in modules.values()}
+    found = []
+    for path, module in modules.items():
+        own = _package_of(path)
+        if own is None or own == launcher:
+            continue
+        for line, name in sorted(set(imports(module, by_name))):
+            other = _package_of(by_name[name].path)
+            if other is not None and other != own and other in surfaces:
+                what = "surface" if own in surfaces else "shared package"
+                found.append(
+                    f"{module.shown}:{line}: {what} {own} imports {name} of the surface "
+                    f"{other}: move what both need to a shared package, or let {launcher} "
+                    "pass it in"
+                )
+    return found
+
+
+def _package_of(path: str) -> str | None:
+    """The top folder of a module path (``tui`` of ``tui/app.py``); None at the top."""
+    folder, slash, _ = path.partition("/")
+    return folder if slash else None
 
 
 def imports(module: Module, by_name: Mapping[str, Module]) -> Iterator[tuple[int, str]]:

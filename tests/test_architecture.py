@@ -52,6 +52,9 @@ RULES: dict[str, Rule] = {
         lambda m, t: architecture.long_core_functions(m, t.layers)
     ),
     "imports point down between layers": lambda m, t: architecture.upward_imports(m, t.layers),
+    "no surface imports another": lambda m, t: architecture.cross_surface_imports(
+        m, architecture.SURFACES, architecture.LAUNCHER
+    ),
 }
 
 
@@ -223,3 +226,67 @@ def test_bad_rows_fail() -> None:
         "architecture document line 7 (`b.py`): the module is listed twice; keep one row",
         "architecture document line 8 (`c.py`): say in one sentence what the module does",
     ]
+
+
+# Surfaces as siblings: every ordered pair of the project's surfaces, planted in ``pkg``.
+
+SHARED = "chat"
+"""A package of the surface layer that is no surface: any surface may import it."""
+
+
+def plant_surfaces(tmp_path: Path, source: str, importer: str) -> list[str]:
+    """``pkg`` with a module ``m.py`` in each surface and shared package, ``importer``'s being
+    ``source``; what the surface rule finds."""
+    files = {f"{name}/__init__.py": "" for name in (*architecture.SURFACES, SHARED)}
+    files |= {f"{name}/m.py": "X = 1\n" for name in (*architecture.SURFACES, SHARED)}
+    files[f"{importer}/m.py"] = source
+    package = tmp_path / "pkg"
+    for path, text in {"__init__.py": "", **files}.items():
+        (package / path).parent.mkdir(parents=True, exist_ok=True)
+        (package / path).write_text(textwrap.dedent(text), encoding="utf-8")
+    modules = architecture.read_modules(package)
+    return architecture.cross_surface_imports(modules, architecture.SURFACES, architecture.LAUNCHER)
+
+
+PAIRS = [
+    (importer, imported)
+    for importer in (*architecture.SURFACES, SHARED)
+    for imported in architecture.SURFACES
+    if importer not in (imported, architecture.LAUNCHER)
+]
+
+
+@pytest.mark.parametrize(("importer", "imported"), PAIRS)
+def test_a_surface_importing_another_fails(tmp_path: Path, importer: str, imported: str) -> None:
+    found = plant_surfaces(tmp_path, f"from pkg.{imported}.m import X\n", importer)
+    assert len(found) == 1, found
+    assert found[0].startswith(f"pkg/{importer}/m.py:1: ")
+    assert f" imports pkg.{imported}.m of the surface {imported}: " in found[0]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def f() -> None:\n    from pkg.tui import m\n",
+        "import pkg.tui\n",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.tui.m import X\n",
+        "from ..tui import m\n",
+        "import importlib\nM = importlib.import_module('pkg.tui.m')\n",
+    ],
+    ids=["inside a function", "the package", "type checking", "relative", "by name"],
+)
+def test_every_kind_of_import_between_surfaces_counts(tmp_path: Path, source: str) -> None:
+    found = plant_surfaces(tmp_path, source, "repl")
+    assert len(found) == 1, found
+    assert "repl imports pkg.tui" in found[0]
+
+
+@pytest.mark.parametrize("imported", [*architecture.SURFACES, SHARED])
+def test_the_launcher_may_open_every_surface(tmp_path: Path, imported: str) -> None:
+    source = f"from pkg.{imported} import m\n"
+    assert plant_surfaces(tmp_path, source, architecture.LAUNCHER) == []
+
+
+@pytest.mark.parametrize("importer", [s for s in architecture.SURFACES if s != SHARED])
+def test_every_surface_may_import_a_shared_package(tmp_path: Path, importer: str) -> None:
+    assert plant_surfaces(tmp_path, f"from pkg.{SHARED}.m import X\n", importer) == []

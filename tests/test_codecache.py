@@ -108,7 +108,10 @@ except dataclasses.FrozenInstanceError:
 """
 
 
-@pytest.mark.parametrize("first", ["import openheim", "import dataclasses, openheim"])
+INSTALL = "from openheim import codecache\ncodecache.install()"
+
+
+@pytest.mark.parametrize("first", [INSTALL, f"import dataclasses\n{INSTALL}"])
 def test_dataclasses_compile_through_the_cache_and_behave_as_ever(
     tmp_path: Path, first: str
 ) -> None:

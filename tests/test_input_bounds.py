@@ -14,9 +14,9 @@ from typing import IO
 
 import pytest
 
-from openheim.cli import exit_codes
 from openheim.prompts.library import MAX_BYTES
 from openheim.runtime.attach import MAX_ATTACHMENT_BYTES
+from openheim.term import exit_codes
 from openheim.testing import FakeLLMServer, FakeReply
 from tests.test_cli import configure, env_for
 

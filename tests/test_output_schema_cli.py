@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from openheim.cli import exit_codes
+from openheim.term import exit_codes
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from tests.test_cli import configure, openheim
 

@@ -9,8 +9,8 @@ import pytest
 
 from openheim.approval import ApprovalRequest, Ask
 from openheim.cli.refusal import HeadlessRefusals, summary, ways_out
-from openheim.cli.render import TextRenderer
 from openheim.events import ToolResult
+from openheim.term.render import TextRenderer
 
 WRITE = ApprovalRequest("c1", "write_file", {"path": "a.txt"}, False, "edit")
 

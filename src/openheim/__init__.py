@@ -1,15 +1,15 @@
 """openheim: a fast, multi-provider LLM agent runtime.
 
-Importing this package is cheap: public names are loaded on first attribute access. It also
-keeps httpx's command-line client from loading with httpx (``openheim.httpx_cli``), and has
-``dataclasses`` compile the methods it writes through a cache (``openheim.codecache``).
+Importing this package is cheap: public names are loaded on first attribute access. It changes
+no other module: the start-up hooks of the ``openheim`` program (``openheim.codecache``,
+``openheim.httpx_cli``) are installed by the program itself (``openheim.cli.main``), never by
+``import openheim`` in an application that hosts the library.
 """
 
 from __future__ import annotations
 
 import importlib
 
-from openheim import codecache, httpx_cli
 from openheim._version import __version__
 
 TYPE_CHECKING = False  # not typing's: importing typing costs `openheim --version` 3 ms
@@ -61,9 +61,6 @@ _LAZY = {
 }
 
 __all__ = ["__version__", *_LAZY]
-
-httpx_cli.defer()
-codecache.install()
 
 
 def __getattr__(name: str) -> Any:

@@ -10,9 +10,9 @@ from typing import NamedTuple
 
 import pytest
 
-from openheim.cli import exit_codes
 from openheim.config.load import load_settings
 from openheim.errors import ConfigError
+from openheim.term import exit_codes
 from tests.test_cli import openheim
 
 FAKE = '[providers.fake]\napi_base = "http://127.0.0.1:9/v1"\ndefault_model = "m"\n'

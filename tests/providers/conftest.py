@@ -7,11 +7,21 @@ import pytest
 
 from openheim.providers import create_provider
 from openheim.providers.base import ProviderSettings
+from openheim.providers.http_client import TRANSPORT_ENV
 from openheim.providers.openai_chat import OpenAIChatProvider
 from openheim.testing.fake_server import FakeLLMServer
 from tests.providers.support import API_KEY
 
 MakeProvider = Callable[..., OpenAIChatProvider]
+
+
+@pytest.fixture(params=["openheim", "httpx"])
+def each_transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The test runs once on openheim's own HTTP transport and once on httpx's
+    (``OPENHEIM_HTTP_TRANSPORT``): a provider's stream must read the same through both."""
+    transport: str = request.param
+    monkeypatch.setenv(TRANSPORT_ENV, transport)
+    return transport
 
 
 @pytest.fixture

@@ -14,6 +14,8 @@ from openheim.testing.fake_server import FakeLLMServer
 from tests.providers.support import drain, request
 from tests.providers.test_anthropic_support import MakeAnthropic, anthropic_factory
 
+pytestmark = pytest.mark.usefixtures("each_transport")
+
 
 @pytest.fixture
 async def anthropic(server: FakeLLMServer) -> AsyncIterator[MakeAnthropic]:

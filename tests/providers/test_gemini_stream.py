@@ -22,6 +22,8 @@ from openheim.tools.decorator import tool
 from tests.providers.support import drain, request
 from tests.providers.test_gemini_support import MakeGemini, gemini_factory
 
+pytestmark = pytest.mark.usefixtures("each_transport")
+
 
 @pytest.fixture
 async def gemini(server: FakeLLMServer) -> AsyncIterator[MakeGemini]:

@@ -11,13 +11,8 @@ import httpx
 import pytest
 
 from openheim.errors import ConfigError
-from openheim.providers.http import (
-    make_client,
-    parse_retry_after,
-    redact,
-    server_message,
-    ssl_context,
-)
+from openheim.providers.http import parse_retry_after, redact, server_message
+from openheim.providers.http_client import TRANSPORT_ENV, client_key, make_client, ssl_context
 
 NOW = 1_700_000_000.0
 
@@ -108,3 +103,43 @@ async def test_a_model_client_keeps_and_reads_no_cookie() -> None:
         client.cookies.extract_cookies(response)
         assert not client.cookies
         assert "cookie" not in client.build_request("GET", "http://127.0.0.1:9/v1").headers
+
+
+@pytest.mark.parametrize(
+    ("value", "own"),
+    [(None, True), ("", True), ("openheim", True), (" OpenHeim ", True), ("httpx", False)],
+)
+async def test_the_transport_switch_picks_openheims_or_httpxs_own(
+    monkeypatch: pytest.MonkeyPatch, value: str | None, own: bool
+) -> None:
+    from openheim.providers.transport import AsyncioTransport
+
+    monkeypatch.delenv(TRANSPORT_ENV, raising=False)
+    if value is not None:
+        monkeypatch.setenv(TRANSPORT_ENV, value)
+    for api_base in ("http://127.0.0.1:9/v1", "https://models.example.test/v1"):
+        async with make_client(5.0, api_base) as client:
+            chosen = client._transport
+            assert isinstance(chosen, AsyncioTransport) is own, api_base
+            assert isinstance(chosen, httpx.AsyncHTTPTransport) is not own, api_base
+            assert client.trust_env is ("127.0.0.1" not in api_base)
+
+
+def test_clients_of_the_two_transports_are_not_shared(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(TRANSPORT_ENV, raising=False)
+    default = client_key(5.0, "http://127.0.0.1:9/v1")
+    monkeypatch.setenv(TRANSPORT_ENV, "httpx")
+    assert client_key(5.0, "http://127.0.0.1:9/v1") != default
+
+
+@pytest.mark.parametrize("value", ["h2", "httpcore", "1"])
+def test_an_unknown_transport_is_a_config_error(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv(TRANSPORT_ENV, value)
+    with pytest.raises(ConfigError) as caught:
+        make_client(5.0, "http://127.0.0.1:9/v1")
+    assert str(caught.value) == (
+        f"{TRANSPORT_ENV}={value!r} is not a transport "
+        f"(set {TRANSPORT_ENV} to openheim (the default) or httpx)"
+    )

@@ -13,6 +13,8 @@ from openheim.testing.fake_server import FakeLLMServer
 from tests.providers.conftest import MakeProvider
 from tests.providers.support import drain, request
 
+pytestmark = pytest.mark.usefixtures("each_transport")
+
 
 def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
     return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}

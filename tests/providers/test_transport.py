@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from openheim.providers.http import make_client
+from openheim.providers.http_client import make_client
 from openheim.providers.transport import AsyncioTransport
 from tests.providers.transport_server import (
     OK,

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from openheim.cli.render import JsonRenderer, TextRenderer
 from openheim.events import Event, Finished, TextDelta, ToolCall, ToolResult
 from openheim.logs import register_secret, setup_logging
 from openheim.messages import (
@@ -33,6 +32,7 @@ from openheim.runtime.history import PersistentHistory
 from openheim.secrets import REDACTED
 from openheim.store import SQLiteStore
 from openheim.store.export import export_json, export_markdown
+from openheim.term.render import JsonRenderer, TextRenderer
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from tests.test_cli import configure, openheim
 

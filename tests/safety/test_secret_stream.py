@@ -12,10 +12,10 @@ import random
 
 import pytest
 
-from openheim.cli.render import JsonRenderer, TextRenderer
 from openheim.events import Finished, TextDelta, ThinkingDelta, ToolCall
 from openheim.secrets import REDACTED, Redactor
 from openheim.secrets_stream import StreamRedactor
+from openheim.term.render import JsonRenderer, TextRenderer
 from tests.safety.secret_cases import FORMATS, PREFIXED, REGISTERED
 
 TEXTS = {

@@ -16,12 +16,13 @@ import httpx
 import uvicorn
 from websockets.asyncio.client import ClientConnection, connect
 
+from openheim.acp.websocket import serve_websocket
 from openheim.config.load import Overrides, load_settings
 from openheim.server.app import create_app
-from openheim.server.auth import Auth
-from openheim.server.context import ServerContext
+from openheim.server.context import AcpBridge, ServerContext
 from openheim.server.guard import Policy
 from openheim.server.hub import Hub
+from openheim.serving.auth import Auth
 from openheim.testing import FakeLLMServer
 
 TOKEN = "test-token-0123456789abcdef"
@@ -72,8 +73,10 @@ async def served(
     origins: tuple[str, ...] = (),
     max_body: int = 1024 * 1024,
     max_frame: int = 64 * 1024,
+    acp: AcpBridge | None = serve_websocket,
 ) -> AsyncIterator[Served]:
-    """The app on uvicorn in this event loop, on 127.0.0.1 and a free port."""
+    """The app on uvicorn in this event loop, on 127.0.0.1 and a free port; ``acp`` serves
+    ``/acp`` as ``openheim serve`` composes it (None: an app without ``/acp``)."""
     write_config(home, llm, extra, provider)
     settings = load_settings(
         Overrides(work_dir=str(work)), cwd=work, env={"OPENHEIM_HOME": str(home)}
@@ -83,7 +86,8 @@ async def served(
     runtime = Runtime(settings=settings)
     auth = Auth(TOKEN, generated=False)
     store = runtime.shared.borrow_store(settings.data_dir)
-    context = ServerContext(runtime, store, auth, Hub(runtime, store), max_frame)
+    hub = Hub(runtime, store)
+    context = ServerContext(runtime, store, auth, hub, max_frame, acp=acp)
     app = create_app(context, Policy(auth, frozenset(origins), max_body))
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))

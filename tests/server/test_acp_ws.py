@@ -62,6 +62,17 @@ async def test_acp_ws_needs_the_token(home: Path, work: Path) -> None:
                 await create_websocket_stream(url)
 
 
+async def test_an_app_composed_without_acp_has_no_acp(home: Path, work: Path) -> None:
+    with FakeLLMServer() as llm:
+        async with served(home, work, llm, acp=None) as server:
+            base = server.url.replace("http://", "ws://")
+            with pytest.raises(InvalidStatus) as refused:
+                await create_websocket_stream(base + "/acp", headers=AUTH)
+            async with connect(base + "/ws", additional_headers=AUTH):
+                pass  # the rest of the app is there
+    assert refused.value.response.status_code in (403, 404)
+
+
 async def test_bad_frames_get_json_rpc_errors_and_the_socket_stays(home: Path, work: Path) -> None:
     with FakeLLMServer() as llm:
         async with served(home, work, llm, max_frame=4096) as server:

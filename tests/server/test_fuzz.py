@@ -19,11 +19,11 @@ from openheim.config.load import Overrides, load_settings
 from openheim.messages import Message
 from openheim.runtime import Runtime
 from openheim.server.app import create_app
-from openheim.server.auth import Auth
 from openheim.server.context import ServerContext
 from openheim.server.guard import Policy
 from openheim.server.hub import Hub
 from openheim.server.openapi import openapi_document
+from openheim.serving.auth import Auth
 from openheim.store import open_store
 from tests.server.support import TOKEN
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from websockets.exceptions import InvalidStatus
 
-from openheim.server.auth import COOKIE
+from openheim.serving.auth import COOKIE
 from openheim.testing import FakeLLMServer
 from tests.server.support import TOKEN, served
 

@@ -116,8 +116,9 @@ def test_a_public_address_is_announced_with_a_tls_warning(home: Path) -> None:
     import io
 
     from openheim.config.load import load_settings
-    from openheim.server.auth import Auth
-    from openheim.server.launch import Address, announce
+    from openheim.server.launch import announce
+    from openheim.serving.address import Address
+    from openheim.serving.auth import Auth
 
     settings = load_settings(env={"OPENHEIM_HOME": str(home)})
     out = io.StringIO()

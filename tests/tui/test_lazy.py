@@ -24,7 +24,7 @@ def test_version_run_and_acp_do_not_import_textual(home: Path, work: Path) -> No
             "run": imported(home, work, "run", "hello"),
             "acp": imported(home, work, "acp"),
         }
-    assert "openheim.cli.render" in logs["run"] and "openheim.acp" in logs["acp"]
+    assert "openheim.term.render" in logs["run"] and "openheim.acp" in logs["acp"]
     for command, log in logs.items():
         assert "textual" not in log, command
         assert "openheim.chat" not in log, command

@@ -1,2 +1,3 @@
-"""The interactive chat shared by the terminal UI and the plain REPL: the commands, the
-session they drive, the input history and the REPL itself. Nothing here imports Textual."""
+"""The interactive chat shared by the terminal UI (``openheim.tui``) and the plain REPL
+(``openheim.repl``): the commands, the session they drive and the input history. A shared
+package, no surface: it imports neither of them, nor Textual."""

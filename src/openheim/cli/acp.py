@@ -6,9 +6,9 @@ import argparse
 import asyncio
 import sys
 
-from openheim.cli import exit_codes
 from openheim.cli.settings import settings_from_flags
 from openheim.events import notice_line
+from openheim.term import exit_codes
 
 
 def acp_command(args: argparse.Namespace) -> int:

@@ -6,10 +6,10 @@ import argparse
 import sys
 
 from openheim.agents import AgentProfile
-from openheim.cli import exit_codes
 from openheim.config.load import load_settings
 from openheim.events import notice_line
 from openheim.runtime.subagents import main_profile, profile_provider, profiles_for
+from openheim.term import exit_codes
 
 
 def agents_command(args: argparse.Namespace) -> int:

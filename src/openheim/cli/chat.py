@@ -56,9 +56,9 @@ def session_options(args: argparse.Namespace) -> SessionOptions:
 
 async def _repl(settings: Settings, options: SessionOptions, first: str | None) -> int:
     from openheim.chat.history import history_for
-    from openheim.chat.repl import Repl
     from openheim.chat.session import Chat
-    from openheim.cli.approve import TerminalResolver, open_terminal
+    from openheim.repl.app import Repl
+    from openheim.term.approve import TerminalResolver, open_terminal
 
     terminal = open_terminal()
     cancel = asyncio.Event()

@@ -6,10 +6,10 @@ import asyncio
 import sys
 
 from openheim.api import Runtime
-from openheim.cli import exit_codes
 from openheim.config.load import load_settings
 from openheim.events import compaction_line
 from openheim.runtime import SessionOptions
+from openheim.term import exit_codes
 
 
 def compact_command(session_id: str) -> int:

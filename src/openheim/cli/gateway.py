@@ -12,10 +12,10 @@ import time
 from collections.abc import Coroutine
 from typing import Any
 
-from openheim.cli import exit_codes
 from openheim.config.load import Settings, load_settings
 from openheim.errors import ConfigError
 from openheim.events import notice_line
+from openheim.term import exit_codes
 
 PLATFORMS = ("telegram", "discord", "whatsapp")
 

@@ -6,11 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from openheim.cli import exit_codes
 from openheim.config.load import openheim_home
 from openheim.errors import ConfigError
 from openheim.fsutil import atomic_write
 from openheim.prompt import DEFAULT_IDENTITY
+from openheim.term import exit_codes
 
 CONFIG_TEMPLATE = """\
 # openheim configuration. Every key is optional; see docs/configuration.md.

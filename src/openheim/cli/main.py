@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 
 from openheim._version import __version__
-from openheim.cli import exit_codes
 from openheim.errors import ConfigError, OpenheimError
+from openheim.term import exit_codes
 
 
 class _UsageError(Exception):
@@ -276,8 +276,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command ``argv`` and return its exit code.
 
     Without ``argv`` it runs as the program, on this process's arguments, and ends the process
-    itself (``cli.process``: garbage collection waits until start-up is over, and the exit
-    skips the interpreter's teardown)."""
+    itself (``cli.process``: its start-up hooks are installed first, garbage collection waits
+    until start-up is over, and the exit skips the interpreter's teardown)."""
     if argv is not None:
         return _main(list(argv), program=False)
     from openheim.cli import process
@@ -285,12 +285,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     process.lenient_streams()
     try:
         with process.collecting_later():
-            code = _main(sys.argv[1:], program=True)
+            code = _program(sys.argv[1:])
     except SystemExit as stop:  # --help, --version, SIGTERM
         if not isinstance(stop.code, int | None):
             raise
         code = stop.code or 0
     return process.exit_now(code)
+
+
+def _program(argv: list[str]) -> int:
+    """``_main`` as the program, its start-up hooks installed before any command runs."""
+    import os
+
+    from openheim.cli import process
+
+    try:
+        process.install_hooks(os.environ)
+    except ConfigError as err:
+        sys.stderr.write(f"openheim: error: {err}\n")
+        return exit_codes.USAGE
+    return _main(argv, program=True)
 
 
 def _main(argv: list[str], *, program: bool) -> int:

@@ -9,10 +9,10 @@ import asyncio
 import sys
 from collections.abc import Mapping
 
-from openheim.cli import exit_codes
 from openheim.config.load import load_settings
 from openheim.config.schema import McpServerEntry
 from openheim.events import notice_line
+from openheim.term import exit_codes
 
 
 def mcp_command(args: argparse.Namespace) -> int:

@@ -10,11 +10,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from openheim.cli import exit_codes
 from openheim.config.load import load_settings
 from openheim.config.providers import infer_kind, provider_entries
 from openheim.errors import ConfigError
 from openheim.providers.local_models import local_models, quantisation_of
+from openheim.term import exit_codes
 
 CHUNK = 1024 * 1024
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from openheim import safejson
 from openheim.approval import Allow, ApprovalRequest, Deny
-from openheim.cli import exit_codes
 from openheim.config.load import Settings, load_settings
 from openheim.errors import ConfigError
 from openheim.runtime.policy import policy_gate
@@ -20,6 +19,7 @@ from openheim.safety.permissions import (
     user_permissions,
 )
 from openheim.safety.rules import parse_rule
+from openheim.term import exit_codes
 from openheim.tools.builtin import builtin_tools
 from openheim.tools.sandbox import PathSandbox
 

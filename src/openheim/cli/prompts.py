@@ -8,13 +8,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from openheim.cli import exit_codes
 from openheim.cli.prompt import build_prompt, read_stdin
 from openheim.config.load import Settings, load_settings
 from openheim.errors import ConfigError
 from openheim.real_files import read_regular
 from openheim.runtime.attach import Attacher
 from openheim.secrets import SecretPolicy
+from openheim.term import exit_codes
 
 if TYPE_CHECKING:
     from openheim.prompts import PromptLibrary

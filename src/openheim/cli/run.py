@@ -11,11 +11,8 @@ from pathlib import Path
 from typing import Any, cast
 
 from openheim.api import Runtime
-from openheim.cli import exit_codes
-from openheim.cli.approve import TerminalResolver, open_terminal
 from openheim.cli.prompts import run_prompt
 from openheim.cli.refusal import HeadlessRefusals, summary
-from openheim.cli.render import JsonRenderer, TextRenderer
 from openheim.cli.settings import settings_from_flags
 from openheim.cli.stop import SignalStop
 from openheim.config.load import Settings
@@ -25,6 +22,9 @@ from openheim.providers.base import NamedTool, ToolChoice
 from openheim.runtime import PromptRun, Session, SessionOptions
 from openheim.runtime.policy import remember_rules
 from openheim.secrets import SecretPolicy, redact
+from openheim.term import exit_codes
+from openheim.term.approve import TerminalResolver, open_terminal
+from openheim.term.render import JsonRenderer, TextRenderer
 
 
 def run_command(args: argparse.Namespace) -> int:

@@ -1,14 +1,15 @@
-"""``openheim serve``: the REST + WebSocket server and its web page (the ``server`` extra)."""
+"""``openheim serve``: the REST + WebSocket server and its web page (the ``server`` extra), with
+the ACP agent mounted at ``/acp`` (composed here: the server does not import the ACP surface)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from openheim.cli import exit_codes
 from openheim.config.load import Overrides, load_settings
 from openheim.errors import ConfigError
 from openheim.events import notice_line
+from openheim.term import exit_codes
 
 
 def add_serve(serve: argparse.ArgumentParser) -> None:
@@ -21,7 +22,9 @@ def serve_command(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65_535:
         raise ConfigError(f"--port {args.port} is not a port", hint="give 0 to 65535")
     try:
-        from openheim.server.launch import Address, serve
+        from openheim.acp.websocket import serve_websocket
+        from openheim.server.launch import serve
+        from openheim.serving.address import Address
     except ImportError as err:
         raise ConfigError(
             f"openheim serve needs the server extra ({err.name} is missing)",
@@ -29,5 +32,5 @@ def serve_command(args: argparse.Namespace) -> int:
         ) from None
     settings = load_settings(Overrides(work_dir=args.work_dir))
     sys.stderr.writelines(f"{notice_line(notice)}\n" for notice in settings.notices)
-    serve(settings, Address(args.host, args.port))
+    serve(settings, Address(args.host, args.port), acp=serve_websocket)
     return exit_codes.OK

@@ -8,10 +8,10 @@ import sys
 import time
 from pathlib import Path
 
-from openheim.cli import exit_codes
 from openheim.config.load import Settings, load_settings
 from openheim.errors import ConfigError
 from openheim.store import SessionRecord, SQLiteStore, open_store
+from openheim.term import exit_codes
 
 
 def sessions_command(args: argparse.Namespace) -> int:

@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from openheim.cli import exit_codes
 from openheim.cli.setup_files import CLIENTS, Client, Refused, new_text, read_owned
 from openheim.errors import ConfigError
 from openheim.fsutil import atomic_write
+from openheim.term import exit_codes
 
 
 def add_setup(setup: argparse.ArgumentParser) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any
 
-from openheim.cli import exit_codes
+from openheim.term import exit_codes
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 Handler = Callable[[int, FrameType | None], Any] | int | None

@@ -6,10 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from openheim.cli import exit_codes
 from openheim.config.load import load_settings
 from openheim.config.trust import set_trust, trusted_folders
 from openheim.errors import ConfigError
+from openheim.term import exit_codes
 
 
 def trust_command(args: argparse.Namespace) -> int:

@@ -1,6 +1,6 @@
 """``openheim mcp serve --http``: the MCP server over streamable HTTP, behind a bearer token.
 
-The token follows the rules of ``openheim serve`` (``openheim.server.auth``):
+The token follows the rules of ``openheim serve`` (``openheim.serving.auth``):
 ``OPENHEIM_SERVER_TOKEN``, else ``[server] token_file``, else one generated at start, written
 ``0600`` to ``data_dir/server-token`` and printed once; a non-loopback address needs a given
 token. Every HTTP request must carry ``Authorization: Bearer TOKEN``, compared in constant time;
@@ -15,8 +15,8 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from openheim.runtime import Runtime
-from openheim.server.auth import TOKEN_FILE, Auth, load_auth
-from openheim.server.launch import Address, bind
+from openheim.serving.address import Address, bind
+from openheim.serving.auth import TOKEN_FILE, Auth, load_auth
 
 PATH = "/mcp"
 

@@ -23,12 +23,12 @@ from openheim.providers.base import ProviderSettings, StreamItem
 from openheim.providers.http import (
     MAX_ERROR_BODY,
     MAX_WHOLE_BODY,
-    make_client,
     read_capped,
     redact,
     status_error,
     transport_error,
 )
+from openheim.providers.http_client import make_client
 from openheim.providers.json_body import encode
 from openheim.providers.sse import EventStream, EventStreamError
 

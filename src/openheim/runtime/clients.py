@@ -10,7 +10,7 @@ lends each loop its own; a loop that is gone takes its clients' entries with it.
 
 Sharing is safe because the client holds nothing of a provider's own: each request carries its
 provider's headers (the API key among them), and the client keeps no cookies
-(``providers.http.make_client``), so nothing one provider's server sent reaches another's
+(``providers.http_client.make_client``), so nothing one provider's server sent reaches another's
 requests.
 """
 
@@ -39,7 +39,7 @@ class ClientPool:
     def borrow(self, settings: ProviderSettings) -> httpx.AsyncClient:
         """The client for ``settings``' endpoint on the running loop, made if no one holds
         it; ``give_back`` it when the provider is closed."""
-        from openheim.providers.http import client_key, make_client
+        from openheim.providers.http_client import client_key, make_client
 
         lent = self._loops.setdefault(asyncio.get_running_loop(), {})
         key = client_key(settings.timeout_secs, settings.api_base)

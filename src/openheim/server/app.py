@@ -1,4 +1,5 @@
-"""The Starlette application of ``openheim serve``: the page, the login, REST, ``/ws``, ``/acp``.
+"""The Starlette application of ``openheim serve``: the page, the login, REST, ``/ws``, and
+``/acp`` where the context carries an ACP bridge (``ServerContext.acp``).
 
 ``create_app(context, policy)`` builds it; the ``Guard`` middleware (token, origins, sizes)
 wraps everything. Closing the app (its lifespan's end) closes the open sessions and gives the
@@ -19,19 +20,27 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
+from starlette.websockets import WebSocket
 
 from openheim.errors import OpenheimError
 from openheim.secrets import redact
-from openheim.server.acp_ws import acp_endpoint
-from openheim.server.auth import COOKIE
 from openheim.server.context import ServerContext
 from openheim.server.guard import Guard, Policy
 from openheim.server.openapi import openapi_document
 from openheim.server.rest import ROUTES
-from openheim.server.ws import ws_endpoint
+from openheim.server.ws import accept, ws_endpoint
+from openheim.serving.auth import COOKIE
 
 STATIC = Path(__file__).parent / "static"
 LOGIN_FORM_BYTES = 4096
+
+
+async def acp_endpoint(websocket: WebSocket) -> None:
+    """``/acp``: the token checked as on ``/ws``, then the context's ACP bridge."""
+    context: ServerContext = websocket.app.state.openheim
+    await accept(websocket)
+    if context.acp is not None:
+        await context.acp(websocket, context.runtime, context.max_frame_bytes)
 
 
 async def index(request: Request) -> Response:
@@ -110,7 +119,7 @@ def create_app(context: ServerContext, policy: Policy) -> Starlette:
         Route("/api/openapi.json", openapi),
         *ROUTES,
         WebSocketRoute("/ws", ws_endpoint),
-        WebSocketRoute("/acp", acp_endpoint),
+        *([WebSocketRoute("/acp", acp_endpoint)] if context.acp is not None else []),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     app = Starlette(routes=routes, middleware=[Middleware(Guard, policy=policy)], lifespan=lifespan)

@@ -9,16 +9,19 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from openheim.api import Runtime
 from openheim.config.load import Settings
-from openheim.server.auth import Auth
 from openheim.server.collector import Collector
 from openheim.server.hub import Hub
+from openheim.serving.auth import Auth
 from openheim.skills import SkillsManager, skills_for
 from openheim.store import SessionStore
 from openheim.tools.base import ToolSet
+
+if TYPE_CHECKING:
+    from starlette.websockets import WebSocket
 
 DEFAULT_MAX_BODY = 1024 * 1024
 DEFAULT_MAX_FRAME = 16 * 1024 * 1024
@@ -30,6 +33,15 @@ class Queued(Protocol):
     queued_bytes: int
 
     def disconnect_slow(self) -> None: ...
+
+
+class AcpBridge(Protocol):
+    """Serves ACP for a runtime over an accepted WebSocket until it closes, refusing frames
+    over a size (``openheim.acp.websocket.serve_websocket``)."""
+
+    async def __call__(
+        self, websocket: WebSocket, runtime: Runtime, max_frame_bytes: int, /
+    ) -> None: ...
 
 
 @dataclass
@@ -56,6 +68,9 @@ class ServerContext:
     sets one; an app embedded in another program leaves the collector alone)."""
     backlog: Backlog = field(default_factory=Backlog)
     """The frames queued for every WebSocket client together (``server.ws``)."""
+    acp: AcpBridge | None = None
+    """What serves ``/acp``, handed in by whoever composes the server (``openheim serve``
+    hands it ACP's); None: the app has no ``/acp``."""
 
     @property
     def settings(self) -> Settings:

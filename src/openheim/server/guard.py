@@ -21,7 +21,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from openheim.server.auth import Auth
+from openheim.serving.auth import Auth
 
 OPEN_PATHS = frozenset({"/login", "/login/"})
 CORS_METHODS = "GET, POST, DELETE, OPTIONS"

@@ -8,20 +8,22 @@ HTTP unless a TLS proxy stands in front.
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
 import math
-import socket
 import sys
-from dataclasses import dataclass
 from typing import TextIO
 
 from openheim.config.load import Settings
-from openheim.errors import ConfigError
-from openheim.server.auth import TOKEN_FILE, Auth, load_auth
 from openheim.server.collector import Collector
-from openheim.server.context import DEFAULT_MAX_BODY, DEFAULT_MAX_FRAME, ServerContext
+from openheim.server.context import (
+    DEFAULT_MAX_BODY,
+    DEFAULT_MAX_FRAME,
+    AcpBridge,
+    ServerContext,
+)
 from openheim.server.guard import Policy
 from openheim.server.limits import Limits
+from openheim.serving.address import Address, bind
+from openheim.serving.auth import TOKEN_FILE, Auth, load_auth
 
 FILES_KEPT_FREE = 256
 """File descriptors left for everything but client connections: the store, MCP servers,
@@ -31,23 +33,10 @@ WS_HARD_LIMIT_FACTOR = 4
 between the two limits get an error reply and the connection stays open."""
 
 
-@dataclass(frozen=True)
-class Address:
-    host: str
-    port: int
-
-    @property
-    def loopback(self) -> bool:
-        if self.host == "localhost":
-            return True
-        try:
-            return ipaddress.ip_address(self.host).is_loopback
-        except ValueError:
-            return False
-
-
-def build(settings: Settings, *, public: bool) -> tuple[ServerContext, Policy]:
-    """The server's shared state and guard policy for ``settings``."""
+def build(
+    settings: Settings, *, public: bool, acp: AcpBridge | None = None
+) -> tuple[ServerContext, Policy]:
+    """The server's shared state and guard policy for ``settings``; ``acp`` serves ``/acp``."""
     from openheim.runtime import Runtime
     from openheim.server.hub import Hub
 
@@ -57,29 +46,11 @@ def build(settings: Settings, *, public: bool) -> tuple[ServerContext, Policy]:
     max_frame = server.max_frame_bytes or DEFAULT_MAX_FRAME
     store = runtime.shared.borrow_store(settings.data_dir)  # the sessions' own connection
     context = ServerContext(
-        runtime, store, auth, Hub(runtime, store), max_frame, collector=Collector()
+        runtime, store, auth, Hub(runtime, store), max_frame, collector=Collector(), acp=acp
     )
     max_body = server.max_body_bytes or DEFAULT_MAX_BODY
     policy = Policy(auth, frozenset(server.allowed_origins), max_body)
     return context, policy
-
-
-def bind(address: Address) -> socket.socket:
-    """A listening socket on ``address`` (ConfigError when it cannot be had)."""
-    family = socket.AF_INET6 if ":" in address.host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((address.host, address.port))
-    except OSError as err:
-        sock.close()
-        raise ConfigError(
-            f"cannot listen on {address.host}:{address.port}: {err.strerror or err}",
-            hint="pick another --port, or stop what uses this one",
-        ) from None
-    sock.listen(2048)
-    sock.setblocking(False)
-    return sock
 
 
 def announce(auth: Auth, settings: Settings, address: Address, port: int, out: TextIO) -> None:
@@ -98,14 +69,20 @@ def announce(auth: Auth, settings: Settings, address: Address, port: int, out: T
     out.flush()
 
 
-def serve(settings: Settings, address: Address, out: TextIO = sys.stdout) -> None:
-    """Run the server until SIGINT/SIGTERM."""
+def serve(
+    settings: Settings,
+    address: Address,
+    out: TextIO = sys.stdout,
+    *,
+    acp: AcpBridge | None = None,
+) -> None:
+    """Run the server until SIGINT/SIGTERM, with ``/acp`` served by ``acp`` if given."""
     import uvicorn
 
     from openheim.server.app import create_app
     from openheim.server.limits import Gate, limits_of, protocols
 
-    context, policy = build(settings, public=not address.loopback)
+    context, policy = build(settings, public=not address.loopback, acp=acp)
     limits = fit_file_limit(limits_of(settings.server), sys.stderr)
     http, ws = protocols(Gate(limits))
     sock = bind(address)

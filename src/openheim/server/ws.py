@@ -36,10 +36,10 @@ from openheim.errors import OpenheimError
 from openheim.mailbox import Mailbox
 from openheim.secrets import redact
 from openheim.server.agent import AgentChannel
-from openheim.server.auth import SUBPROTOCOL
 from openheim.server.context import ServerContext
 from openheim.server.frames import BadRequest, parse_frame, reply_id
 from openheim.server.fs import FsChannel
+from openheim.serving.auth import SUBPROTOCOL
 
 log = logging.getLogger(__name__)
 

@@ -21,10 +21,10 @@ from textual.worker import Worker
 
 from openheim.chat.commands import Command, Unknown, complete, parse
 from openheim.chat.history import InputHistory, history_for
-from openheim.cli import exit_codes
 from openheim.errors import OpenheimError
 from openheim.events import CostUpdate, Event, TextDelta, UsageUpdate
 from openheim.secrets import redact
+from openheim.term import exit_codes
 from openheim.tui.approval import QueueResolver
 from openheim.tui.pickers import Picker
 from openheim.tui.prompt_input import PromptInput

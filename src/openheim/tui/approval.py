@@ -21,8 +21,8 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny
-from openheim.cli.approve import MAX_SHOWN, edit_diff
 from openheim.secrets import redact
+from openheim.term.approve import MAX_SHOWN, edit_diff
 
 if TYPE_CHECKING:
     from textual.app import App

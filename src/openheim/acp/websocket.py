@@ -1,4 +1,6 @@
-"""``/acp``: the Agent Client Protocol over a WebSocket, one JSON-RPC message per text frame.
+"""The Agent Client Protocol over a WebSocket, one JSON-RPC message per text frame: what
+``openheim serve`` mounts at ``/acp`` (the launcher hands ``serve_websocket`` to the server, so
+neither surface imports the other).
 
 The same ``serve_acp`` as ``openheim acp`` serves it: the socket is bridged to a local socket
 pair whose one end ``serve_acp`` reads and writes as newline-delimited JSON, so the protocol
@@ -18,20 +20,19 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from openheim.acp.server import serve_acp
 from openheim.acp.transport import MAX_LINE_BYTES
-from openheim.server.context import ServerContext
-from openheim.server.ws import accept
+from openheim.runtime import Runtime
 
 
-async def acp_endpoint(websocket: WebSocket) -> None:
-    context: ServerContext = websocket.app.state.openheim
-    await accept(websocket)
+async def serve_websocket(websocket: WebSocket, runtime: Runtime, max_frame_bytes: int) -> None:
+    """ACP for ``runtime`` on an accepted ``websocket`` until it closes; a text frame over
+    ``max_frame_bytes`` is refused with a JSON-RPC error."""
     ours, theirs = socket.socketpair()
     reader, writer = await asyncio.open_connection(sock=theirs, limit=MAX_LINE_BYTES)
     bridge_in, bridge_out = await asyncio.open_connection(sock=ours, limit=MAX_LINE_BYTES)
-    server = asyncio.create_task(serve_acp(reader, writer, context.runtime))
+    server = asyncio.create_task(serve_acp(reader, writer, runtime))
     back = asyncio.create_task(_to_client(bridge_in, websocket))
     try:
-        await _to_server(websocket, bridge_out, context.max_frame_bytes)
+        await _to_server(websocket, bridge_out, max_frame_bytes)
     finally:
         bridge_out.close()
         with contextlib.suppress(Exception):

@@ -19,10 +19,10 @@ from openheim.chat.actions import execute
 from openheim.chat.commands import Command, Unknown, parse
 from openheim.chat.history import InputHistory
 from openheim.chat.session import Chat
-from openheim.cli import exit_codes
-from openheim.cli.render import TextRenderer
 from openheim.errors import OpenheimError
 from openheim.events import Event, ToolCall, ToolResult
+from openheim.term import exit_codes
+from openheim.term.render import TextRenderer
 
 DOUBLE_PRESS = 2.0
 
