@@ -29,7 +29,8 @@ from openheim.testing.fake_replies import RecordedRequest, Responder
 WINDOW = 4000
 """Tokens; the system prompt and tools take about 1,700 of them."""
 THRESHOLD = 0.8
-ANSWER = "an answer " * 40
+ANSWER = " ".join(f"answer-{n}" for n in range(40))
+"""About 400 characters that do not repeat (the repetition guard stops a reply that loops)."""
 SUMMARY = "SUMMARY: the user asked numbered questions and got answers."
 
 
@@ -186,7 +187,7 @@ async def test_a_failed_summary_falls_back_to_trimming(home: Path, work: Path) -
 
 
 async def test_a_summary_that_is_not_smaller_is_a_trim(home: Path, work: Path) -> None:
-    wordy = responder(lambda r: FakeReply(text="blah " * 5000))
+    wordy = responder(lambda r: FakeReply(text=" ".join(f"blah{n}" for n in range(5000))))
     events, server = await turns(home, work, wordy, 10)
     found = compactions(events)
     assert found and found[0].method == "trim"
