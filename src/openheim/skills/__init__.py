@@ -8,7 +8,7 @@ them in the system prompt, and ``expand_command`` runs one as a slash command (`
 
 from __future__ import annotations
 
-from openheim.skills.commands import expand_command
+from openheim.skills.commands import expand_command, expand_skill
 from openheim.skills.manager import Skill, SkillInfo, SkillsManager, SkillSource
 from openheim.skills.names import validate_name
 from openheim.skills.setup import find_repo_root, skills_for
@@ -21,6 +21,7 @@ __all__ = [
     "SkillSource",
     "SkillsManager",
     "expand_command",
+    "expand_skill",
     "find_repo_root",
     "load_skill_tool",
     "skills_for",
