@@ -9,21 +9,7 @@ available skill, or a skill that cannot be read, is sent as typed.
 from __future__ import annotations
 
 from openheim.errors import OpenheimError
-from openheim.messages import Message, TextBlock
 from openheim.skills.manager import SkillsManager
-
-
-def expand_command(message: Message, skills: SkillsManager) -> Message:
-    """``/name rest`` → the skill's instructions in a ``<skill>`` element, then ``rest``; the
-    message's other blocks (images, attachments) follow unchanged. Other prompts are returned
-    as they are."""
-    first = message.content[0] if message.content else None
-    if not isinstance(first, TextBlock):
-        return message
-    text = expand_skill(first.text, skills)
-    if text is None:
-        return message
-    return Message("user", (TextBlock(text), *message.content[1:]))
 
 
 def expand_skill(text: str, skills: SkillsManager) -> str | None:
