@@ -100,28 +100,33 @@ _CHAT: frozenset[Surface] = COLON
 _TUI: frozenset[Surface] = frozenset({"tui"})
 _SESSION: frozenset[Surface] = frozenset({"repl", "tui", "acp", "ws"})
 _GATEWAY: frozenset[Surface] = frozenset({"gateway"})
-_EVERY_CHAT: frozenset[Surface] = frozenset({"repl", "tui", "gateway"})
+_ALL_CHAT: frozenset[Surface] = frozenset({"repl", "tui", "gateway"})
 
 COMMANDS: tuple[CommandSpec, ...] = (
-    CommandSpec("help", "the commands (and keys)", _EVERY_CHAT),
+    CommandSpec("help", "these commands", _ALL_CHAT),
     CommandSpec("quit", "leave", _CHAT, aliases=("q", "exit")),
+    CommandSpec("new", "start a new session (same model and startup skills)", _ALL_CHAT, idle=True),
     CommandSpec(
-        "new", "start a new session (same model and startup skills)", _EVERY_CHAT, idle=True
+        "sessions", "restore a stored session", _CHAT, aliases=("session",), takes="[ID]", idle=True
     ),
-    CommandSpec("sessions", "pick a stored session to restore", _CHAT, ("session",), "[ID]", True),
     CommandSpec(
-        "models", "list the models; `models NAME` switches", _EVERY_CHAT, ("model",), "[NAME]", True
+        "models",
+        "list the models; `models NAME` switches",
+        _ALL_CHAT,
+        aliases=("model",),
+        takes="[NAME]",
+        idle=True,
     ),
-    CommandSpec("agent", "run an agent profile as the agent", _CHAT, (), "NAME", True),
+    CommandSpec("agent", "run an agent profile as the agent", _CHAT, takes="NAME", idle=True),
     CommandSpec("config", "the effective configuration (secrets masked)", _CHAT),
     CommandSpec("mcp", "MCP servers with their status and tool counts", _CHAT),
     CommandSpec("skills", "the skills available; `skill NAME` activates one", _CHAT),
-    CommandSpec("skill", "activate a skill for this session", _CHAT, (), "NAME", True),
-    CommandSpec("theme", "pick a theme; `theme NAME` applies and keeps it", _TUI, (), "[NAME]"),
+    CommandSpec("skill", "activate a skill for this session", _CHAT, takes="NAME", idle=True),
+    CommandSpec("theme", "pick a theme; `theme NAME` applies and keeps it", _TUI, takes="[NAME]"),
     CommandSpec("verbose", "show or hide tool items", _CHAT),
     CommandSpec("cost", "tokens and cost of this session", _CHAT),
-    CommandSpec("memory", "long-term memory; `memory TEXT` searches it", _CHAT, (), "[TEXT]"),
-    CommandSpec("export", "the session as Markdown", _CHAT, (), "[FILE]"),
+    CommandSpec("memory", "long-term memory; `memory TEXT` searches it", _CHAT, takes="[TEXT]"),
+    CommandSpec("export", "the session as Markdown", _CHAT, takes="[FILE]"),
     CommandSpec(
         "compact",
         "summarise the older turns now (the history keeps them)",
@@ -136,14 +141,13 @@ COMMANDS: tuple[CommandSpec, ...] = (
         "undo",
         "restore the files of the last N turns and rewind",
         _SESSION,
-        (),
-        "[N] [--force]",
-        True,
-        _undo,
+        takes="[N] [--force]",
+        idle=True,
+        run=_undo,
     ),
     CommandSpec("clear", "clear the screen (the session goes on)", _CHAT),
     CommandSpec("stop", "stop the running answer", _GATEWAY),
-    CommandSpec("auth", "the passphrase, in a private chat", _GATEWAY, (), "PASSPHRASE"),
+    CommandSpec("auth", "the passphrase, in a private chat", _GATEWAY, takes="PASSPHRASE"),
 )
 """Every command, in the order help lists them."""
 
