@@ -24,11 +24,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from openheim.chat.commands import Command
 from openheim.chat.history import InputHistory
 from openheim.config.load import load_settings
 from openheim.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from openheim.runtime import SessionOptions
+from openheim.runtime.commands import Unknown, parse
 from openheim.store import open_store
 from openheim.tui.app import ChatApp
 from openheim.tui.commands import run_command
@@ -81,7 +81,9 @@ async def restore(home: Path, session_id: str) -> float:
                 break
             await pilot.pause(0.01)
         start = time.perf_counter()
-        await run_command(app, Command("sessions", session_id))
+        command = parse(f":sessions {session_id}", "tui")
+        assert command is not None and not isinstance(command, Unknown)
+        await run_command(app, command)
         await pilot._wait_for_screen()
         app.screen._on_timer_update()
         elapsed = time.perf_counter() - start

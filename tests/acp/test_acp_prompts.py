@@ -14,6 +14,7 @@ from acp.helpers import text_block
 
 from openheim.testing import FakeLLMServer
 from tests.acp.harness import RecordingClient, acp_agent
+from tests.prompt_commands import SENT, TYPED, install
 from tests.test_cli import configure, openheim
 
 REVIEW = "---\ndescription: Review code\narguments: lang, focus=bugs\n---\n"
@@ -73,3 +74,14 @@ def test_run_template_sends_the_same_message(home: Path, work: Path) -> None:
     assert server.requests[0].messages[-1]["content"] == (
         "Review this Python code for bugs:\n\ndef f(): pass"
     )
+
+
+async def test_skill_and_template_commands_send_what_the_repl_sends(home: Path, work: Path) -> None:
+    install(home)
+    with FakeLLMServer(["one", "two"]) as server:
+        async with acp_agent(home, work, server) as agent:
+            await agent.start()
+            sid = await agent.new()
+            for text in TYPED:
+                await agent.conn.prompt(session_id=sid, prompt=[text_block(text)])
+    assert [r.messages[-1]["content"] for r in server.requests] == list(SENT)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from openheim.gateway.commands import parse_command
 from openheim.gateway.format import ZWSP, normalise, render, sanitise_mentions, to_plain
 from openheim.gateway.split import split_text
 
@@ -64,27 +63,3 @@ def test_a_code_block_cut_in_two_is_closed_and_reopened() -> None:
     assert all(c.startswith("```sql\n") for c in chunks[1:-1])
     rows = [line for c in chunks for line in c.splitlines() if line.startswith("row ")]
     assert rows == code.splitlines()
-
-
-@pytest.mark.parametrize(
-    ("text", "name", "argument"),
-    [
-        ("/help", "help", ""),
-        ("/Model  fake-small ", "model", "fake-small"),
-        ("/stop@Bot", "stop", ""),
-        ("/auth\nopen sesame", "auth", "open sesame"),
-        ("/auth\topen sesame", "auth", "open sesame"),
-        ("/auth\u00a0open sesame", "auth", "open sesame"),
-        ("/auth@Bot\nopen sesame", "auth", "open sesame"),
-        ("/auth\u200bx", "auth", "\u200bx"),
-        ("/new.", "new", "."),
-    ],
-)
-def test_commands_are_parsed(text: str, name: str, argument: str) -> None:
-    command = parse_command(text)
-    assert command is not None and (command.name, command.argument) == (name, argument)
-
-
-@pytest.mark.parametrize("text", ["hello", "//not a command", "/ ", "/../etc", "/usr/bin is gone"])
-def test_other_text_is_a_message(text: str) -> None:
-    assert parse_command(text) is None

@@ -1,11 +1,12 @@
 """Skills as slash commands: ``/name rest`` puts the skill in front of the rest; anything else
-is sent as typed."""
+is left as typed (None)."""
 
 from __future__ import annotations
 
+import pytest
+
 from openheim.errors import ConfigError
-from openheim.messages import ImageBlock, Message, TextBlock
-from openheim.skills import Skill, SkillsManager, expand_command
+from openheim.skills import Skill, SkillsManager, expand_skill
 from tests.skills.conftest import Layout
 
 
@@ -15,31 +16,27 @@ def manager(layout: Layout) -> SkillsManager:
 
 
 def test_a_command_puts_the_skill_in_front_of_the_rest(layout: Layout) -> None:
-    image = ImageBlock("aGk=", "image/png")
-    message = Message("user", (TextBlock("/review  the last commit "), image))
-    expanded = expand_command(message, manager(layout))
-    assert expanded.role == "user"
-    assert expanded.content == (
-        TextBlock('<skill name="review">\nBe thorough.\n</skill>\n\nthe last commit'),
-        image,
-    )
+    expanded = expand_skill("/review  the last commit ", manager(layout))
+    assert expanded == '<skill name="review">\nBe thorough.\n</skill>\n\nthe last commit'
 
 
 def test_a_command_alone_still_gives_the_skill(layout: Layout) -> None:
-    expanded = expand_command(Message.user("/review"), manager(layout))
-    assert expanded.text == '<skill name="review">\nBe thorough.\n</skill>\n\n'
+    assert expand_skill("/review", manager(layout)) == (
+        '<skill name="review">\nBe thorough.\n</skill>\n\n'
+    )
 
 
-def test_prompts_that_are_not_commands_are_sent_as_typed(layout: Layout) -> None:
-    skills = manager(layout)
-    for message in (
-        Message.user("please /review this"),  # not at the start
-        Message.user("/unknown do it"),  # no such skill
-        Message.user("/etc/hosts is broken"),  # a path, not a skill
-        Message("user", (ImageBlock("aGk=", "image/png"), TextBlock("/review"))),
-        Message("user", ()),
-    ):
-        assert expand_command(message, skills) is message
+@pytest.mark.parametrize(
+    "text",
+    [
+        "please /review this",  # not at the start
+        "/unknown do it",  # no such skill
+        "/etc/hosts is broken",  # a path, not a skill
+        "",
+    ],
+)
+def test_prompts_that_are_not_commands_are_left_as_typed(layout: Layout, text: str) -> None:
+    assert expand_skill(text, manager(layout)) is None
 
 
 class Vanishing(SkillsManager):
@@ -55,5 +52,4 @@ def test_a_skill_gone_between_listing_and_loading_leaves_the_prompt_as_typed(
     layout.user("review.md", "Be thorough.\n")
     skills = Vanishing(layout.data_dir, layout.project, True)
     assert [info.name for info in skills.available()] == ["review"]
-    message = Message.user("/review now")
-    assert expand_command(message, skills) is message
+    assert expand_skill("/review now", skills) is None

@@ -1,48 +1,12 @@
-"""Command parsing, "did you mean", completion and the input history."""
+"""The chat's input history and token counts (its commands are the registry's:
+``tests/runtime/test_commands.py``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from openheim.chat.commands import COMMANDS, Command, Unknown, complete, help_text, parse
 from openheim.chat.history import LIMIT, InputHistory
 from openheim.chat.units import tokens
-
-
-def test_both_prefixes_and_aliases_parse() -> None:
-    assert parse(":help") == Command("help", "")
-    assert parse("/models fake/big ") == Command("models", "fake/big")
-    assert parse(":q") == Command("quit", "")
-    assert parse("/exit") == Command("quit", "")
-
-
-def test_prompts_and_skill_commands_are_not_commands() -> None:
-    assert parse("hello") is None
-    assert parse("/review this file", skills=["review"]) is None
-    assert parse(":)") is None and parse("/") is None
-
-
-def test_unknown_commands_get_a_suggestion() -> None:
-    unknown = parse(":sesions")
-    assert unknown == Unknown("sesions", "sessions")
-    assert isinstance(unknown, Unknown)
-    assert (
-        unknown.message() == "unknown command :sesions; did you mean :sessions? (:help lists them)"
-    )
-    far = parse(":zzzzzz")
-    assert isinstance(far, Unknown) and far.suggestion is None
-
-
-def test_completion_covers_commands_and_skills() -> None:
-    assert complete(":th") == [":theme"]
-    assert complete("/re", skills=["review"]) == ["/review"]
-    assert complete("hello") == [] and complete(":theme x") == []
-
-
-def test_help_lists_every_command_and_the_skills() -> None:
-    text = help_text(["review"])
-    assert all(f":{name}" in text for name in COMMANDS)
-    assert "/review" in text
 
 
 def test_history_walks_keeps_the_draft_and_persists(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from typing import IO
 
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from openheim.testing.fake_replies import RecordedRequest
+from tests.prompt_commands import SENT, TYPED, install
 from tests.tui.support import child_env, configure, run_openheim
 
 
@@ -233,3 +234,12 @@ def test_a_first_run_without_system_md_prints_no_notice(home: Path, work: Path) 
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["Hello there!"]
     assert "system.md" not in done.stderr and "warning" not in done.stderr
+
+
+def test_skill_and_template_commands_reach_the_model_expanded(home: Path, work: Path) -> None:
+    install(home)
+    with FakeLLMServer(["one", "two"]) as server:
+        configure(home, server)
+        done = chat(home, work, "".join(f"{line}\n" for line in TYPED))
+    assert done.returncode == 0, done.stderr
+    assert [r.body["messages"][-1]["content"] for r in server.requests] == list(SENT)

@@ -48,12 +48,7 @@ from openheim._version import __version__
 from openheim.acp import options
 from openheim.acp.blocks import prompt_message
 from openheim.acp.client_io import AcpClientIO
-from openheim.acp.commands import (
-    available_commands,
-    builtin_command,
-    expand_slash,
-    run_builtin,
-)
+from openheim.acp.commands import available_commands, command_of, run_command
 from openheim.acp.errors import busy, request_error
 from openheim.acp.mcp import mcp_servers
 from openheim.acp.notices import AgentMessages, own_folders
@@ -66,7 +61,8 @@ from openheim.api import Runtime, Session
 from openheim.config.schema import DEFAULT_CLIENT_MCP_SERVERS, McpServerEntry
 from openheim.errors import OpenheimError
 from openheim.events import Notice, TextDelta
-from openheim.prompts import prompts_for
+from openheim.runtime.commands import Invocation
+from openheim.runtime.prompt_commands import PromptCommands
 from openheim.skills import SkillsManager, skills_for
 
 log = logging.getLogger(__name__)
@@ -217,13 +213,13 @@ class OpenheimAgent:
         live = self._get(session_id)
         message = prompt_message(prompt)
         try:
-            message = expand_slash(message, live.skills, prompts_for(self.runtime.settings))
+            message = PromptCommands.of(self.runtime.settings, live.skills).expand(message)
         except OpenheimError as err:  # a template's missing argument
             raise request_error(err) from None
         if live.session.busy:
             raise busy(session_id)
-        if (command := builtin_command(message)) is not None:
-            return await self._builtin(session_id, live.session, *command)
+        if (command := command_of(message)) is not None:
+            return await self._command(session_id, live.session, command)
         folders = own_folders(self.runtime.settings)
         turn = Turn(self.conn, session_id, live.session, live.cwd, folders)
         try:
@@ -232,12 +228,12 @@ class OpenheimAgent:
             raise request_error(err) from None
         return PromptResponse(stop_reason=stop)
 
-    async def _builtin(
-        self, session_id: str, session: Session, name: str, arg: str
+    async def _command(
+        self, session_id: str, session: Session, command: Invocation
     ) -> PromptResponse:
-        """A built-in slash command: done here, its outcome sent as the agent's message."""
+        """A registry command: done here, its outcome sent as the agent's message."""
         try:
-            said = await run_builtin(name, arg, session)
+            said = await run_command(command, session)
         except OpenheimError as err:
             raise request_error(err) from None
         update = event_update(TextDelta(said))
@@ -328,7 +324,7 @@ class OpenheimAgent:
     def _announce(self, session_id: str, skills: SkillsManager, refused: list[Notice]) -> None:
         """Send the commands (``/compact``, skills, templates), then a notice for each of the
         client's MCP servers left out, once the response naming the session is out."""
-        commands = available_commands(skills, prompts_for(self.runtime.settings))
+        commands = available_commands(PromptCommands.of(self.runtime.settings, skills))
         updates: list[Any] = [
             AvailableCommandsUpdate(
                 session_update="available_commands_update", available_commands=commands

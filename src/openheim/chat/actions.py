@@ -1,19 +1,18 @@
-"""What each chat command does, the same for the terminal UI and the plain REPL. A surface
-handles its own commands first (a picker, a theme) and hands the rest here."""
+"""What each chat command of the registry (``runtime.commands``) does, the same for the
+terminal UI and the plain REPL: the session commands run as the registry runs them, the
+others act on the ``Chat``. A surface handles its own commands first (a picker, a theme) and
+hands the rest here."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from openheim.chat import info
-from openheim.chat.commands import Command, help_text
 from openheim.chat.session import Chat
 from openheim.config.providers import provider_entries
 from openheim.errors import ConfigError
-from openheim.events import compaction_line
-from openheim.runtime.compaction import pin_prompt, pinned_line
+from openheim.runtime.commands import Invocation, Surface
 from openheim.runtime.replay import Replayed, replay_events
-from openheim.runtime.undo import undo_arguments
 
 
 @dataclass
@@ -26,9 +25,15 @@ class Outcome:
     replay: list[Replayed] | None = None
 
 
-async def execute(chat: Chat, command: Command) -> Outcome:
+async def execute(chat: Chat, command: Invocation, surface: Surface) -> Outcome:
     """Run ``command`` against the chat; a bad argument raises ``ConfigError``."""
     name, arg = command.name, command.argument
+    if command.spec.run is not None:
+        done = await command.run(chat.session)
+        replay = list(replay_events(chat.session.history)) if name == "undo" else None
+        return Outcome(done.text, clear=replay is not None, replay=replay)
+    if name == "help":
+        return Outcome(chat.help(surface))
     simple = _SIMPLE.get(name)
     if simple is not None:
         return Outcome(simple(chat, arg))
@@ -53,14 +58,7 @@ async def execute(chat: Chat, command: Command) -> Outcome:
         return Outcome(f"skill {arg} is active")
     if name == "memory":
         return Outcome(await info.memory_text(chat.settings, arg))
-    if name == "compact":
-        done = await chat.session.compact()
-        return Outcome("nothing to compact yet" if done is None else compaction_line(done))
-    if name == "pin":
-        return Outcome(pinned_line(pin_prompt(chat.session)))
-    if name == "undo":
-        return await _undo(chat, arg)
-    return Outcome(f":{name} is only available in the terminal UI")
+    raise RuntimeError(f"the chat does not do :{name}; its surface does")
 
 
 def _skills(chat: Chat, arg: str) -> str:
@@ -75,7 +73,6 @@ def _export(chat: Chat, arg: str) -> str:
 
 
 _SIMPLE = {
-    "help": lambda chat, arg: help_text(chat.command_names()),
     "config": lambda chat, arg: info.config_text(chat.settings),
     "mcp": lambda chat, arg: info.mcp_text(chat),
     "cost": lambda chat, arg: info.cost_text(chat),
@@ -112,11 +109,3 @@ def split_model(chat: Chat, arg: str) -> tuple[str, str]:
     if rest and head in provider_entries(chat.settings):
         return head, rest
     return chat.provider, arg
-
-
-async def _undo(chat: Chat, arg: str) -> Outcome:
-    """``undo [N] [--force]``: the last N turns' files restored, the conversation rewound."""
-    turns, force = undo_arguments(arg)
-    session = chat.session
-    report = await session.undo(turns, force=force)
-    return Outcome(report.summary(), clear=True, replay=list(replay_events(session.history)))

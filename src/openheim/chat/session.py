@@ -11,20 +11,19 @@ from __future__ import annotations
 import dataclasses
 
 from openheim.approval import Resolver
-from openheim.chat.commands import COMMANDS
 from openheim.config.load import Settings
 from openheim.config.providers import provider_entries
 from openheim.errors import ConfigError
 from openheim.messages import Message
-from openheim.prompts import prompts_for
-from openheim.prompts.commands import expand_template_command, templates
 from openheim.runtime import PromptRun, Runtime, Session, SessionOptions
 from openheim.runtime.attach import Attacher, mentions
+from openheim.runtime.commands import Surface, help_text
 from openheim.runtime.host import host_session
 from openheim.runtime.models import switch_model
+from openheim.runtime.prompt_commands import PromptCommands
 from openheim.runtime.replay import Replayed, replay_events
 from openheim.secrets import SecretPolicy
-from openheim.skills import SkillsManager, expand_command, skills_for
+from openheim.skills import SkillsManager, skills_for
 from openheim.store import SessionRecord, open_store
 
 
@@ -62,12 +61,18 @@ class Chat:
     def skill_names(self) -> list[str]:
         return [info.name for info in self.skills.available()]
 
+    @property
+    def prompt_commands(self) -> PromptCommands:
+        """The skills and templates typed as ``/NAME``, expanded into the prompt."""
+        return PromptCommands.of(self.settings, self.skills)
+
     def command_names(self) -> list[str]:
-        """What ``/NAME`` may name besides the chat's commands: the skills, then the prompt
-        templates (``openheim.prompts.commands``); both are expanded into the prompt."""
-        skills = self.skill_names()
-        found = templates(prompts_for(self.settings), {*skills, *COMMANDS})
-        return [*skills, *(p.name for p in found)]
+        """What ``/NAME`` may name besides the registry's commands: skills, then templates."""
+        return self.prompt_commands.names()
+
+    def help(self, surface: Surface) -> str:
+        """The commands ``surface`` offers, then this chat's skills and templates."""
+        return help_text(surface, self.command_names())
 
     @property
     def provider(self) -> str:
@@ -144,10 +149,8 @@ class Chat:
         ``/skill`` command expanded."""
         attacher = Attacher(self.settings.work_dir, self.policy)
         attached = [attacher.attach(raw) for raw in mentions(text)]
-        taken = {*self.skill_names(), *COMMANDS}
-        text = expand_template_command(text, prompts_for(self.settings), taken) or text
-        message = expand_command(Message.user("\n\n".join([text, *attached])), self.skills)
-        return self.session.prompt(message)
+        text = self.prompt_commands.expand_text(text)
+        return self.session.prompt(Message.user("\n\n".join([text, *attached])))
 
     def record(self, session_id: str) -> SessionRecord:
         """The stored session ``session_id`` (an id or unique prefix)."""

@@ -21,13 +21,14 @@ from typing import Any
 
 from openheim.errors import OpenheimError, SessionNotFound
 from openheim.gateway.auth import Authoriser
-from openheim.gateway.commands import HELP, Command, parse_command
 from openheim.gateway.format import render
 from openheim.gateway.inbound import Inbound, Platform
 from openheim.gateway.ratelimit import RateLimiter
 from openheim.gateway.state import Conversation, GatewayState
 from openheim.gateway.turn import TurnResult, run_turn
 from openheim.runtime import Runtime
+from openheim.runtime.commands import Invocation, Unknown, help_text, parse
+from openheim.runtime.prompt_commands import PromptCommands
 from openheim.secrets import redact
 
 log = logging.getLogger(__name__)
@@ -46,8 +47,8 @@ NOT_ADMITTED = "You are not authorised. Send /auth and the passphrase in a priva
 
 
 def _is_auth(text: str) -> bool:
-    command = parse_command(text)
-    return command is not None and command.name == "auth"
+    command = parse(text, "gateway")
+    return isinstance(command, Invocation) and command.name == "auth"
 
 
 @dataclass
@@ -125,20 +126,34 @@ class Gateway:
         await asyncio.gather(*tasks, return_exceptions=True)
 
     def _route(self, message: Inbound) -> None:
-        command = parse_command(message.text)
-        if command is not None and command.name == "auth" and not message.private:
+        command = parse(message.text, "gateway")
+        if isinstance(command, Invocation) and command.name == "auth" and not message.private:
             self._refuse_auth(message)
-        elif command is not None and command.name == "auth":
+        elif isinstance(command, Invocation) and command.name == "auth":
             self._answer(message, self._authenticate(message, command))
         elif (refusal := self._rate_refusal(message)) is not None:
             self._answer(message, refusal or None)
         elif not self._auth.admitted(message.platform, message.sender):
             log.info("%s: sender %s is not admitted", message.platform, message.sender)
             self._answer(message, NOT_ADMITTED if self._auth.has_passphrase else None)
-        elif command is not None:
+        elif isinstance(command, Invocation):
             self._answer(message, self._command(message, command))
+        elif isinstance(unknown := self._unknown(message, command), Unknown):
+            self._answer(message, unknown.message())
         else:
             self._enqueue(message)
+
+    def _unknown(self, message: Inbound, command: Unknown | None) -> Unknown | None:
+        """An admitted sender's ``/word`` that is no command: unknown unless it names a skill
+        or template (read only now, never for a sender not admitted)."""
+        if command is None:
+            return None
+        again = parse(message.text, "gateway", self._prompts().names())
+        return again if isinstance(again, Unknown) else None
+
+    def _prompts(self) -> PromptCommands:
+        """The skills and templates a message may start with (``/name``), expanded."""
+        return PromptCommands.of(self._runtime.settings)
 
     def _rate_refusal(self, message: Inbound) -> str | None:
         """None when the message is within the sender's limit; else the answer to give (empty
@@ -151,7 +166,7 @@ class Gateway:
             return ""
         return f"Too many messages: try again in {max(1, round(verdict.retry_in))} s."
 
-    def _authenticate(self, message: Inbound, command: Command) -> str | None:
+    def _authenticate(self, message: Inbound, command: Invocation) -> str | None:
         refusal = self._rate_refusal(message)
         if refusal is not None:
             return refusal or None
@@ -194,11 +209,11 @@ class Gateway:
         own = self._guesses.check(f"auth:{message.platform}", message.sender)
         return own.allowed and self._all_guesses.check("auth", "*").allowed
 
-    def _command(self, message: Inbound, command: Command) -> str:
+    def _command(self, message: Inbound, command: Invocation) -> str:
         conversation = self._conversations.get(message.key)
         stored = self._state.conversation(message.key)
         if command.name == "help":
-            return HELP
+            return help_text("gateway", self._prompts().names())
         if command.name == "new":
             if conversation is not None:
                 conversation.generation += 1
@@ -206,9 +221,8 @@ class Gateway:
             return "Started a new conversation."
         if command.name == "stop":
             return self._stop(conversation)
-        if command.name == "model":
-            return self._model(stored, command.argument)
-        return f"Unknown command /{command.name}. Send /help for the commands."
+        assert command.name == "models"  # the last command the registry offers here
+        return self._model(stored, command.argument)
 
     def _stop(self, conversation: _Conversation | None) -> str:
         if conversation is None or conversation.cancel is None:
@@ -254,9 +268,14 @@ class Gateway:
 
     async def _turn(self, conversation: _Conversation, message: Inbound) -> None:
         generation = conversation.generation
+        try:
+            text = self._prompts().expand_text(message.text)
+        except OpenheimError as err:  # a template's missing argument: the sender's to fix
+            await self._queue_reply(message, redact(str(err)))
+            return
         conversation.cancel = cancel = asyncio.Event()
         try:
-            result = await self._run(message, cancel)
+            result = await self._run(message, text, cancel)
         except OpenheimError as err:
             log.warning("%s: a turn failed: %s", message.platform, err)
             await self._queue_reply(message, f"Sorry, the agent failed: {redact(str(err))}")
@@ -278,18 +297,17 @@ class Gateway:
             text = result.text or f"(no answer: {result.stop_reason})"
         await self._queue_reply(message, text)
 
-    async def _run(self, message: Inbound, cancel: asyncio.Event) -> TurnResult:
+    async def _run(self, message: Inbound, text: str, cancel: asyncio.Event) -> TurnResult:
+        """Prompt ``text`` (``message``'s, a skill or template expanded) in its conversation."""
         stored = self._state.conversation(message.key)
         args: dict[str, Any] = {"model": stored.model, "agent": self._choice.agent}
         try:
             return await run_turn(
-                self._runtime, message.text, session_id=stored.session_id, cancel=cancel, **args
+                self._runtime, text, session_id=stored.session_id, cancel=cancel, **args
             )
         except SessionNotFound:  # deleted with `openheim sessions delete`: start afresh
             log.info("%s: stored session %s is gone", message.platform, stored.session_id)
-            return await run_turn(
-                self._runtime, message.text, session_id=None, cancel=cancel, **args
-            )
+            return await run_turn(self._runtime, text, session_id=None, cancel=cancel, **args)
 
     def _answer(self, message: Inbound, text: str | None) -> None:
         """Reply ``text`` (if any) in a task of its own; the message is then handled."""

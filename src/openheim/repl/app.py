@@ -16,11 +16,11 @@ from collections.abc import Coroutine
 from typing import Any, TextIO
 
 from openheim.chat.actions import execute
-from openheim.chat.commands import Command, Unknown, parse
 from openheim.chat.history import InputHistory
 from openheim.chat.session import Chat
 from openheim.errors import OpenheimError
 from openheim.events import Event, ToolCall, ToolResult
+from openheim.runtime.commands import Invocation, Unknown, parse
 from openheim.term import exit_codes
 from openheim.term.render import TextRenderer
 
@@ -102,23 +102,20 @@ class Repl:
 
     async def _line(self, line: str) -> None:
         self.history.add(line)
-        parsed = parse(line, self.chat.command_names())
+        parsed = parse(line, "repl", self.chat.command_names())
         if isinstance(parsed, Unknown):
             self._say(parsed.message())
-        elif isinstance(parsed, Command):
+        elif isinstance(parsed, Invocation):
             await self._command(parsed)
         elif line.strip():
             await self._send(line)
 
-    async def _command(self, command: Command) -> None:
+    async def _command(self, command: Invocation) -> None:
         if command.name == "verbose":
             self.verbose = not self.verbose
             self._say(f"tool items {'shown' if self.verbose else 'hidden'}")
             return
-        if command.name == "theme":
-            self._say("themes belong to the terminal UI (run openheim in a terminal)")
-            return
-        outcome = await execute(self.chat, command)
+        outcome = await execute(self.chat, command, "repl")
         if outcome.text:
             self._say(outcome.text)
         if outcome.quit:

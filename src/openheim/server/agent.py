@@ -6,8 +6,9 @@ Requests (``data`` of a frame on channel ``agent``; ``id`` is echoed in the repl
 - ``resume``: a session by id; one open on the server is attached and sends the frames after
   ``after`` (the last ``seq`` the client saw), first a ``missed`` notice for those no longer
   kept; one only stored is opened with its history;
-- ``prompt``: ``text`` (``@path`` words attach files of the work dir) and ``images``
-  (``{"mime_type", "data"}``, base64); the events follow as ``event`` frames;
+- ``prompt``: ``text`` (``@path`` words attach files of the work dir; ``/skill`` and
+  ``/template`` expand as in the chat) and ``images`` (``{"mime_type", "data"}``, base64); the
+  events follow as ``event`` frames;
 - ``cancel``, ``approve`` (``approval_id``, ``choice``: once, always or reject), ``set_model``,
   ``detach`` and ``close``;
 - ``compact``, ``undo`` and ``pin`` between prompts (``server.session_ops``).
@@ -28,6 +29,7 @@ from openheim.messages import ImageBlock, Message, TextBlock
 from openheim.runtime import SessionOptions
 from openheim.runtime.attach import Attacher, mentions, without_mentions
 from openheim.runtime.models import switch_model
+from openheim.runtime.prompt_commands import PromptCommands
 from openheim.secrets import SecretPolicy
 from openheim.server.context import ServerContext
 from openheim.server.frames import BadRequest, opt_str, req_str, str_list
@@ -145,10 +147,10 @@ class AgentChannel:
 
     def _message(self, data: dict[str, Any]) -> Message:
         raw = req_str(data, "text")
-        text = without_mentions(raw)
+        settings = self.context.settings
+        text = PromptCommands.of(settings).expand_text(without_mentions(raw))
         parts = [text] if text else []
         if mentions(raw):
-            settings = self.context.settings
             policy = SecretPolicy.from_config(settings.deny_read, home=settings.home)
             attacher = Attacher(settings.work_dir, policy)
             parts += [attacher.attach(path) for path in mentions(raw)]

@@ -3,12 +3,12 @@
 ``skills_for(settings)`` (or ``SkillsManager`` directly) finds them: the user's
 ``data_dir/skills``, the project's ``.openheim/skills`` and ``.agents/skills/<name>/SKILL.md``.
 ``load_skill_tool`` lets the model read one by name, ``openheim.prompt.PromptBuilder`` lists
-them in the system prompt, and ``expand_command`` runs one as a slash command (``/name ...``).
+them in the system prompt, and ``expand_skill`` runs one as a slash command (``/name ...``).
 """
 
 from __future__ import annotations
 
-from openheim.skills.commands import expand_command
+from openheim.skills.commands import expand_skill
 from openheim.skills.manager import Skill, SkillInfo, SkillsManager, SkillSource
 from openheim.skills.names import validate_name
 from openheim.skills.setup import find_repo_root, skills_for
@@ -20,7 +20,7 @@ __all__ = [
     "SkillInfo",
     "SkillSource",
     "SkillsManager",
-    "expand_command",
+    "expand_skill",
     "find_repo_root",
     "load_skill_tool",
     "skills_for",

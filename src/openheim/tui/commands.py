@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 from openheim.chat import info
 from openheim.chat.actions import Outcome, execute
-from openheim.chat.commands import Command, help_text, suggest
 from openheim.errors import ConfigError, OpenheimError
+from openheim.runtime.commands import Invocation, find, suggest
 from openheim.tui.pickers import Picker
 from openheim.tui.theme import save_theme
 
@@ -20,20 +20,19 @@ KEYS = """keys:
   Enter send · Shift+Enter / Ctrl+J newline · Ctrl+U clear · Up/Down history · Tab complete
   @ attach a file · Ctrl+C cancel the turn, twice quit · Ctrl+Q quit
   PgUp/PgDn, wheel, j/k (in the conversation) scroll · Esc close an overlay"""
-RESHAPING = {"new", "sessions", "models", "agent", "skill", "compact", "undo"}
-"""Commands that reopen, rewind or compact the session: refused while a turn runs."""
 
 
-async def run_command(app: ChatApp, command: Command) -> None:
-    """Do ``command``; an error is one line in the conversation."""
+async def run_command(app: ChatApp, command: Invocation) -> None:
+    """Do ``command``; an error is one line in the conversation. One that reopens, rewinds or
+    compacts the session (``idle`` in the registry) waits until the turn ends."""
     view = app.conversation
-    if app.busy and command.name in RESHAPING:
+    if app.busy and command.spec.idle:
         await view.line(f":{command.name} waits until the turn ends (Ctrl+C cancels it)", "error")
         return
     try:
         outcome = await _ui_command(app, command)
         if outcome is None:
-            outcome = await execute(app.chat, command)
+            outcome = await execute(app.chat, command, "tui")
     except OpenheimError as err:
         await view.line(f"error: {err}", "error")
         return
@@ -54,11 +53,11 @@ async def show_outcome(app: ChatApp, outcome: Outcome) -> None:
     app.update_status()
 
 
-async def _ui_command(app: ChatApp, command: Command) -> Outcome | None:
+async def _ui_command(app: ChatApp, command: Invocation) -> Outcome | None:
     """The commands the UI does itself; None for the others."""
     name, arg = command.name, command.argument
     if name == "help":
-        return Outcome(help_text(app.chat.command_names()) + "\n" + KEYS)
+        return Outcome(app.chat.help("tui") + "\n" + KEYS)
     if name == "verbose":
         app.conversation.set_verbose(not app.conversation.verbose)
         return Outcome(f"tool items {'shown' if app.conversation.verbose else 'hidden'}")
@@ -95,7 +94,7 @@ async def _pick_session(app: ChatApp) -> Outcome | None:
     picked = await app.push_screen_wait(Picker("restore a session", choices))
     if picked is None:
         return Outcome()
-    return await execute(app.chat, Command("sessions", picked))
+    return await execute(app.chat, _invoke("sessions", picked), "tui")
 
 
 async def _pick_model(app: ChatApp) -> Outcome | None:
@@ -104,4 +103,11 @@ async def _pick_model(app: ChatApp) -> Outcome | None:
     picked = await app.push_screen_wait(Picker("model", choices))
     if picked is None:
         return Outcome()
-    return await execute(app.chat, Command("models", picked))
+    return await execute(app.chat, _invoke("models", picked), "tui")
+
+
+def _invoke(name: str, argument: str) -> Invocation:
+    """The command ``name`` with what a picker chose."""
+    spec = find(name, "tui")
+    assert spec is not None
+    return Invocation(spec, argument)
