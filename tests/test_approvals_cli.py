@@ -19,7 +19,7 @@ import pytest
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from tests.test_cli import configure, env_for, openheim
 
-PROMPT_END = b"[c]ancel: "
+PROMPT_END = b"[c] cancel: "
 
 
 def write(name: str, content: str = "hello\n") -> FakeReply:
@@ -131,7 +131,7 @@ def test_the_terminal_is_asked(
     with FakeLLMServer([write("a.txt"), "done"], default="done") as server:
         configure(home, server)
         status, output, asked = run_in_pty(["run", "write it"], env_for(home), work, [answer])
-    assert asked == 1 and "openheim wants to run write_file" in output
+    assert asked == 1 and "Allow write_file to write a.txt?" in output
     assert "+hello" in output  # the diff of the change is shown
     assert status == code, output
     assert (work / "a.txt").exists() is written
@@ -247,7 +247,7 @@ def test_the_terminal_is_asked_before_a_staged_change_is_applied(home: Path, wor
         staged_config(home)
         status, output, asked = run_in_pty(["run", "stage it"], env_for(home), work, ["y"])
     assert status == 0, output
-    assert asked == 1 and "openheim wants to run apply_file_change" in output
+    assert asked == 1 and "Allow apply_file_change to run?" in output
     assert "+staged" in output  # the staged diff is shown
     assert (work / "a.txt").read_text() == "staged\n"
 

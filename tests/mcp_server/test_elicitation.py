@@ -77,7 +77,7 @@ async def test_an_accepted_elicitation_lets_the_call_run(
     assert isinstance(question, mcp_types.ElicitRequestFormParams)
     assert "write_file" in question.message and "a.txt" in question.message
     choice = question.requested_schema["properties"]["decision"]
-    assert choice["enum"] == ["once", "always", "reject"]
+    assert choice["enum"] == ["once", "always", "reject", "reject_always"]
 
 
 async def test_cancelling_the_call_while_it_asks_cancels_the_run(

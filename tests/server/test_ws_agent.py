@@ -70,7 +70,7 @@ async def test_approvals_once_always_and_reject(home: Path, work: Path) -> None:
             second = await ws.events_until_finished(sid)
             stale = await ws.call("agent", type="approve", session_id=sid, **answer)
     assert asked == ["a.txt", "b.txt"]
-    assert request["data"]["choices"] == ["once", "always", "reject"]
+    assert request["data"]["choices"] == ["once", "always", "reject", "reject_always"]
     assert (work / "a.txt").exists() and not (work / "b.txt").exists()
     assert (work / "c.txt").exists() and (work / "d.txt").exists()
     statuses = [e["event"]["status"] for e in first if e["event"]["type"] == "tool_result"]

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import OptionList, Static
 
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
@@ -157,3 +158,21 @@ async def test_ctrl_c_during_a_question_cancels_the_turn_and_closes_it(
         assert app.resolver.waiting == 0
     assert not (work / "b.txt").exists()
     assert server.requests[-1].body["messages"][-1]["content"] == "go on"
+
+
+async def test_the_option_keys_and_the_plain_title_show(
+    make_app: MakeApp, server: FakeLLMServer
+) -> None:
+    server.add(write_call(), "ok")
+    app = make_app(approval="ask")
+    async with running(app) as pilot:
+        modal = await question(pilot, app, "write b.txt")
+        await pilot.pause()
+        choices = modal.query_one(OptionList)
+        shown = [choices.render_line(y).text.strip() for y in range(choices.size.height)]
+        for text in ("[y] allow once", "[a] allow always", "[n] reject", "[r] reject always"):
+            assert any(line == text for line in shown), shown
+        title = modal.query_one("#approval-title", Static).render()
+        assert str(title) == "Allow write_file to write b.txt?"
+        await pilot.press("n")
+        await settle(pilot, app)
