@@ -123,18 +123,28 @@ def test_risky_commands_are_refused_even_in_auto_mode(home: Path, work: Path) ->
 
 
 @pytest.mark.parametrize(
-    ("answer", "code", "written"), [("y", 0, True), ("n", 6, False), ("c", 130, False)]
+    ("answer", "code", "written", "told"),
+    [
+        ("y", 0, True, "wrote"),
+        ("n", 6, False, "denied: the user rejected this tool call"),
+        ("n use b.txt", 6, False, "rejected this tool call, saying: use b.txt"),
+        ("r", 6, False, "will reject calls like it for the rest of the session"),
+        ("c", 130, False, None),
+    ],
 )
 def test_the_terminal_is_asked(
-    home: Path, work: Path, answer: str, code: int, written: bool
+    home: Path, work: Path, answer: str, code: int, written: bool, told: str | None
 ) -> None:
     with FakeLLMServer([write("a.txt"), "done"], default="done") as server:
         configure(home, server)
         status, output, asked = run_in_pty(["run", "write it"], env_for(home), work, [answer])
+        results = [m for r in server.requests for m in r.messages if m.get("role") == "tool"]
     assert asked == 1 and "Allow write_file to write a.txt?" in output
     assert "+hello" in output  # the diff of the change is shown
     assert status == code, output
     assert (work / "a.txt").exists() is written
+    if told is not None:
+        assert told in results[0]["content"]
 
 
 def test_always_is_remembered(home: Path, work: Path) -> None:

@@ -28,6 +28,7 @@ from openheim.gateway.ratelimit import RateLimiter
 from openheim.gateway.state import Conversation, GatewayState
 from openheim.gateway.turn import TurnResult, run_turn
 from openheim.runtime import Runtime
+from openheim.runtime.approvals import closing_warning
 from openheim.secrets import redact
 
 log = logging.getLogger(__name__)
@@ -276,7 +277,8 @@ class Gateway:
             text = "Stopped."
         else:
             text = result.text or f"(no answer: {result.stop_reason})"
-        await self._queue_reply(message, text)
+        warning = closing_warning(result.denied)
+        await self._queue_reply(message, f"{text}\n\n({warning})" if warning else text)
 
     async def _run(self, message: Inbound, cancel: asyncio.Event) -> TurnResult:
         stored = self._state.conversation(message.key)
