@@ -176,3 +176,26 @@ async def test_the_option_keys_and_the_plain_title_show(
         assert str(title) == "Allow write_file to write b.txt?"
         await pilot.press("n")
         await settle(pilot, app)
+
+
+@pytest.mark.parametrize(
+    ("keys", "told"),
+    [
+        (["tab", *"use c.txt", "enter"], "the user rejected this tool call, saying: use c.txt"),
+        (["tab", *"ry", "shift+tab", "r"], "for the rest of the session, saying: ry"),
+        (["tab", *"ya", "shift+tab", "y"], None),
+    ],
+)
+async def test_a_reason_for_the_model(
+    make_app: MakeApp, server: FakeLLMServer, work: Path, keys: list[str], told: str | None
+) -> None:
+    server.add(write_call(), "ok")
+    app = make_app(approval="ask")
+    async with running(app) as pilot:
+        await question(pilot, app, "write b.txt")
+        for key in keys:
+            await pilot.press(key)
+        await settle(pilot, app)
+    results = [m["content"] for m in server.requests[1].messages if m.get("role") == "tool"]
+    assert (work / "b.txt").exists() is (told is None)
+    assert told is None or told in results[0]

@@ -1,6 +1,8 @@
 """Approvals in the terminal UI: one modal per request showing the runtime's question
 (``runtime.approvals``) and its choices: ``y`` allow once, ``a`` allow always, ``n`` reject,
-``r`` reject always, or arrows and Enter; Esc does not dismiss it.
+``r`` reject always, or arrows and Enter; Esc does not dismiss it. Below the choices a field
+takes the person's reason for the model: Tab to it, type, and Enter rejects with it (``n`` or
+``r`` chosen afterwards pass it on too).
 
 Requests of concurrent calls queue and are shown one at a time; a request whose turn was
 cancelled leaves the queue, or its modal closes. A subagent's request names it (its prompt
@@ -17,11 +19,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import OptionList, Static
+from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny
-from openheim.runtime.approvals import BY_KEY, CHOICES, REJECT, answer, question
+from openheim.runtime.approvals import BY_KEY, CHOICES, MAX_REASON, REJECT, answer, question
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -62,6 +64,11 @@ class ApprovalScreen(ModalScreen[Answer]):
                     yield Static(Syntax(asked.diff, "diff", word_wrap=True), id="approval-diff")
             options = [Option(option_text(c.key, c.label), id=c.key) for c in CHOICES]
             yield OptionList(*options, id="approval-choices")
+            yield Input(
+                placeholder="reason for the model (optional; Enter rejects with it)",
+                max_length=MAX_REASON,
+                id="approval-why",
+            )
 
     def on_mount(self) -> None:
         self.query_one(OptionList).focus()
@@ -69,8 +76,12 @@ class ApprovalScreen(ModalScreen[Answer]):
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         self.action_choose(event.option.id or REJECT.key)
 
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.dismiss(answer(REJECT, event.value))
+
     def action_choose(self, key: str) -> None:
-        self.dismiss(answer(BY_KEY[key]))
+        self.dismiss(answer(BY_KEY[key], self.query_one(Input).value))
 
     def action_stay(self) -> None:
         """Esc does not answer the question: a choice is needed."""
