@@ -13,9 +13,9 @@ from openheim.approval import Allow, ApprovalRequest, Ask, Deny
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from openheim.tui.app import ChatApp
 from openheim.tui.approval import ApprovalScreen
-from openheim.tui.items import ToolItem
+from openheim.tui.items import NoticeItem, ToolItem
 from tests.tui.conftest import MakeApp
-from tests.tui.drive import running, send, settle, type_line, wait_for
+from tests.tui.drive import lines, running, send, settle, type_line, wait_for
 
 
 def write_call(name: str = "b.txt") -> FakeReply:
@@ -199,3 +199,15 @@ async def test_a_reason_for_the_model(
     results = [m["content"] for m in server.requests[1].messages if m.get("role") == "tool"]
     assert (work / "b.txt").exists() is (told is None)
     assert told is None or told in results[0]
+
+
+async def test_a_rejected_write_ends_with_the_closing_warning(
+    make_app: MakeApp, server: FakeLLMServer
+) -> None:
+    server.add(write_call(), "I wrote b.txt")
+    app = make_app(approval="ask")
+    async with running(app) as pilot:
+        await answer(pilot, app, "write b.txt", "n")
+        shown = lines(app, NoticeItem)
+    warning = "1 tool call was denied; the answer above may describe work that was refused"
+    assert shown[-1] == warning
