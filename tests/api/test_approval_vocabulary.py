@@ -4,6 +4,7 @@ closing warning."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 from typing import Any, get_args
 
@@ -200,3 +201,45 @@ def test_the_mcp_elicitation_form_offers_every_choice() -> None:
 
     decision = ApprovalAnswer.model_fields["decision"].annotation
     assert list(get_args(decision)) == [c.id for c in CHOICES]
+
+
+SURFACES = ("acp", "chat", "cli", "gateway", "mcp_server", "server", "tui")
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "openheim"
+
+
+def own_answers(source: str) -> list[int]:
+    """Lines where ``source`` makes an answer a person gives of its own: any ``Allow(...)``, or
+    a ``Deny(...)`` with ``always`` (refusing for good is a choice of the vocabulary). A
+    surface's own failures (an editor that could not be asked) stay plain ``Deny(reason)``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+            continue
+        always = len(node.args) > 1 or any(k.arg == "always" for k in node.keywords)
+        if node.func.id == "Allow" or (node.func.id == "Deny" and always):
+            found.append(node.lineno)
+    return found
+
+
+def test_no_surface_makes_its_own_answers() -> None:
+    made = {
+        str(path.relative_to(PACKAGE)): lines
+        for surface in SURFACES
+        for path in sorted((PACKAGE / surface).rglob("*.py"))
+        if (lines := own_answers(path.read_text(encoding="utf-8")))
+    }
+    assert made == {}
+
+
+@pytest.mark.parametrize(
+    ("source", "lines"),
+    [
+        ("CHOICES = {'y': Allow(), 'n': Deny('no')}", [1]),
+        ("x = Deny('never', always=True)", [1]),
+        ("x = Deny('never', True)", [1]),
+        ("x = Deny('the editor could not be asked')", []),
+        ("x = answer(BY_KEY['y'])", []),
+    ],
+)
+def test_the_guard_finds_a_planted_answer(source: str, lines: list[int]) -> None:
+    assert own_answers(source) == lines
