@@ -5,6 +5,7 @@ closing warning."""
 from __future__ import annotations
 
 import ast
+import os
 from pathlib import Path
 from typing import Any, get_args
 
@@ -243,3 +244,39 @@ def test_no_surface_makes_its_own_answers() -> None:
 )
 def test_the_guard_finds_a_planted_answer(source: str, lines: list[int]) -> None:
     assert own_answers(source) == lines
+
+
+def plant(kind: str, root: Path) -> str:
+    """A file a question's diff must not show, planted under ``root`` (the session's folder);
+    the path a write_file call names."""
+    outside = root.parent / "outside.txt"
+    outside.write_text("private\n")
+    if kind == "outside":
+        return str(outside)
+    if kind == "dotdot":
+        return "../outside.txt"
+    if kind == "symlink":
+        (root / "link.txt").symlink_to(outside)
+        return "link.txt"
+    if kind == "hardlink":
+        (root / "hard.txt").hardlink_to(outside)
+        return "hard.txt"
+    if kind == "secret":
+        (root / ".env").write_text("private\n")
+        return ".env"
+    if kind == "fifo":
+        os.mkfifo(root / "pipe")
+        return "pipe"
+    (root / "big.txt").write_text("private\n" * 200_000)
+    return "big.txt"
+
+
+@pytest.mark.parametrize(
+    "kind", ["outside", "dotdot", "symlink", "hardlink", "secret", "fifo", "big"]
+)
+def test_the_diff_reads_no_file_read_file_would_refuse(tmp_path: Path, kind: str) -> None:
+    root = tmp_path / "work"
+    root.mkdir()
+    request = write(plant(kind, root), cwd=str(root), content="new\n")
+    asked = question(request, Ask())
+    assert "private" not in asked.diff and asked.diff == ""

@@ -15,17 +15,21 @@ serve``) refuse through ``headless_refusal`` and end a run that had calls denied
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny, Resolver, unanswered
-from openheim.runtime.titles import tool_action
-from openheim.secrets import redact, redact_data
+from openheim.real_files import read_regular
+from openheim.runtime.titles import absolute_path, tool_action
+from openheim.secrets import SecretPolicy, redact, redact_data
 
 MAX_SHOWN = 4000
 """Characters of a call's arguments or diff a question shows; more is cut and ends with "…"."""
+MAX_BEFORE = 1 << 20
+"""Bytes of a file's present text read to show the diff of an edit; a bigger file has none."""
 MAX_REASON = 500
 """Characters of a person's own reason passed on to the model."""
 
@@ -157,18 +161,16 @@ def clip(text: str) -> str:
 
 
 def edit_diff(request: ApprovalRequest) -> str:
-    """A unified diff of what a write_file / edit_file call would change, else ''."""
+    """A unified diff of what a write_file / edit_file call would change, else ''. The file's
+    present text is read only where ``read_file`` could read it (see ``_before``); where not,
+    there is no diff."""
     args = request.arguments
     raw = args.get("path")
     if request.tool not in ("write_file", "edit_file") or not isinstance(raw, str):
         return ""
-    path = Path(request.cwd or ".") / raw
-    try:
-        before = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
-    except OSError:
-        return ""
-    after = _after(request.tool, before, args)
-    if after is None:
+    before = _before(raw, Path(request.cwd or "."))
+    after = None if before is None else _after(request.tool, before, args)
+    if before is None or after is None:
         return ""
     import difflib  # only when a question is asked: ``run`` imports no more than it uses
 
@@ -176,6 +178,31 @@ def edit_diff(request: ApprovalRequest) -> str:
         before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{raw}", f"b/{raw}"
     )
     return "".join(diff)
+
+
+def _before(raw: str, cwd: Path) -> str | None:
+    """The text of the file ``raw`` names ('' when there is none), or None when it may not be
+    shown: outside ``cwd`` (by ``..``, an absolute path or a symlinked folder), a secret by the
+    default deny-read patterns, a symlink, a file with another name (a hard link), not a
+    regular file, or over ``MAX_BEFORE``. The question goes to editors and web clients, so it
+    must not show what the model's tools would refuse to read."""
+    path, base = absolute_path(raw, cwd), absolute_path(".", cwd)
+    if not path.is_relative_to(base) or SecretPolicy.from_config().match(path, raw):
+        return None
+    try:
+        if not path.parent.resolve().is_relative_to(base.resolve()):
+            return None
+        data = read_regular(path, MAX_BEFORE, follow_symlinks=False, check=_one_name)
+    except FileNotFoundError:
+        return ""
+    except (OSError, ValueError):
+        return None
+    return data.decode("utf-8", "replace")
+
+
+def _one_name(info: os.stat_result) -> None:
+    if info.st_nlink > 1:
+        raise ValueError("it has more than one name (a hard link)")
 
 
 def _after(tool: str, before: str, args: Mapping[str, Any]) -> str | None:
