@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from typing import IO
 
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny
+from openheim.runtime.approvals import CHOICES as ANSWERS
 from openheim.runtime.approvals import TYPED_HINT, question, typed_answer
 
-CHOICES = "[y] allow once / [a] allow always / [n] reject / [r] reject always / [c] cancel"
+CHOICES = " / ".join([*(f"[{c.key}] {c.label}" for c in ANSWERS), "[c] cancel"])
 """The prompt line: the vocabulary's keys, and cancel (stops the whole run; terminal only)."""
 
 

@@ -7,8 +7,9 @@ connection may attach to it and first receive what came after the last number it
 client whose socket drops re-attaches and misses nothing, and a prompt goes on while no one
 watches.
 
-Approval requests wait for an answer from any attached connection, with the terminal's
-choices: ``once``, ``always`` (the policy keeps it for the session) or ``reject``.
+Approval requests wait for an answer from any attached connection, with the choices of
+``runtime.approvals``: ``once``, ``always``, ``reject`` or ``reject_always`` ("always" ones the
+policy keeps for the session), a rejection with an optional reason for the model.
 """
 
 from __future__ import annotations
