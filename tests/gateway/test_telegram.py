@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from openheim.gateway.pipeline import NOT_ADMITTED
-from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
+from openheim.testing import FakeLLMServer
 from tests.gateway.fake_telegram import TOKEN, FakeTelegram
 from tests.gateway.support import running, write_config
 
@@ -168,22 +168,3 @@ async def test_a_long_reply_is_split_at_telegrams_limit(
             sent = await fake.wait_sent(4)
     assert len(sent) == 4 and all(len(s.text) <= 4096 for s in sent)
     assert " ".join(s.text for s in sent) == words  # no word broken, none lost
-
-
-async def test_a_refused_write_is_flagged_in_the_reply(
-    home: Path, work: Path, telegram: tuple[FakeTelegram, str]
-) -> None:
-    fake, url = telegram
-    call = FakeToolCall("write_file", {"path": "out.txt", "content": "x\n"})
-    with FakeLLMServer([FakeReply(tool_calls=[call]), "I wrote out.txt"]) as llm:
-        configure(home, llm, url)
-        async with running(home, work, ("telegram",), ENV):
-            await fake.message(ANN, "write out.txt")
-            [sent] = await fake.wait_sent(1)
-        told = next(m for m in llm.requests[1].messages if m.get("role") == "tool")["content"]
-    assert not (work / "out.txt").exists()
-    assert "the chat gateway runs headless: no one to ask" in told
-    assert sent.text == (
-        "I wrote out.txt\n\n"
-        "(1 tool call was denied; the answer above may describe work that was refused)"
-    )
