@@ -19,7 +19,7 @@ import pytest
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from tests.test_cli import configure, env_for, openheim
 
-PROMPT_END = b"[c]ancel: "
+PROMPT_END = b"[c] cancel: "
 
 
 def write(name: str, content: str = "hello\n") -> FakeReply:
@@ -123,18 +123,28 @@ def test_risky_commands_are_refused_even_in_auto_mode(home: Path, work: Path) ->
 
 
 @pytest.mark.parametrize(
-    ("answer", "code", "written"), [("y", 0, True), ("n", 6, False), ("c", 130, False)]
+    ("answer", "code", "written", "told"),
+    [
+        ("y", 0, True, "wrote"),
+        ("n", 6, False, "denied: the user rejected this tool call"),
+        ("n use b.txt", 6, False, "rejected this tool call, saying: use b.txt"),
+        ("r", 6, False, "will reject calls like it for the rest of the session"),
+        ("c", 130, False, None),
+    ],
 )
 def test_the_terminal_is_asked(
-    home: Path, work: Path, answer: str, code: int, written: bool
+    home: Path, work: Path, answer: str, code: int, written: bool, told: str | None
 ) -> None:
     with FakeLLMServer([write("a.txt"), "done"], default="done") as server:
         configure(home, server)
         status, output, asked = run_in_pty(["run", "write it"], env_for(home), work, [answer])
-    assert asked == 1 and "openheim wants to run write_file" in output
+        results = [m for r in server.requests for m in r.messages if m.get("role") == "tool"]
+    assert asked == 1 and "Allow write_file to write a.txt?" in output
     assert "+hello" in output  # the diff of the change is shown
     assert status == code, output
     assert (work / "a.txt").exists() is written
+    if told is not None:
+        assert told in results[0]["content"]
 
 
 def test_always_is_remembered(home: Path, work: Path) -> None:
@@ -247,7 +257,7 @@ def test_the_terminal_is_asked_before_a_staged_change_is_applied(home: Path, wor
         staged_config(home)
         status, output, asked = run_in_pty(["run", "stage it"], env_for(home), work, ["y"])
     assert status == 0, output
-    assert asked == 1 and "openheim wants to run apply_file_change" in output
+    assert asked == 1 and "Allow apply_file_change to run?" in output
     assert "+staged" in output  # the staged diff is shown
     assert (work / "a.txt").read_text() == "staged\n"
 

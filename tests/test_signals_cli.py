@@ -23,7 +23,7 @@ from tests.mcp.conftest import SERVER, tagged_pids
 from tests.test_approvals_cli import start_in_pty
 from tests.test_cli import configure, env_for, openheim, start_run
 
-PROMPT_END = b"[c]ancel: "
+PROMPT_END = b"[c] cancel: "
 STOP_WITHIN = 20.0
 """Seconds a signalled openheim may take to exit (it takes well under one)."""
 
@@ -93,7 +93,7 @@ def test_a_signal_at_the_approval_question_ends_the_run_and_saves_it(
         status, output = signal_at_question(["run", "write it"], env_for(home), work, sig)
         assert len(server.requests) == 1  # stopped: the model was not asked again
     assert status == code, output
-    assert "openheim wants to run write_file" in output and "cancelled" in output
+    assert "Allow write_file to write a.txt?" in output and "cancelled" in output
     assert not (work / "a.txt").exists()
     assert stored_tool_results(home, work, session_named(output)) == [CANCELLED_RESULT]
 

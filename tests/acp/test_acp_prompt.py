@@ -18,6 +18,7 @@ from acp.helpers import (
     text_block,
 )
 
+from openheim.acp.permissions import OPTIONS
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from tests.acp.harness import HOLD, Agent, RecordingClient, acp_agent
 from tests.processes import Sleeper, wait_until
@@ -105,6 +106,21 @@ async def test_permission_granted_rejected_and_always(home: Path, work: Path) ->
     asked = [r.raw_input["path"] for r in client.permission_requests]
     assert asked == ["granted.txt", "rejected.txt", "always.txt"]
     assert client.permission_requests[0].title == "Write granted.txt"
+
+
+async def test_reject_always_is_not_asked_again(home: Path, work: Path) -> None:
+    replies: list[FakeReply | str] = [write("a.txt"), write("a.txt"), "gave up"]
+    client = RecordingClient(answers=["reject_always"])
+    with FakeLLMServer(replies) as server:
+        async with acp_agent(home, work, server, client) as agent:
+            await agent.start()
+            sid = await agent.new()
+            await agent.conn.prompt(session_id=sid, prompt=[text_block("write")])
+    assert not (work / "a.txt").exists()
+    assert len(client.permission_requests) == 1
+    assert "will reject calls like it" in tool_messages(server, 1)[-1]
+    kinds = [(o.option_id, o.kind) for o in OPTIONS]
+    assert kinds == [(k, k) for k in ("allow_once", "allow_always", "reject_once", "reject_always")]
 
 
 async def test_tool_calls_stream_as_updates_with_diffs(home: Path, work: Path) -> None:

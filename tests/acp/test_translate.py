@@ -15,7 +15,6 @@ from openheim.acp.translate import (
     tool_call_done,
     tool_call_start,
     tool_locations,
-    tool_title,
     usage_update,
 )
 from openheim.events import (
@@ -36,6 +35,7 @@ from openheim.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from openheim.runtime.titles import tool_title
 from openheim.tools.base import ToolKind
 
 CWD = Path("/home/u/proj")

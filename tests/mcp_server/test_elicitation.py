@@ -33,9 +33,10 @@ class Answers:
     """An elicitation callback that answers with ``action`` (and ``decision``), recording
     each question."""
 
-    def __init__(self, action: str, decision: str | None = None) -> None:
+    def __init__(self, action: str, decision: str | None = None, reason: str = "") -> None:
         self.action = action
         self.decision = decision
+        self.reason = reason
         self.asked: list[mcp_types.ElicitRequestParams] = []
 
     async def __call__(
@@ -43,6 +44,8 @@ class Answers:
     ) -> mcp_types.ElicitResult:
         self.asked.append(params)
         content = None if self.decision is None else {"decision": self.decision}
+        if content is not None and self.reason:
+            content["reason"] = self.reason
         return mcp_types.ElicitResult(action=self.action, content=content)  # type: ignore[arg-type]
 
 
@@ -77,7 +80,7 @@ async def test_an_accepted_elicitation_lets_the_call_run(
     assert isinstance(question, mcp_types.ElicitRequestFormParams)
     assert "write_file" in question.message and "a.txt" in question.message
     choice = question.requested_schema["properties"]["decision"]
-    assert choice["enum"] == ["once", "always", "reject"]
+    assert choice["enum"] == ["once", "always", "reject", "reject_always"]
 
 
 async def test_cancelling_the_call_while_it_asks_cancels_the_run(
@@ -138,6 +141,23 @@ async def test_a_declined_or_rejected_elicitation_refuses_the_call(
         assert len(answers.asked) == 1
         reason = "did not approve" if index == 0 else "rejected this tool call"
         assert reason in told(fake, 2 * index + 1)
+
+
+async def test_reject_always_with_a_reason_is_told_and_flagged(
+    fake: FakeLLMServer, home: Path, work: Path
+) -> None:
+    fake.add(
+        FakeReply(tool_calls=[WRITE]), FakeReply(tool_calls=[WRITE]), FakeReply(text="I wrote it")
+    )
+    answers = Answers("accept", "reject_always", "write notes.md instead")
+    result = await call_with(home, work, answers)
+    assert not (work / "a.txt").exists()
+    assert len(answers.asked) == 1  # the second call was refused by the learnt rule
+    assert "will reject calls like it" in told(fake, 1)
+    assert "saying: write notes.md instead" in told(fake, 1)
+    assert text_of(result).endswith(
+        "[2 tool calls were denied; the answer above may describe work that was refused]"
+    )
 
 
 async def test_without_the_capability_the_call_is_refused_headless(

@@ -101,6 +101,31 @@ async def test_the_page_end_to_end(
     assert urls and all(url.startswith(server.url) for url in urls)  # no CDN, no other host
 
 
+async def test_an_approval_rejected_with_a_reason(
+    home: Path, work: Path, browser: Browser, artefacts: Path
+) -> None:
+    write = FakeToolCall("write_file", {"path": "hello.txt", "content": "hello\n"})
+    with FakeLLMServer([FakeReply(tool_calls=[write]), "I wrote hello.txt"]) as llm:
+        async with served(home, work, llm) as server:
+            page = await browser.new_page(viewport={"width": 1280, "height": 800})
+            page.set_default_timeout(TIMEOUT_MS)
+            await page.goto(f"{server.url}/login?code={server.context.auth.login_code}")
+            await send(page, "Write a file")
+            approval = page.locator(".approval")
+            await expect(approval).to_contain_text("Allow write_file to write hello.txt?")
+            await expect(approval.locator("pre.diff")).to_contain_text("+hello")
+            labels = await approval.locator("button").all_inner_texts()
+            assert labels == ["allow once", "allow always", "reject", "reject always"]
+            await approval.locator("input.reason").fill("use notes.md instead")
+            await page.screenshot(path=artefacts / "07-reject-with-reason.png")
+            await approval.locator("button[data-choice=reject]").click()
+            await expect(page.locator(".tool.denied")).to_have_count(1)
+            await expect(approval).to_contain_text("Answered: reject")
+        told = [m["content"] for m in llm.requests[1].messages if m.get("role") == "tool"]
+    assert not (work / "hello.txt").exists()
+    assert "the user rejected this tool call, saying: use notes.md instead" in told[0]
+
+
 async def test_the_compact_and_undo_buttons(
     home: Path, work: Path, browser: Browser, artefacts: Path
 ) -> None:

@@ -22,6 +22,34 @@ def kinds(events: list[dict[str, Any]]) -> list[str]:
     return [e["event"]["type"] for e in events]
 
 
+async def test_reject_always_with_a_reason_tells_the_model_and_is_not_asked_again(
+    home: Path, work: Path
+) -> None:
+    with FakeLLMServer([write("a.txt"), write("a.txt"), "gave up"]) as llm:
+        async with served(home, work, llm) as server, server.socket() as ws:
+            sid = (await ws.call("agent", type="open"))["session_id"]
+            await ws.call("agent", type="prompt", session_id=sid, text="write")
+            request = (await ws.until(lambda d: d.get("type") == "approval_request"))["data"]
+            answer = {"approval_id": request["approval_id"], "choice": "reject_always"}
+            reason = "use notes.md instead"
+            await ws.call("agent", type="approve", session_id=sid, reason=reason, **answer)
+            events = await ws.events_until_finished(sid)
+            bad = await ws.call("agent", type="approve", session_id=sid, reason=7, **answer)
+        told = [m["content"] for m in llm.requests[1].messages if m.get("role") == "tool"]
+        again = [m["content"] for m in llm.requests[2].messages if m.get("role") == "tool"]
+    assert request["title"] == "Allow write_file to write a.txt?"
+    assert request["labels"]["reject_always"] == "reject always" and "+hi" in request["detail"]
+    assert told == [
+        "Error: denied: the user rejected this tool call and will reject calls like it for "
+        "the rest of the session, saying: use notes.md instead"
+    ]
+    assert len(again) == 2 and "denied" in again[1]  # the second call was not asked about
+    assert sum(1 for f in ws.seen if f["data"].get("type") == "approval_request") == 1
+    statuses = [e["event"]["status"] for e in events if e["event"]["type"] == "tool_result"]
+    assert statuses == ["denied", "denied"] and not (work / "a.txt").exists()
+    assert bad["type"] == "error" and "reason" in bad["message"]
+
+
 async def test_a_prompt_streams_numbered_events(home: Path, work: Path) -> None:
     reply = FakeReply(chunks=["Hel", "lo ", "there"], reasoning="hmm")
     with FakeLLMServer([reply]) as llm:
@@ -70,7 +98,7 @@ async def test_approvals_once_always_and_reject(home: Path, work: Path) -> None:
             second = await ws.events_until_finished(sid)
             stale = await ws.call("agent", type="approve", session_id=sid, **answer)
     assert asked == ["a.txt", "b.txt"]
-    assert request["data"]["choices"] == ["once", "always", "reject"]
+    assert request["data"]["choices"] == ["once", "always", "reject", "reject_always"]
     assert (work / "a.txt").exists() and not (work / "b.txt").exists()
     assert (work / "c.txt").exists() and (work / "d.txt").exists()
     statuses = [e["event"]["status"] for e in first if e["event"]["type"] == "tool_result"]

@@ -7,14 +7,15 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import OptionList, Static
 
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from openheim.tui.app import ChatApp
 from openheim.tui.approval import ApprovalScreen
-from openheim.tui.items import ToolItem
+from openheim.tui.items import NoticeItem, ToolItem
 from tests.tui.conftest import MakeApp
-from tests.tui.drive import running, send, settle, type_line, wait_for
+from tests.tui.drive import lines, running, send, settle, type_line, wait_for
 
 
 def write_call(name: str = "b.txt") -> FakeReply:
@@ -157,3 +158,56 @@ async def test_ctrl_c_during_a_question_cancels_the_turn_and_closes_it(
         assert app.resolver.waiting == 0
     assert not (work / "b.txt").exists()
     assert server.requests[-1].body["messages"][-1]["content"] == "go on"
+
+
+async def test_the_option_keys_and_the_plain_title_show(
+    make_app: MakeApp, server: FakeLLMServer
+) -> None:
+    server.add(write_call(), "ok")
+    app = make_app(approval="ask")
+    async with running(app) as pilot:
+        modal = await question(pilot, app, "write b.txt")
+        await pilot.pause()
+        choices = modal.query_one(OptionList)
+        shown = [choices.render_line(y).text.strip() for y in range(choices.size.height)]
+        for text in ("[y] allow once", "[a] allow always", "[n] reject", "[r] reject always"):
+            assert any(line == text for line in shown), shown
+        title = modal.query_one("#approval-title", Static).render()
+        assert str(title) == "Allow write_file to write b.txt?"
+        await pilot.press("n")
+        await settle(pilot, app)
+
+
+@pytest.mark.parametrize(
+    ("keys", "told"),
+    [
+        (["tab", *"use c.txt", "enter"], "the user rejected this tool call, saying: use c.txt"),
+        (["tab", *"ry", "shift+tab", "r"], "for the rest of the session, saying: ry"),
+        (["tab", *"ya", "shift+tab", "y"], None),
+    ],
+)
+async def test_a_reason_for_the_model(
+    make_app: MakeApp, server: FakeLLMServer, work: Path, keys: list[str], told: str | None
+) -> None:
+    server.add(write_call(), "ok")
+    app = make_app(approval="ask")
+    async with running(app) as pilot:
+        await question(pilot, app, "write b.txt")
+        for key in keys:
+            await pilot.press(key)
+        await settle(pilot, app)
+    results = [m["content"] for m in server.requests[1].messages if m.get("role") == "tool"]
+    assert (work / "b.txt").exists() is (told is None)
+    assert told is None or told in results[0]
+
+
+async def test_a_rejected_write_ends_with_the_closing_warning(
+    make_app: MakeApp, server: FakeLLMServer
+) -> None:
+    server.add(write_call(), "I wrote b.txt")
+    app = make_app(approval="ask")
+    async with running(app) as pilot:
+        await answer(pilot, app, "write b.txt", "n")
+        shown = lines(app, NoticeItem)
+    warning = "1 tool call was denied; the answer above may describe work that was refused"
+    assert shown[-1] == warning

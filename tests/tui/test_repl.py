@@ -243,3 +243,17 @@ def test_skill_and_template_commands_reach_the_model_expanded(home: Path, work: 
         done = chat(home, work, "".join(f"{line}\n" for line in TYPED))
     assert done.returncode == 0, done.stderr
     assert [r.body["messages"][-1]["content"] for r in server.requests] == list(SENT)
+
+
+def test_a_refused_write_ends_with_the_closing_warning(home: Path, work: Path) -> None:
+    call = FakeToolCall("write_file", {"path": "out.txt", "content": "x\n"})
+    with FakeLLMServer([FakeReply(tool_calls=[call]), "I wrote out.txt"]) as server:
+        configure(home, server)
+        done = chat(home, work, "write out.txt\n")
+    assert done.returncode == 0, done.stderr
+    assert not (work / "out.txt").exists()
+    assert "I wrote out.txt" in done.stdout
+    warning = "1 tool call was denied; the answer above may describe work that was refused"
+    assert done.stderr.splitlines()[-1] == f"openheim: {warning}"
+    told = next(m for m in server.requests[1].messages if m.get("role") == "tool")["content"]
+    assert "no one to ask" in told and "openheim permissions add" in told

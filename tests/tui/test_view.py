@@ -114,6 +114,10 @@ def test_event_lines() -> None:
     )
     assert event_line(Failed("boom")) == ("error: boom", "error")
     assert event_line(Finished("end_turn")) is None
+    assert event_line(Finished("end_turn", denied=2)) == (
+        "2 tool calls were denied; the answer above may describe work that was refused",
+        "warning",
+    )
     assert event_line(Finished("refusal", "content_filter")) == (
         "stopped: refusal (content_filter)",
         "stop",

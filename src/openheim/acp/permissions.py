@@ -17,29 +17,39 @@ from acp.schema import (
     ContentToolCallContent,
     FileEditToolCallContent,
     PermissionOption,
+    PermissionOptionKind,
     TerminalToolCallContent,
     TextContentBlock,
     ToolCallUpdate,
 )
 
-from openheim.acp.translate import acp_kind, tool_locations, tool_title
+from openheim.acp.translate import acp_kind, tool_locations
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny
+from openheim.runtime.approvals import (
+    ALWAYS,
+    CHOICES,
+    ONCE,
+    REJECT,
+    REJECT_ALWAYS,
+    answer,
+    question,
+)
+from openheim.runtime.titles import tool_title
 
 log = logging.getLogger(__name__)
 
-OPTIONS = (
-    PermissionOption(option_id="allow_once", name="Allow once", kind="allow_once"),
-    PermissionOption(option_id="allow_always", name="Always allow", kind="allow_always"),
-    PermissionOption(option_id="reject_once", name="Reject", kind="reject_once"),
-    PermissionOption(option_id="reject_always", name="Always reject", kind="reject_always"),
-)
-
-_ANSWERS: dict[str, Allow | Deny] = {
-    "allow_once": Allow(),
-    "allow_always": Allow(always=True),
-    "reject_once": Deny("the user rejected this tool call"),
-    "reject_always": Deny("the user rejected this kind of tool call for this session", True),
+_KINDS: dict[str, PermissionOptionKind] = {
+    ONCE.id: "allow_once",
+    ALWAYS.id: "allow_always",
+    REJECT.id: "reject_once",
+    REJECT_ALWAYS.id: "reject_always",
 }
+"""The ACP kind of each of the vocabulary's choices; its option id is the kind."""
+OPTIONS = tuple(
+    PermissionOption(option_id=_KINDS[c.id], name=c.label.capitalize(), kind=_KINDS[c.id])
+    for c in CHOICES
+)
+_ANSWERS: dict[str, Allow | Deny] = {_KINDS[c.id]: answer(c) for c in CHOICES}
 
 
 class PermissionAsker:
@@ -69,15 +79,16 @@ class PermissionAsker:
 
 
 def _tool_call(request: ApprovalRequest, ask: Ask) -> ToolCallUpdate:
+    """The call as the editor shows it: its own title (this updates the call the editor lists;
+    the editor words the question), its location, the question's risks and diff."""
     cwd = Path(request.cwd or ".")
-    reasons = "\n".join(f"- {reason}" for reason in ask.reasons)
+    asked = question(request, ask)
+    reasons = "\n".join(f"- {reason}" for reason in asked.reasons)
     content: list[ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent] = []
-    if reasons:
-        text = TextContentBlock(type="text", text=f"Why this needs approval:\n{reasons}")
-        content.append(ContentToolCallContent(type="content", content=text))
-    if ask.detail:
-        detail = TextContentBlock(type="text", text=ask.detail)
-        content.append(ContentToolCallContent(type="content", content=detail))
+    for text in (f"Why this needs approval:\n{reasons}" if reasons else "", asked.diff):
+        if text:
+            block = TextContentBlock(type="text", text=text)
+            content.append(ContentToolCallContent(type="content", content=block))
     return ToolCallUpdate(
         tool_call_id=request.tool_call_id,
         title=tool_title(request.tool, request.arguments, cwd),

@@ -55,14 +55,18 @@ def session_options(args: argparse.Namespace) -> SessionOptions:
 
 
 async def _repl(settings: Settings, options: SessionOptions, first: str | None) -> int:
+    from openheim.approval import Resolver
     from openheim.chat.history import history_for
     from openheim.chat.session import Chat
+    from openheim.cli.refusal import HeadlessRefusals
     from openheim.repl.app import Repl
     from openheim.term.approve import TerminalResolver, open_terminal
 
     terminal = open_terminal()
     cancel = asyncio.Event()
-    resolver = TerminalResolver(terminal, cancel) if terminal is not None else None
+    resolver: Resolver = (
+        TerminalResolver(terminal, cancel) if terminal is not None else HeadlessRefusals()
+    )
     try:
         chat = Chat(settings, options, resolver)
         repl = Repl(

@@ -1,4 +1,5 @@
-"""Refusals of ``openheim run`` with no terminal: what was refused and how to let it run.
+"""Refusals of ``openheim run`` and the chat REPL with no terminal: what was refused and how
+to let it run.
 
 With no controlling terminal no one can answer a question, so every call the policy asks about
 is refused at once. The refusal tells the model (and, through the tool line, the user) why and
@@ -12,6 +13,7 @@ from __future__ import annotations
 import shlex
 
 from openheim.approval import ApprovalRequest, Ask, Deny, unanswered
+from openheim.runtime.approvals import closing_warning
 
 TERMINAL = "run openheim in a terminal to be asked"
 AUTO = "pass --approve auto"
@@ -63,11 +65,7 @@ def summary(denied: int, refusals: HeadlessRefusals | None) -> list[str]:
             f"To let such calls run: {' or '.join(ways)}" + (rules if refusals.rules else "")
         )
         lines += [f"  {add_command(rule)}" for rule in refusals.rules]
-    were = "was" if denied == 1 else "were"
-    lines.append(
-        f"openheim: {_count(denied)} {were} denied; "
-        "the answer above may describe work that was refused"
-    )
+    lines.append(f"openheim: {closing_warning(denied)}")
     return lines
 
 

@@ -27,6 +27,7 @@ from openheim.gateway.ratelimit import RateLimiter
 from openheim.gateway.state import Conversation, GatewayState
 from openheim.gateway.turn import TurnResult, run_turn
 from openheim.runtime import Runtime
+from openheim.runtime.approvals import closing_warning
 from openheim.runtime.commands import Invocation, Unknown, help_text, parse
 from openheim.runtime.prompt_commands import PromptCommands
 from openheim.secrets import redact
@@ -295,7 +296,8 @@ class Gateway:
             text = "Stopped."
         else:
             text = result.text or f"(no answer: {result.stop_reason})"
-        await self._queue_reply(message, text)
+        warning = closing_warning(result.denied)
+        await self._queue_reply(message, f"{text}\n\n({warning})" if warning else text)
 
     async def _run(self, message: Inbound, text: str, cancel: asyncio.Event) -> TurnResult:
         """Prompt ``text`` (``message``'s, a skill or template expanded) in its conversation."""

@@ -7,15 +7,13 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from openheim.approval import ApprovalRequest, Ask, Deny, unanswered
 from openheim.events import Finished, ToolResult
 from openheim.messages import StopReason
 from openheim.runtime import Runtime, SessionOptions
+from openheim.runtime.approvals import headless_refusal
 
-
-async def refuse(request: ApprovalRequest, ask: Ask) -> Deny:
-    """The resolver of a gateway session: every call the policy asks about is refused."""
-    return Deny(f"{unanswered(request, ask)} (the chat gateway runs headless: no one to ask)")
+refuse = headless_refusal("the chat gateway")
+"""The resolver of a gateway session: every call the policy asks about is refused."""
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """Approvals of the ``openheim`` tool through MCP elicitation.
 
 When the client declared the ``elicitation`` capability, a call the policy asks about becomes an
-``elicitation/create`` request sent while the tool call runs (a form with one choice: once,
-always or reject); "always" goes back to the policy gate, which keeps it as a rule for the rest
+``elicitation/create`` request sent while the tool call runs (a form with the runtime's
+choices: once, always, reject or reject_always, and a reason for the model when rejecting);
+"always" goes back to the policy gate, which keeps it as a rule for the rest
 of the session. A client that declined, cancelled or failed to answer refuses the call. A
 client without the capability, or a connection that cannot carry a request to the client
 during a call (the 2026 protocol era, which asks through input-required results instead), gets
@@ -11,7 +12,6 @@ the headless resolver (``prompt.refuse``): fail closed.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Literal
 
@@ -21,28 +21,24 @@ from pydantic import BaseModel, Field
 
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny, Resolver
 from openheim.mcp_server.prompt import refuse
-from openheim.secrets import redact
+from openheim.runtime.approvals import MAX_REASON, answer, choice_named
+from openheim.runtime.approvals import question as asked
 
 log = logging.getLogger(__name__)
 
-MAX_SHOWN = 2000
-"""How many characters of a call's arguments the question shows."""
-
 
 class ApprovalAnswer(BaseModel):
-    """The form the client fills in: one choice."""
+    """The form the client fills in: one choice, and the words for the model on a rejection."""
 
-    decision: Literal["once", "always", "reject"] = Field(
+    decision: Literal["once", "always", "reject", "reject_always"] = Field(
         description="once: run this call; always: run such calls for the rest of the session; "
-        "reject: refuse it"
+        "reject: refuse it; reject_always: refuse such calls for the rest of the session"
     )
-
-
-_ANSWERS: dict[str, Allow | Deny] = {
-    "once": Allow(),
-    "always": Allow(always=True),
-    "reject": Deny("the user rejected this tool call"),
-}
+    reason: str = Field(
+        default="",
+        max_length=MAX_REASON,
+        description="when rejecting: what the model should do instead (optional)",
+    )
 
 
 def resolver_for(ctx: Context) -> Resolver:
@@ -69,16 +65,11 @@ class Elicitor:
             return Deny(f"the MCP client could not be asked for approval ({err})")
         if result.action != "accept":
             return Deny(f"the MCP client's user did not approve this tool call ({result.action})")
-        return _ANSWERS[result.data.decision]
+        return answer(choice_named(result.data.decision), result.data.reason)
 
 
 def question(request: ApprovalRequest, ask: Ask) -> str:
-    """What the client shows: the tool, its arguments, and why it needs approval."""
-    shown = redact(json.dumps(dict(request.arguments), ensure_ascii=False))
-    if len(shown) > MAX_SHOWN:
-        shown = shown[:MAX_SHOWN] + " ..."
-    lines = [f"openheim wants to run {request.tool} {shown}"]
-    lines += [f"- {reason}" for reason in ask.reasons] or ([ask.prompt] if ask.prompt else [])
-    if ask.detail:
-        lines.append(redact(ask.detail))
-    return "\n".join(lines)
+    """What the client shows: the runtime's question (title, arguments, risks, diff)."""
+    shown = asked(request, ask)
+    lines = [shown.title, shown.arguments, *(f"- {reason}" for reason in shown.reasons)]
+    return "\n".join(lines + ([shown.diff] if shown.diff else []))

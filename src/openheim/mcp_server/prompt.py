@@ -20,10 +20,11 @@ from pathlib import Path
 import anyio
 from mcp_types import CallToolResult, TextContent
 
-from openheim.approval import ApprovalRequest, Ask, Deny, Resolver, unanswered
+from openheim.approval import Resolver
 from openheim.errors import OpenheimError
 from openheim.events import CostUpdate, Event, Finished, IterationStart, ToolCall
 from openheim.runtime import PromptRun, Runtime, Session, SessionOptions
+from openheim.runtime.approvals import closing_warning, headless_refusal
 
 Progress = Callable[[float, str], Awaitable[None]]
 """Reports progress: a count that grows, and a line that says what happens."""
@@ -40,9 +41,8 @@ class PromptCall:
     cwd: str | None = None
 
 
-async def refuse(request: ApprovalRequest, ask: Ask) -> Deny:
-    """The resolver of a headless run: every call the policy asks about is refused."""
-    return Deny(f"{unanswered(request, ask)} (openheim mcp serve runs headless)")
+refuse = headless_refusal("openheim mcp serve")
+"""The resolver of a headless run: every call the policy asks about is refused."""
 
 
 def error_result(message: str) -> CallToolResult:
@@ -173,6 +173,8 @@ def _result(outcome: Outcome, session_id: str | None) -> CallToolResult:
         f"\n\n[stop reason: {finished.stop_reason}; session id: {session_id or 'not saved'}; "
         f"{spent}]"
     )
+    warning = closing_warning(finished.denied)
+    footer += f"\n[{warning}]" if warning else ""
     return CallToolResult(
         content=[TextContent(type="text", text=finished.text + footer)],
         structured_content=structured,

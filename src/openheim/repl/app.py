@@ -19,7 +19,8 @@ from openheim.chat.actions import execute
 from openheim.chat.history import InputHistory
 from openheim.chat.session import Chat
 from openheim.errors import OpenheimError
-from openheim.events import Event, ToolCall, ToolResult
+from openheim.events import Event, Finished, ToolCall, ToolResult
+from openheim.runtime.approvals import closing_warning
 from openheim.runtime.commands import Invocation, Unknown, parse
 from openheim.term import exit_codes
 from openheim.term.render import TextRenderer
@@ -122,10 +123,14 @@ class Repl:
             self._quit.set()
 
     async def _send(self, text: str) -> None:
-        """One prompt; its events rendered as they come."""
+        """One prompt; its events rendered as they come, then the closing warning on ``err``
+        when calls were denied (the answer may describe work that was refused)."""
         async with self.chat.prompt(text) as events:
             async for event in events:
                 self._show(event)
+                if isinstance(event, Finished) and event.denied:
+                    self.err.write(f"openheim: {closing_warning(event.denied)}\n")
+                    self.err.flush()
 
     def _show(self, event: Event) -> None:
         if self.verbose or not isinstance(event, ToolCall | ToolResult):

@@ -9,7 +9,8 @@ Requests (``data`` of a frame on channel ``agent``; ``id`` is echoed in the repl
 - ``prompt``: ``text`` (``@path`` words attach files of the work dir; ``/skill`` and
   ``/template`` expand as in the chat) and ``images`` (``{"mime_type", "data"}``, base64); the
   events follow as ``event`` frames;
-- ``cancel``, ``approve`` (``approval_id``, ``choice``: once, always or reject), ``set_model``,
+- ``cancel``, ``approve`` (``approval_id``, ``choice``: once, always, reject or reject_always,
+  and for a rejection an optional ``reason`` the model is told), ``set_model``,
   ``detach`` and ``close``;
 - ``compact``, ``undo`` and ``pin`` between prompts (``server.session_ops``).
 
@@ -27,13 +28,14 @@ from typing import Any
 from openheim.errors import OpenheimError, SessionNotFound
 from openheim.messages import ImageBlock, Message, TextBlock
 from openheim.runtime import SessionOptions
+from openheim.runtime.approvals import choice_named
 from openheim.runtime.attach import Attacher, mentions, without_mentions
 from openheim.runtime.models import switch_model
 from openheim.runtime.prompt_commands import PromptCommands
 from openheim.secrets import SecretPolicy
 from openheim.server.context import ServerContext
 from openheim.server.frames import BadRequest, opt_str, req_str, str_list
-from openheim.server.hub import CHOICES, Live, Subscriber
+from openheim.server.hub import Live, Subscriber
 from openheim.server.session_ops import ACTIONS, session_action
 
 MAX_IMAGES = 16
@@ -168,10 +170,14 @@ class AgentChannel:
 
     async def _approve(self, data: dict[str, Any]) -> dict[str, Any]:
         live = self._live(data)
-        choice = req_str(data, "choice")
-        if choice not in CHOICES:
-            raise BadRequest(f"unknown choice {choice!r}", "answer once, always or reject")
-        if not live.answer(req_str(data, "approval_id"), choice):
+        try:
+            choice = choice_named(req_str(data, "choice"))
+        except ValueError as err:
+            raise BadRequest(str(err), "pick one of the request's choices") from None
+        reason = data.get("reason", "")
+        if not isinstance(reason, str):
+            raise BadRequest("reason must be a string", "send the words for the model as text")
+        if not live.answer(req_str(data, "approval_id"), choice, reason):
             raise BadRequest("no such pending approval", "it was answered or its prompt ended")
         return {"type": "ok"}
 

@@ -7,8 +7,9 @@ connection may attach to it and first receive what came after the last number it
 client whose socket drops re-attaches and misses nothing, and a prompt goes on while no one
 watches.
 
-Approval requests wait for an answer from any attached connection, with the terminal's
-choices: ``once``, ``always`` (the policy keeps it for the session) or ``reject``.
+Approval requests wait for an answer from any attached connection, with the choices of
+``runtime.approvals``: ``once``, ``always``, ``reject`` or ``reject_always`` ("always" ones the
+policy keeps for the session), a rejection with an optional reason for the model.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ from openheim.errors import OpenheimError, SessionBusy, SessionNotFound
 from openheim.events import Event, Failed, event_to_dict
 from openheim.messages import Message
 from openheim.runtime import Runtime, Session, SessionOptions
+from openheim.runtime.approvals import CHOICES, Choice, answer, question
 from openheim.runtime.host import host_session
-from openheim.secrets import redact, redact_data
+from openheim.secrets import redact_data
 from openheim.server.redacting import EventRedactor
 from openheim.server.writer import FrameWriter
 from openheim.store import SessionStore
@@ -40,12 +42,6 @@ MAX_LOG = 10_000
 """Frames kept in memory per unsaved session for re-attaching."""
 IDLE_CLOSE = 600.0
 """Seconds a session stays open with no one attached and no prompt running."""
-
-CHOICES: dict[str, Allow | Deny] = {
-    "once": Allow(),
-    "always": Allow(always=True),
-    "reject": Deny("the user rejected this tool call"),
-}
 
 _DELTAS = frozenset({"text_delta", "thinking_delta"})
 _DELTA_KEYS = ("type", "text")
@@ -212,14 +208,17 @@ class Live:
         """The session's ``Resolver``: ask every attached client, wait for the first answer."""
         approval_id = uuid.uuid4().hex
         future: asyncio.Future[Allow | Deny] = asyncio.get_running_loop().create_future()
+        asked = question(request, ask)
         body = {
             "approval_id": approval_id,
             "tool_call_id": request.tool_call_id,
             "tool": request.tool,
+            "title": asked.title,
             "arguments": redact_data(dict(request.arguments)),
-            "reasons": [redact(r) for r in ask.reasons or request.reasons],
-            "detail": redact(ask.detail),
-            "choices": list(CHOICES),
+            "reasons": list(asked.reasons),
+            "detail": asked.diff,
+            "choices": [choice.id for choice in CHOICES],
+            "labels": {choice.id: choice.label for choice in CHOICES},
         }
         seq, text = self.publish("approval_request", body)
         self.pending[approval_id] = (seq, text, future)
@@ -229,13 +228,14 @@ class Live:
             self.pending.pop(approval_id, None)
         return answer
 
-    def answer(self, approval_id: str, choice: str) -> bool:
-        """Settle a pending approval; False when there is none with that id."""
+    def answer(self, approval_id: str, choice: Choice, reason: str = "") -> bool:
+        """Settle a pending approval (a rejection may tell the model ``reason``); False when
+        there is none with that id."""
         found = self.pending.get(approval_id)
         if found is None or found[2].done():
             return False
-        found[2].set_result(CHOICES[choice])
-        self.publish("approval_resolved", {"approval_id": approval_id, "choice": choice})
+        found[2].set_result(answer(choice, reason))
+        self.publish("approval_resolved", {"approval_id": approval_id, "choice": choice.id})
         return True
 
     def start(self, message: Message) -> None:

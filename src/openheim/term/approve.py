@@ -12,17 +12,16 @@ waiting, and nothing is left holding the terminal when openheim exits.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny
+from openheim.runtime.approvals import CHOICES as ANSWERS
+from openheim.runtime.approvals import TYPED_HINT, question, typed_answer
 
-MAX_SHOWN = 4000
-CHOICES = "[y]es / [n]o / [a]lways / [c]ancel"
+CHOICES = " / ".join([*(f"[{c.key}] {c.label}" for c in ANSWERS), "[c] cancel"])
+"""The prompt line: the vocabulary's keys, and cancel (stops the whole run; terminal only)."""
 
 
 @dataclass
@@ -64,19 +63,16 @@ class TerminalResolver:
     async def __call__(self, request: ApprovalRequest, verdict: Ask) -> Allow | Deny:
         self.terminal.write(describe(request, verdict))
         while True:
-            self.terminal.write(f"Allow {request.tool}? {CHOICES}: ")
+            self.terminal.write(f"{CHOICES}: ")
             self.terminal.flush()
-            answer = (await self._read_line()).strip().lower()
-            if answer in ("y", "yes"):
-                return Allow()
-            if answer in ("a", "always"):
-                return Allow(always=True)
-            if answer in ("n", "no", ""):
-                return Deny("the user said no to this tool call")
-            if answer in ("c", "cancel"):
+            line = await self._read_line()
+            if line.strip().lower() in ("c", "cancel"):
                 self.cancel.set()
                 return Deny("the user cancelled the run")
-            self.terminal.write("please answer y, n, a or c\n")
+            answer = typed_answer(line)
+            if answer is not None:
+                return answer
+            self.terminal.write(f"please answer {TYPED_HINT}, or c (cancel the run)\n")
 
     async def _read_line(self) -> str:
         """The next line typed, without waiting in a blocking call (see the module docstring);
@@ -107,49 +103,10 @@ class TerminalResolver:
 
 
 def describe(request: ApprovalRequest, verdict: Ask) -> str:
-    """What the user is asked about: the tool, its arguments, why, and a diff for edits."""
-    lines = [f"\nopenheim wants to run {request.tool}"]
-    shown = json.dumps(dict(request.arguments), indent=2, ensure_ascii=False)
-    lines.append(shown if len(shown) <= MAX_SHOWN else shown[:MAX_SHOWN] + "\n…")
-    lines += [f"  ! {reason}" for reason in verdict.reasons]
-    if verdict.prompt:
-        lines.append(verdict.prompt)
-    if verdict.detail:
-        detail = verdict.detail
-        lines.append(detail if len(detail) <= MAX_SHOWN else detail[:MAX_SHOWN] + "\n…")
-    diff = edit_diff(request)
-    if diff:
-        lines.append(diff if len(diff) <= MAX_SHOWN else diff[:MAX_SHOWN] + "\n…")
+    """The question on the terminal: its title, the arguments, the risks, the diff."""
+    asked = question(request, verdict)
+    lines = ["", asked.title, asked.arguments]
+    lines += [f"  ! {reason}" for reason in asked.reasons]
+    if asked.diff:
+        lines.append(asked.diff)
     return "\n".join(lines) + "\n"
-
-
-def edit_diff(request: ApprovalRequest) -> str:
-    """A unified diff of what a write_file / edit_file call would change, else ''."""
-    args = request.arguments
-    raw = args.get("path")
-    if request.tool not in ("write_file", "edit_file") or not isinstance(raw, str):
-        return ""
-    path = Path(request.cwd or ".") / raw
-    try:
-        before = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
-    except OSError:
-        return ""
-    after = _after(request.tool, before, args)
-    if after is None:
-        return ""
-    import difflib
-
-    diff = difflib.unified_diff(
-        before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{raw}", f"b/{raw}"
-    )
-    return "".join(diff)
-
-
-def _after(tool: str, before: str, args: Mapping[str, Any]) -> str | None:
-    if tool == "write_file":
-        content = args.get("content")
-        return content if isinstance(content, str) else None
-    old, new = args.get("old_string"), args.get("new_string")
-    if not isinstance(old, str) or not isinstance(new, str) or old not in before:
-        return None
-    return before.replace(old, new) if args.get("replace_all") else before.replace(old, new, 1)

@@ -1,5 +1,8 @@
-"""Approvals in the terminal UI: one modal per request (``y`` allow once, ``a`` allow always,
-``n`` reject once, ``r`` reject always, or arrows and Enter; Esc does not dismiss it).
+"""Approvals in the terminal UI: one modal per request showing the runtime's question
+(``runtime.approvals``) and its choices: ``y`` allow once, ``a`` allow always, ``n`` reject,
+``r`` reject always, or arrows and Enter; Esc does not dismiss it. Below the choices a field
+takes the person's reason for the model: Tab to it, type, and Enter rejects with it (``n`` or
+``r`` chosen afterwards pass it on too).
 
 Requests of concurrent calls queue and are shown one at a time; a request whose turn was
 cancelled leaves the queue, or its modal closes. A subagent's request names it (its prompt
@@ -8,7 +11,6 @@ starts ``[subagent NAME]``)."""
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import TYPE_CHECKING, Any
 
 from rich.syntax import Syntax
@@ -17,73 +19,69 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import OptionList, Static
+from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny
-from openheim.secrets import redact
-from openheim.term.approve import MAX_SHOWN, edit_diff
+from openheim.runtime.approvals import BY_KEY, CHOICES, MAX_REASON, REJECT, answer, question
 
 if TYPE_CHECKING:
     from textual.app import App
 
 Answer = Allow | Deny
-CHOICES: dict[str, tuple[str, Answer]] = {
-    "y": ("allow once", Allow()),
-    "a": ("allow always", Allow(always=True)),
-    "n": ("reject once", Deny("the user said no to this tool call")),
-    "r": ("reject always", Deny("the user always rejects this tool call", always=True)),
-}
 
 
-def _clip(text: str) -> str:
-    return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN] + "\n…"
+def option_text(key: str, label: str) -> Text:
+    """An option as plain text: "[y] allow once" given to Textual as a string is read as
+    markup, and the "[y]" would vanish."""
+    return Text(f"[{key}] {label}")
 
 
 class ApprovalScreen(ModalScreen[Answer]):
     """The question about one tool call: the tool, its arguments, why it is asked, the diff."""
 
     BINDINGS = [
-        Binding("y", "choose('y')", "allow once"),
-        Binding("a", "choose('a')", "allow always"),
-        Binding("n", "choose('n')", "reject once"),
-        Binding("r", "choose('r')", "reject always"),
+        *(Binding(c.key, f"choose('{c.key}')", c.label) for c in CHOICES),
         Binding("escape", "stay", show=False),
     ]
 
     def __init__(self, request: ApprovalRequest, ask: Ask) -> None:
         super().__init__(classes="approval")
         self.request = request
-        self.ask = ask
-        self.diff = redact(ask.detail or edit_diff(request))
+        self.question = question(request, ask)
+        self.diff = self.question.diff
         """What an edit would change (empty for other calls)."""
 
     def compose(self) -> ComposeResult:
-        request, ask = self.request, self.ask
-        args = redact(json.dumps(dict(request.arguments), indent=2, ensure_ascii=False))
+        asked = self.question
         with Vertical(id="approval-box"):
-            yield Static(
-                Text(redact(f"{ask.prompt or 'approve'}: {request.tool}")), id="approval-title"
-            )
+            yield Static(Text(asked.title), id="approval-title")
             with VerticalScroll(id="approval-detail"):
-                yield Static(Text(_clip(args)), id="approval-args")
-                for reason in ask.reasons:
-                    yield Static(Text(redact(f"! {reason}")), classes="approval-reason")
-                if self.diff:
-                    yield Static(
-                        Syntax(_clip(self.diff), "diff", word_wrap=True), id="approval-diff"
-                    )
-            options = [Option(f"[{key}] {label}", id=key) for key, (label, _) in CHOICES.items()]
+                yield Static(Text(asked.arguments), id="approval-args")
+                for reason in asked.reasons:
+                    yield Static(Text(f"! {reason}"), classes="approval-reason")
+                if asked.diff:
+                    yield Static(Syntax(asked.diff, "diff", word_wrap=True), id="approval-diff")
+            options = [Option(option_text(c.key, c.label), id=c.key) for c in CHOICES]
             yield OptionList(*options, id="approval-choices")
+            yield Input(
+                placeholder="reason for the model (optional; Enter rejects with it)",
+                max_length=MAX_REASON,
+                id="approval-why",
+            )
 
     def on_mount(self) -> None:
         self.query_one(OptionList).focus()
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        self.action_choose(event.option.id or "n")
+        self.action_choose(event.option.id or REJECT.key)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.dismiss(answer(REJECT, event.value))
 
     def action_choose(self, key: str) -> None:
-        self.dismiss(CHOICES[key][1])
+        self.dismiss(answer(BY_KEY[key], self.query_one(Input).value))
 
     def action_stay(self) -> None:
         """Esc does not answer the question: a choice is needed."""
@@ -111,9 +109,9 @@ class QueueResolver:
         answered: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         screen = ApprovalScreen(request, ask)
 
-        def settle(answer: Answer | None) -> None:
+        def settle(given: Answer | None) -> None:
             if not answered.done():
-                answered.set_result(answer if answer is not None else CHOICES["n"][1])
+                answered.set_result(given if given is not None else answer(REJECT))
 
         self.app.push_screen(screen, settle)
         try:

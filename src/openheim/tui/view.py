@@ -28,6 +28,7 @@ from openheim.events import (
     compaction_line,
     notice_line,
 )
+from openheim.runtime.approvals import closing_warning
 from openheim.tui.items import AnswerItem, NoticeItem, ThinkingItem, ToolItem, UserItem
 
 if TYPE_CHECKING:
@@ -57,6 +58,8 @@ def event_line(event: Event) -> tuple[str, str] | None:
     if isinstance(event, Finished) and event.stop_reason != "end_turn":
         detail = f" ({event.reason})" if event.reason else ""
         return f"stopped: {event.stop_reason}{detail}", "stop"
+    if isinstance(event, Finished) and event.denied:
+        return closing_warning(event.denied), "warning"
     if isinstance(event, Failed):
         return f"error: {event.message}", "error"
     return None

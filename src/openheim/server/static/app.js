@@ -18,8 +18,8 @@ async function api(path, options = {}) {
   return response.json();
 }
 
-const conversation = new Conversation($("conversation"), (approvalId, choice) =>
-  socket.request("agent", { type: "approve", session_id: state.session, approval_id: approvalId, choice })
+const conversation = new Conversation($("conversation"), (approvalId, choice, reason) =>
+  socket.request("agent", { type: "approve", session_id: state.session, approval_id: approvalId, choice, reason })
     .catch((err) => conversation.notice(err.message, "error")));
 
 const socket = new Socket(onFrame, onSocketState);

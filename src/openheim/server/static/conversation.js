@@ -96,17 +96,22 @@ export class Conversation {
 
   approval(frame) {
     const turn = this.assistant();
-    const reasons = frame.reasons.length ? `: ${escapeHtml(frame.reasons.join("; "))}` : "";
+    const reasons = frame.reasons.length ? `<div>${escapeHtml(frame.reasons.join("; "))}</div>` : "";
     const node = el("div", "approval");
     node.dataset.approval = frame.approval_id;
-    node.innerHTML = `<div><strong>${escapeHtml(frame.tool)}</strong> needs approval${reasons}</div>` +
-      `<pre>${escapeHtml(JSON.stringify(frame.arguments, null, 2))}</pre><div class="buttons"></div>`;
-    const labels = { once: "Allow once", always: "Always allow", reject: "Reject" };
+    node.innerHTML = `<div><strong>${escapeHtml(frame.title || frame.tool)}</strong></div>${reasons}` +
+      `<pre>${escapeHtml(JSON.stringify(frame.arguments, null, 2))}</pre>` +
+      (frame.detail ? `<pre class="diff">${escapeHtml(frame.detail)}</pre>` : "") +
+      `<input class="reason" type="text" maxlength="500" placeholder="Reason for the model (when rejecting)">` +
+      `<div class="buttons"></div>`;
+    const reason = node.querySelector("input.reason");
     for (const choice of frame.choices) {
-      const button = el("button", choice === "reject" ? "secondary" : "", labels[choice] || choice);
+      const label = (frame.labels && frame.labels[choice]) || choice;
+      const button = el("button", choice.startsWith("reject") ? "secondary" : "", escapeHtml(label));
       button.type = "button";
       button.dataset.choice = choice;
-      button.addEventListener("click", () => this.onAnswer(frame.approval_id, choice));
+      button.addEventListener("click", () =>
+        this.onAnswer(frame.approval_id, choice, choice.startsWith("reject") ? reason.value : ""));
       node.lastChild.append(button);
     }
     turn.node.append(node);
