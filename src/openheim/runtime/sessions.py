@@ -1,0 +1,149 @@
+"""``SessionHost``: the sessions a surface keeps open across prompts, each under a key of the
+surface's own (a chat conversation, a client's session).
+
+Opening a session starts its MCP servers and runs its ``session_start`` hook, so a surface
+that serves many prompts of one conversation opens its session once and keeps it. The host
+holds each session in a task of its own (``host_session``), so any task may prompt it; it
+closes a session no one used for ``idle_close`` seconds (it can be resumed from the store),
+refuses a second use while one runs (``SessionBusy``), and closes a session retired while in
+use once that use ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import os
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from openheim.approval import Resolver
+from openheim.errors import SessionBusy
+from openheim.runtime.host import host_session
+from openheim.runtime.options import SessionOptions
+from openheim.runtime.runtime import Runtime
+from openheim.runtime.session import Session
+
+log = logging.getLogger(__name__)
+
+IDLE_CLOSE = 600.0
+"""Seconds a session stays open with no use running before the host closes it."""
+
+
+@dataclass(eq=False)
+class _Open:
+    """One open session, what it was opened with, and whether a use of it runs."""
+
+    key: str
+    options: SessionOptions
+    session: Session
+    in_use: bool = False
+    timer: asyncio.TimerHandle | None = None
+
+    def fits(self, options: SessionOptions) -> bool:
+        """Whether ``options`` ask for this session: the same choices, and a ``resume`` that
+        names it by its id (None for a new or unsaved session, as it was opened)."""
+        same = dataclasses.replace(options, resume=None) == dataclasses.replace(
+            self.options, resume=None
+        )
+        return same and options.resume in (self.session.id, self.options.resume)
+
+    def stop_timer(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+
+class SessionHost:
+    """Open sessions by key, over one ``Runtime``."""
+
+    def __init__(self, runtime: Runtime, *, idle_close: float = IDLE_CLOSE) -> None:
+        self.runtime = runtime
+        self.idle_close = idle_close
+        self._open: dict[str, _Open] = {}
+        self._closing: set[asyncio.Task[None]] = set()
+
+    def get(self, key: str) -> Session | None:
+        """The session open under ``key``, if any."""
+        found = self._open.get(key)
+        return found.session if found is not None else None
+
+    @contextlib.asynccontextmanager
+    async def use(
+        self, key: str, options: SessionOptions, *, resolver: Resolver | None = None
+    ) -> AsyncIterator[Session]:
+        """The session open under ``key`` for the block (opened now, with ``resolver``, when
+        there is none or ``options`` ask for another one); ``SessionBusy`` while another use
+        of it runs. After the block it stays open until idle, retired or the host closes."""
+        entry = await self._entry(key, options, resolver)
+        entry.in_use = True
+        entry.stop_timer()
+        try:
+            yield entry.session
+        finally:
+            entry.in_use = False
+            if self._open.get(key) is entry:
+                self._watch(entry)
+            else:  # retired (or replaced) during the use
+                self._close_later(entry)
+
+    def retire(self, key: str) -> None:
+        """Forget the session under ``key``: the next use opens another one; it closes now, or
+        once the use running in it ends."""
+        entry = self._open.pop(key, None)
+        if entry is not None and not entry.in_use:
+            self._close_later(entry)
+
+    async def aclose(self) -> None:
+        """Close every open session (a running prompt is cancelled) and wait for them."""
+        entries = list(self._open.values())
+        self._open.clear()
+        for entry in entries:
+            self._close_later(entry)
+        while self._closing:
+            await asyncio.gather(*self._closing, return_exceptions=True)
+
+    async def _entry(self, key: str, options: SessionOptions, resolver: Resolver | None) -> _Open:
+        entry = self._open.get(key)
+        if entry is not None and entry.in_use:
+            raise SessionBusy(key, pid=os.getpid(), host="this process")
+        if entry is not None and entry.fits(options):
+            return entry
+        self.retire(key)
+        runtime = self.runtime
+        session = await host_session(lambda: runtime.open_session(options, resolver=resolver))
+        if key in self._open:  # another use of the key opened one meanwhile, and uses it
+            await session.close()
+            raise SessionBusy(key, pid=os.getpid(), host="this process")
+        entry = _Open(key, options, session)
+        self._open[key] = entry
+        session.on_close(lambda _: self._forget(entry))
+        return entry
+
+    def _forget(self, entry: _Open) -> None:
+        """``entry``'s session closed (here or by its own ``close()``): it is open no more."""
+        entry.stop_timer()
+        if self._open.get(entry.key) is entry:
+            del self._open[entry.key]
+
+    def _watch(self, entry: _Open) -> None:
+        """Close ``entry`` once it has gone unused for ``idle_close`` seconds."""
+        entry.stop_timer()
+        loop = asyncio.get_running_loop()
+        entry.timer = loop.call_later(self.idle_close, self._idle, entry)
+
+    def _idle(self, entry: _Open) -> None:
+        entry.timer = None
+        if self._open.get(entry.key) is entry and not entry.in_use:
+            log.debug("closing the idle session of %s", entry.key)
+            del self._open[entry.key]
+            self._close_later(entry)
+
+    def _close_later(self, entry: _Open) -> None:
+        """Close ``entry``'s session in a task of the host's (``aclose`` waits for it)."""
+        entry.stop_timer()
+        task = asyncio.create_task(entry.session.close())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
