@@ -16,10 +16,11 @@ import contextlib
 import dataclasses
 import logging
 import os
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from openheim.approval import Resolver
+from openheim.approval import Allow, ApprovalRequest, Ask, Deny, Resolver
 from openheim.errors import SessionBusy
 from openheim.runtime.host import host_session
 from openheim.runtime.options import SessionOptions
@@ -32,6 +33,17 @@ IDLE_CLOSE = 600.0
 """Seconds a session stays open with no use running before the host closes it."""
 
 
+class _Resolver:
+    """A session's resolver: it asks the resolver of the use running in the session (each
+    use brings its own, as an MCP tool call brings its client's elicitation)."""
+
+    def __init__(self, current: Resolver) -> None:
+        self.current = current
+
+    async def __call__(self, request: ApprovalRequest, ask: Ask) -> Allow | Deny:
+        return await self.current(request, ask)
+
+
 @dataclass(eq=False)
 class _Open:
     """One open session, what it was opened with, and whether a use of it runs."""
@@ -39,6 +51,7 @@ class _Open:
     key: str
     options: SessionOptions
     session: Session
+    resolver: _Resolver
     in_use: bool = False
     timer: asyncio.TimerHandle | None = None
 
@@ -57,7 +70,11 @@ class _Open:
 
 
 class SessionHost:
-    """Open sessions by key, over one ``Runtime``."""
+    """Open sessions by key, over one ``Runtime``.
+
+    A key is the surface's own (a chat conversation), or None: then the session is kept under
+    its stored id, which ``options.resume`` names to use it again (an unsaved one, which no
+    one can name, closes after its use)."""
 
     def __init__(self, runtime: Runtime, *, idle_close: float = IDLE_CLOSE) -> None:
         self.runtime = runtime
@@ -72,11 +89,12 @@ class SessionHost:
 
     @contextlib.asynccontextmanager
     async def use(
-        self, key: str, options: SessionOptions, *, resolver: Resolver | None = None
+        self, key: str | None, options: SessionOptions, *, resolver: Resolver
     ) -> AsyncIterator[Session]:
-        """The session open under ``key`` for the block (opened now, with ``resolver``, when
-        there is none or ``options`` ask for another one); ``SessionBusy`` while another use
-        of it runs. After the block it stays open until idle, retired or the host closes."""
+        """The session open under ``key`` for the block (opened now when there is none or
+        ``options`` ask for another one), its approvals settled by ``resolver`` meanwhile;
+        ``SessionBusy`` while another use of it runs. After the block it stays open until it
+        is idle, retired, or the host closes."""
         entry = await self._entry(key, options, resolver)
         entry.in_use = True
         entry.stop_timer()
@@ -84,10 +102,12 @@ class SessionHost:
             yield entry.session
         finally:
             entry.in_use = False
-            if self._open.get(key) is entry:
-                self._watch(entry)
-            else:  # retired (or replaced) during the use
+            if self._open.get(entry.key) is not entry:  # retired during the use
                 self._close_later(entry)
+            elif key is None and entry.session.id is None:  # no one can name it again
+                self.retire(entry.key)
+            else:
+                self._watch(entry)
 
     def retire(self, key: str) -> None:
         """Forget the session under ``key``: the next use opens another one; it closes now, or
@@ -105,20 +125,27 @@ class SessionHost:
         while self._closing:
             await asyncio.gather(*self._closing, return_exceptions=True)
 
-    async def _entry(self, key: str, options: SessionOptions, resolver: Resolver | None) -> _Open:
-        entry = self._open.get(key)
+    async def _entry(self, key: str | None, options: SessionOptions, resolver: Resolver) -> _Open:
+        """The open session ``key`` (else ``options.resume``) names, if it fits ``options``;
+        else a session opened now, kept under ``key`` (else its id)."""
+        name = key if key is not None else options.resume
+        entry = self._open.get(name) if name is not None else None
         if entry is not None and entry.in_use:
-            raise SessionBusy(key, pid=os.getpid(), host="this process")
+            raise SessionBusy(entry.key, pid=os.getpid(), host="this process")
         if entry is not None and entry.fits(options):
+            entry.resolver.current = resolver
             return entry
-        self.retire(key)
+        if name is not None:
+            self.retire(name)
+        asks = _Resolver(resolver)
         runtime = self.runtime
-        session = await host_session(lambda: runtime.open_session(options, resolver=resolver))
-        if key in self._open:  # another use of the key opened one meanwhile, and uses it
-            await session.close()
-            raise SessionBusy(key, pid=os.getpid(), host="this process")
-        entry = _Open(key, options, session)
-        self._open[key] = entry
+        session = await host_session(lambda: runtime.open_session(options, resolver=asks))
+        name = key if key is not None else session.id or uuid.uuid4().hex
+        if (other := self._open.get(name)) is not None and other.in_use:
+            await session.close()  # another use opened it meanwhile (or by another prefix)
+            raise SessionBusy(name, pid=os.getpid(), host="this process")
+        self.retire(name)
+        entry = self._open[name] = _Open(name, options, session, asks)
         session.on_close(lambda _: self._forget(entry))
         return entry
 
