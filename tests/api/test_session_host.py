@@ -164,3 +164,22 @@ async def test_an_unsaved_session_without_a_key_closes_after_its_use(
     async with asyncio.timeout(WAIT):
         await gone.wait()
     await host.aclose()
+
+
+async def test_without_a_resolver_the_runtime_s_own_is_asked(
+    scripted: Scripted, make_runtime: MakeRuntime
+) -> None:
+    asked: list[str] = []
+
+    def callback(request: ApprovalRequest) -> bool:
+        asked.append(request.tool)
+        return False
+
+    host = SessionHost(make_runtime(approval=callback))
+    scripted.provider.add(write_call(), "done")
+    async with host.use("chat", SessionOptions(), resolver=None) as session:
+        result = await session.prompt("write")
+    assert asked == ["write_file"] and results(result.events)[0].status == "denied"
+    async with host.use("chat", SessionOptions(), resolver=refuse) as other:
+        assert other is not session  # a resolver of its own: another session
+    await host.aclose()

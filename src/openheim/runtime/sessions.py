@@ -26,6 +26,7 @@ from openheim.runtime.host import host_session
 from openheim.runtime.options import SessionOptions
 from openheim.runtime.runtime import Runtime
 from openheim.runtime.session import Session
+from openheim.tools.client_io import ClientIO
 
 log = logging.getLogger(__name__)
 
@@ -51,17 +52,20 @@ class _Open:
     key: str
     options: SessionOptions
     session: Session
-    resolver: _Resolver
+    resolver: _Resolver | None
+    """Asks each use's resolver; None: the session asks the runtime's own (``Runtime``)."""
     in_use: bool = False
     timer: asyncio.TimerHandle | None = None
 
-    def fits(self, options: SessionOptions) -> bool:
+    def fits(self, options: SessionOptions, resolver: Resolver | None) -> bool:
         """Whether ``options`` ask for this session: the same choices, and a ``resume`` that
-        names it by its id (None for a new or unsaved session, as it was opened)."""
+        names it by its id (None for a new or unsaved session, as it was opened); and whether
+        ``resolver`` can be asked in it."""
         same = dataclasses.replace(options, resume=None) == dataclasses.replace(
             self.options, resume=None
         )
-        return same and options.resume in (self.session.id, self.options.resume)
+        asks = (resolver is None) == (self.resolver is None)
+        return same and asks and options.resume in (self.session.id, self.options.resume)
 
     def stop_timer(self) -> None:
         if self.timer is not None:
@@ -89,7 +93,7 @@ class SessionHost:
 
     @contextlib.asynccontextmanager
     async def use(
-        self, key: str | None, options: SessionOptions, *, resolver: Resolver
+        self, key: str | None, options: SessionOptions, *, resolver: Resolver | None
     ) -> AsyncIterator[Session]:
         """The session open under ``key`` for the block (opened now when there is none or
         ``options`` ask for another one), its approvals settled by ``resolver`` meanwhile;
@@ -125,25 +129,71 @@ class SessionHost:
         while self._closing:
             await asyncio.gather(*self._closing, return_exceptions=True)
 
-    async def _entry(self, key: str | None, options: SessionOptions, resolver: Resolver) -> _Open:
+    async def open(
+        self,
+        key: str | None,
+        options: SessionOptions,
+        *,
+        resolver: Resolver | None,
+        client: ClientIO | None = None,
+    ) -> tuple[str, Session]:
+        """Open a session and keep it under ``key`` (else its id, else a new name) until
+        ``close``, ``retire`` or ``aclose``; a session open under that name before is closed
+        (``SessionBusy`` while a prompt runs in it). The name, and the session."""
+        name = key if key is not None else options.resume
+        if name is not None:
+            self._refuse_busy(name)
+            self.retire(name)
+        entry = await self._start(key, options, resolver, client)
+        return entry.key, entry.session
+
+    async def close(self, key: str) -> None:
+        """Close the session open under ``key`` (a running prompt is cancelled)."""
+        entry = self._open.pop(key, None)
+        if entry is not None:
+            entry.stop_timer()
+            await entry.session.close()
+
+    def _refuse_busy(self, name: str) -> None:
+        entry = self._open.get(name)
+        if entry is not None and (entry.in_use or entry.session.busy):
+            raise SessionBusy(name, pid=os.getpid(), host="this process")
+
+    async def _entry(
+        self, key: str | None, options: SessionOptions, resolver: Resolver | None
+    ) -> _Open:
         """The open session ``key`` (else ``options.resume``) names, if it fits ``options``;
         else a session opened now, kept under ``key`` (else its id)."""
         name = key if key is not None else options.resume
-        entry = self._open.get(name) if name is not None else None
-        if entry is not None and entry.in_use:
-            raise SessionBusy(entry.key, pid=os.getpid(), host="this process")
-        if entry is not None and entry.fits(options):
-            entry.resolver.current = resolver
-            return entry
         if name is not None:
+            self._refuse_busy(name)
+            entry = self._open.get(name)
+            if entry is not None and entry.fits(options, resolver):
+                if entry.resolver is not None and resolver is not None:
+                    entry.resolver.current = resolver
+                return entry
             self.retire(name)
-        asks = _Resolver(resolver)
+        return await self._start(key, options, resolver, None)
+
+    async def _start(
+        self,
+        key: str | None,
+        options: SessionOptions,
+        resolver: Resolver | None,
+        client: ClientIO | None,
+    ) -> _Open:
+        """A session opened now, kept under ``key`` (else its id, else a new name)."""
+        asks = _Resolver(resolver) if resolver is not None else None
         runtime = self.runtime
-        session = await host_session(lambda: runtime.open_session(options, resolver=asks))
+        session = await host_session(
+            lambda: runtime.open_session(options, resolver=asks, client=client)
+        )
         name = key if key is not None else session.id or uuid.uuid4().hex
-        if (other := self._open.get(name)) is not None and other.in_use:
-            await session.close()  # another use opened it meanwhile (or by another prefix)
-            raise SessionBusy(name, pid=os.getpid(), host="this process")
+        try:
+            self._refuse_busy(name)  # another use opened it meanwhile (or by another prefix)
+        except SessionBusy:
+            await session.close()
+            raise
         self.retire(name)
         entry = self._open[name] = _Open(name, options, session, asks)
         session.on_close(lambda _: self._forget(entry))
