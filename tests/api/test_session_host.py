@@ -183,3 +183,20 @@ async def test_without_a_resolver_the_runtime_s_own_is_asked(
     async with host.use("chat", SessionOptions(), resolver=refuse) as other:
         assert other is not session  # a resolver of its own: another session
     await host.aclose()
+
+
+async def test_closing_an_old_opening_leaves_the_newer_one_under_its_key(
+    scripted: Scripted, make_runtime: MakeRuntime
+) -> None:
+    host = SessionHost(make_runtime())
+    key, old = await host.open(None, SessionOptions(), resolver=refuse)
+    assert key == old.id
+    same, kept = await host.open(None, SessionOptions(resume=key), resolver=refuse, keep=True)
+    assert (same, kept) == (key, old)  # open already: that one is the session
+    _, newer = await host.open(None, SessionOptions(resume=key), resolver=refuse)
+    assert newer is not old and host.get(key) is newer  # without keep: it replaces the old
+    await host.close(key, old)
+    assert host.get(key) is newer
+    await host.close(key, newer)
+    assert host.get(key) is None
+    await host.aclose()

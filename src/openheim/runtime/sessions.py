@@ -136,23 +136,30 @@ class SessionHost:
         *,
         resolver: Resolver | None,
         client: ClientIO | None = None,
+        keep: bool = False,
     ) -> tuple[str, Session]:
         """Open a session and keep it under ``key`` (else its id, else a new name) until
-        ``close``, ``retire`` or ``aclose``; a session open under that name before is closed
-        (``SessionBusy`` while a prompt runs in it). The name, and the session."""
+        ``close``, ``retire`` or ``aclose``. A session open under that name already is closed
+        (``SessionBusy`` while a prompt runs in it); with ``keep`` it stays and is the one
+        returned, the one just opened closed (another client resumed it meanwhile). The
+        name, and the session."""
         name = key if key is not None else options.resume
-        if name is not None:
+        if name is not None and not keep:
             self._refuse_busy(name)
             self.retire(name)
-        entry = await self._start(key, options, resolver, client)
+        entry = await self._start(key, options, resolver, client, keep)
         return entry.key, entry.session
 
-    async def close(self, key: str) -> None:
-        """Close the session open under ``key`` (a running prompt is cancelled)."""
-        entry = self._open.pop(key, None)
-        if entry is not None:
+    async def close(self, key: str, session: Session | None = None) -> None:
+        """Close the session open under ``key`` (a running prompt is cancelled); or, given
+        ``session``, close that one, while a newer opening under ``key`` stays open."""
+        entry = self._open.get(key)
+        if entry is not None and session in (None, entry.session):
+            del self._open[key]
             entry.stop_timer()
             await entry.session.close()
+        elif session is not None:
+            await session.close()
 
     def _refuse_busy(self, name: str) -> None:
         entry = self._open.get(name)
@@ -181,14 +188,19 @@ class SessionHost:
         options: SessionOptions,
         resolver: Resolver | None,
         client: ClientIO | None,
+        keep: bool = False,
     ) -> _Open:
-        """A session opened now, kept under ``key`` (else its id, else a new name)."""
+        """A session opened now, kept under ``key`` (else its id, else a new name); with
+        ``keep``, the one open under that name already, if any."""
         asks = _Resolver(resolver) if resolver is not None else None
         runtime = self.runtime
         session = await host_session(
             lambda: runtime.open_session(options, resolver=asks, client=client)
         )
         name = key if key is not None else session.id or uuid.uuid4().hex
+        if keep and (other := self._open.get(name)) is not None:
+            await session.close()
+            return other
         try:
             self._refuse_busy(name)  # another use opened it meanwhile (or by another prefix)
         except SessionBusy:
