@@ -16,7 +16,7 @@ ANN = 111
 ENV = {"TG_TOKEN": TOKEN}
 
 
-def configure(home: Path, llm: FakeLLMServer, url: str, logs: Path) -> None:
+def configure(home: Path, llm: FakeLLMServer, url: str, logs: Path, extra: str = "") -> None:
     """The fake model, a stdio MCP server that notes each start, and hooks that note each
     session's start and end, in ``logs``."""
     starts, hooks = shlex.quote(str(logs / "mcp")), shlex.quote(str(logs / "hooks"))
@@ -27,7 +27,7 @@ def configure(home: Path, llm: FakeLLMServer, url: str, logs: Path) -> None:
         f'[hooks]\nsession_start = "echo start >> {hooks}"\n'
         f'session_end = "echo end >> {hooks}"\n\n'
         f'[mcp_servers.probe]\ncommand = "sh"\nargs = ["-c", {server!r}]\n\n'
-        f'[gateway]\n[gateway.telegram]\ntoken = "env:TG_TOKEN"\n'
+        f'[gateway]\n{extra}\n[gateway.telegram]\ntoken = "env:TG_TOKEN"\n'
         f'api_base = "{url}"\nallowed_users = ["{ANN}"]\n',
     )
 
@@ -75,4 +75,23 @@ async def test_new_closes_the_conversations_session_and_opens_another(
         after_new = [m.get("content") for m in llm.requests[-1].messages]
     assert "third" in after_new and "first" not in after_new
     assert lines(tmp_path / "mcp") == ["start", "start"]
+    assert lines(tmp_path / "hooks") == ["start", "end", "start", "end"]
+
+
+async def test_a_model_change_resumes_the_conversation_s_session_with_that_model(
+    home: Path, work: Path, tmp_path: Path, telegram: tuple[FakeTelegram, str]
+) -> None:
+    fake, url = telegram
+    with FakeLLMServer(["one", "two"]) as llm:
+        configure(home, llm, url, tmp_path, 'models = ["fake-model", "fake-small"]')
+        async with running(home, work, ("telegram",), ENV):
+            await fake.message(ANN, "first")
+            await fake.wait_sent(1)
+            await fake.message(ANN, "/model fake-small")
+            await fake.wait_sent(2)
+            await fake.message(ANN, "second")
+            await fake.wait_sent(3)
+        last = llm.requests[-1]
+    assert last.body["model"] == "fake-small"
+    assert "first" in [m.get("content") for m in last.messages]  # the same stored session
     assert lines(tmp_path / "hooks") == ["start", "end", "start", "end"]
