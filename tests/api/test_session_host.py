@@ -200,3 +200,16 @@ async def test_closing_an_old_opening_leaves_the_newer_one_under_its_key(
     await host.close(key, newer)
     assert host.get(key) is None
     await host.aclose()
+
+
+async def test_a_saved_session_is_not_taken_for_a_new_one(
+    scripted: Scripted, make_runtime: MakeRuntime
+) -> None:
+    host = SessionHost(make_runtime())
+    async with host.use("chat", SessionOptions(), resolver=refuse) as first:
+        gone = closed(first)
+    async with host.use("chat", SessionOptions(), resolver=refuse) as second:
+        assert second is not first and second.id != first.id
+    async with asyncio.timeout(WAIT):
+        await gone.wait()
+    await host.aclose()

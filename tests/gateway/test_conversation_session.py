@@ -7,6 +7,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from openheim.store import open_store
 from openheim.testing import FakeLLMServer
 from tests.gateway.fake_telegram import TOKEN, FakeTelegram
 from tests.gateway.support import running, write_config
@@ -95,3 +96,23 @@ async def test_a_model_change_resumes_the_conversation_s_session_with_that_model
     assert last.body["model"] == "fake-small"
     assert "first" in [m.get("content") for m in last.messages]  # the same stored session
     assert lines(tmp_path / "hooks") == ["start", "end", "start", "end"]
+
+
+async def test_a_session_deleted_while_open_is_replaced_by_a_new_one(
+    home: Path, work: Path, tmp_path: Path, telegram: tuple[FakeTelegram, str]
+) -> None:
+    fake, url = telegram
+    with FakeLLMServer(["one", "two"]) as llm:
+        configure(home, llm, url, tmp_path)
+        async with running(home, work, ("telegram",), ENV):
+            await fake.message(ANN, "first")
+            await fake.wait_sent(1)
+            store = open_store(home)
+            [record] = store.list()
+            store.delete(record.id)  # `openheim sessions delete` meanwhile
+            store.close()
+            await fake.message(ANN, "second")
+            sent = await fake.wait_sent(2)
+        texts = [m.get("content") for m in llm.requests[-1].messages]
+    assert [s.text for s in sent] == ["one", "two"]
+    assert "second" in texts and "first" not in texts

@@ -296,6 +296,7 @@ class Gateway:
             )
         except SessionNotFound:  # deleted with `openheim sessions delete`: start afresh
             log.info("%s: stored session %s is gone", message.platform, stored.session_id)
+            self._sessions.retire(message.key)  # open still, maybe: it can store nothing
             return await run_turn(
                 self._sessions, message.key, message.text, session_id=None, cancel=cancel, **args
             )

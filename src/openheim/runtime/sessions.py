@@ -59,13 +59,15 @@ class _Open:
 
     def fits(self, options: SessionOptions, resolver: Resolver | None) -> bool:
         """Whether ``options`` ask for this session: the same choices, and a ``resume`` that
-        names it by its id (None for a new or unsaved session, as it was opened); and whether
+        names it as it was opened or by its id (None only for an unsaved session); and whether
         ``resolver`` can be asked in it."""
         same = dataclasses.replace(options, resume=None) == dataclasses.replace(
             self.options, resume=None
         )
         asks = (resolver is None) == (self.resolver is None)
-        return same and asks and options.resume in (self.session.id, self.options.resume)
+        resume = options.resume
+        named = resume == self.session.id or (resume is not None and resume == self.options.resume)
+        return same and asks and named
 
     def stop_timer(self) -> None:
         if self.timer is not None:
