@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -61,6 +60,7 @@ from openheim.api import Runtime, Session
 from openheim.config.schema import DEFAULT_CLIENT_MCP_SERVERS, McpServerEntry
 from openheim.errors import OpenheimError
 from openheim.events import Notice, TextDelta
+from openheim.runtime import SessionHost, SessionOptions
 from openheim.runtime.commands import Invocation
 from openheim.runtime.prompt_commands import PromptCommands
 from openheim.skills import SkillsManager, skills_for
@@ -72,8 +72,9 @@ PAGE_SIZE = 50
 
 @dataclass
 class _Live:
-    """An open ACP session: the runtime's session, where it works, and its skills (offered as
-    slash commands)."""
+    """An open ACP session: the runtime's session (kept open by the connection's
+    ``SessionHost``), where it works, its client channels and its skills (offered as slash
+    commands)."""
 
     session: Session
     cwd: Path
@@ -90,6 +91,7 @@ class OpenheimAgent:
         self._conn: Client | None = None
         self._caps: ClientCapabilities | None = None
         self._live: dict[str, _Live] = {}
+        self._sessions = SessionHost(runtime)
         self._background: set[asyncio.Task[None]] = set()
         acp = runtime.settings.acp
         self._client_mcp = acp.client_mcp_servers or DEFAULT_CLIENT_MCP_SERVERS
@@ -189,9 +191,9 @@ class OpenheimAgent:
         )
 
     async def close_session(self, session_id: str, **_: Any) -> CloseSessionResponse:
-        live = self._get(session_id)
+        self._get(session_id)
         del self._live[session_id]
-        await live.session.close()
+        await self._sessions.close(session_id)
         return CloseSessionResponse()
 
     async def set_session_mode(
@@ -266,9 +268,8 @@ class OpenheimAgent:
         """Close every session of this connection (the connection ended)."""
         for task in list(self._background):
             task.cancel()
-        live, self._live = list(self._live.values()), {}
-        for item in live:
-            await item.session.close()
+        self._live = {}
+        await self._sessions.aclose()
 
     async def _open(
         self, cwd: str, servers: list[Any] | None, resume: str | None, meta: dict[str, Any]
@@ -279,17 +280,16 @@ class OpenheimAgent:
             if old.session.busy:
                 self._live[resume] = old
                 raise busy(resume)
-            await old.session.close()
+            await self._sessions.close(resume)
         io = AcpClientIO(self.conn, "", self._caps)
         asker = PermissionAsker(self.conn, "")
         config = self.runtime.settings.home / "config.toml"
         client = mcp_servers(servers or [], self._client_mcp, config)
-        session = await self._start(folder, client.entries, resume, meta, io, asker)
+        sid, session = await self._start(folder, client.entries, resume, meta, io, asker)
         refused = [Notice(line, "warning", "mcp") for line in client.refused]
         for notice in [*session.notices, *refused]:  # the settings' own were logged at start-up
             if notice not in self.runtime.settings.notices:
                 log.warning("%s", notice.message)
-        sid = session.id or str(uuid.uuid4())
         io.session_id = asker.session_id = sid
         live = _Live(session, folder, io, asker, skills_for(self.runtime.settings))
         self._live[sid] = live
@@ -304,20 +304,15 @@ class OpenheimAgent:
         meta: dict[str, Any],
         io: AcpClientIO,
         asker: PermissionAsker,
-    ) -> Session:
+    ) -> tuple[str, Session]:
+        """The session opened (or resumed) on the host, and the id the client knows it by."""
+        if resume is not None:
+            chosen = SessionOptions(resume=resume, cwd=folder, mcp_servers=entries)
+        else:
+            model, skills = meta_text(meta, "model"), tuple(meta_list(meta, "skills"))
+            chosen = SessionOptions(skills=skills, model=model, cwd=folder, mcp_servers=entries)
         try:
-            if resume is not None:
-                return await self.runtime.resume_session(
-                    resume, cwd=folder, mcp_servers=entries, resolver=asker, client=io
-                )
-            return await self.runtime.new_session(
-                cwd=folder,
-                model=meta_text(meta, "model"),
-                skills=meta_list(meta, "skills"),
-                mcp_servers=entries,
-                resolver=asker,
-                client=io,
-            )
+            return await self._sessions.open(None, chosen, resolver=asker, client=io)
         except OpenheimError as err:
             raise request_error(err) from None
 

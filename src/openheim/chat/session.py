@@ -1,8 +1,8 @@
 """``Chat``: the session a chat surface talks to, and what its commands do to it (a new
 session, a restored one, another model or agent, a skill activated).
 
-A chat holds one ``Session`` at a time, opened in a task of its own (``host_session``) so the
-surface may open and close it from any task. Switching what a session is made of (provider,
+A chat holds one ``Session`` at a time, kept open by a ``SessionHost`` (in a task of its own,
+so the surface may open and close it from any task). Switching what a session is made of (provider,
 agent, skills) closes it and resumes the same stored session with the new choice.
 """
 
@@ -15,16 +15,18 @@ from openheim.config.load import Settings
 from openheim.config.providers import provider_entries
 from openheim.errors import ConfigError
 from openheim.messages import Message
-from openheim.runtime import PromptRun, Runtime, Session, SessionOptions
+from openheim.runtime import PromptRun, Runtime, Session, SessionHost, SessionOptions
 from openheim.runtime.attach import Attacher, mentions
 from openheim.runtime.commands import Surface, help_text
-from openheim.runtime.host import host_session
 from openheim.runtime.models import switch_model
 from openheim.runtime.prompt_commands import PromptCommands
 from openheim.runtime.replay import Replayed, replay_events
 from openheim.secrets import SecretPolicy
 from openheim.skills import SkillsManager, skills_for
 from openheim.store import SessionRecord, open_store
+
+CHAT = "chat"
+"""The key of the chat's one session on its host."""
 
 
 class Chat:
@@ -38,6 +40,7 @@ class Chat:
         self.options = options
         self.resolver = resolver
         self.policy = SecretPolicy.from_config(settings.deny_read, home=settings.home)
+        self._host = SessionHost(self.runtime)
         self._session: Session | None = None
         self._skills: SkillsManager | None = None
 
@@ -81,17 +84,13 @@ class Chat:
 
     async def open(self) -> Session:
         """Open the session the options name (a new one, or the one to resume)."""
-        options = self.options
-        self._session = await host_session(
-            lambda: self.runtime.open_session(options, resolver=self.resolver)
-        )
+        _, self._session = await self._host.open(CHAT, self.options, resolver=self.resolver)
         return self._session
 
     async def close(self) -> None:
         """Close the session (a running prompt is cancelled; its lease is released)."""
-        if self._session is not None:
-            session, self._session = self._session, None
-            await session.close()
+        self._session = None
+        await self._host.close(CHAT)
 
     async def new(self) -> Session:
         """A new session with the same model and startup skills; approvals start afresh."""

@@ -26,7 +26,7 @@ from openheim.gateway.inbound import Inbound, Platform
 from openheim.gateway.ratelimit import RateLimiter
 from openheim.gateway.state import Conversation, GatewayState
 from openheim.gateway.turn import TurnResult, run_turn
-from openheim.runtime import Runtime
+from openheim.runtime import Runtime, SessionHost
 from openheim.runtime.approvals import closing_warning
 from openheim.runtime.commands import Invocation, Unknown, help_text, parse
 from openheim.runtime.prompt_commands import PromptCommands
@@ -86,7 +86,8 @@ class Gateway:
         choice: AgentChoice = AgentChoice(),
         queue: int = 3,
     ) -> None:
-        self._runtime = runtime
+        self._sessions = SessionHost(runtime)
+        """Each conversation's open session, kept across its messages until idle or ``/new``."""
         self._state = state
         self._auth = auth
         self._limiter = limiter
@@ -120,11 +121,13 @@ class Gateway:
         return len(messages)
 
     async def aclose(self) -> None:
-        """Cancel running turns and replies (their messages stay unhandled for next time)."""
+        """Cancel running turns and replies (their messages stay unhandled for next time),
+        then close the conversations' sessions."""
         tasks = [*self._tasks, *(c.task for c in self._conversations.values() if c.task)]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await self._sessions.aclose()
 
     def _route(self, message: Inbound) -> None:
         command = parse(message.text, "gateway")
@@ -154,7 +157,7 @@ class Gateway:
 
     def _prompts(self) -> PromptCommands:
         """The skills and templates a message may start with (``/name``), expanded."""
-        return PromptCommands.of(self._runtime.settings)
+        return PromptCommands.of(self._sessions.runtime.settings)
 
     def _rate_refusal(self, message: Inbound) -> str | None:
         """None when the message is within the sender's limit; else the answer to give (empty
@@ -218,6 +221,7 @@ class Gateway:
         if command.name == "new":
             if conversation is not None:
                 conversation.generation += 1
+            self._sessions.retire(message.key)  # closed once a running turn ends
             self._state.save(Conversation(message.key, None, stored.model))
             return "Started a new conversation."
         if command.name == "stop":
@@ -305,11 +309,19 @@ class Gateway:
         args: dict[str, Any] = {"model": stored.model, "agent": self._choice.agent}
         try:
             return await run_turn(
-                self._runtime, text, session_id=stored.session_id, cancel=cancel, **args
+                self._sessions,
+                message.key,
+                text,
+                session_id=stored.session_id,
+                cancel=cancel,
+                **args,
             )
         except SessionNotFound:  # deleted with `openheim sessions delete`: start afresh
             log.info("%s: stored session %s is gone", message.platform, stored.session_id)
-            return await run_turn(self._runtime, text, session_id=None, cancel=cancel, **args)
+            self._sessions.retire(message.key)  # open still, maybe: it can store nothing
+            return await run_turn(
+                self._sessions, message.key, text, session_id=None, cancel=cancel, **args
+            )
 
     def _answer(self, message: Inbound, text: str | None) -> None:
         """Reply ``text`` (if any) in a task of its own; the message is then handled."""

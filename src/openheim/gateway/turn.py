@@ -1,6 +1,8 @@
-"""One headless agent turn of a conversation: its stored session resumed (or a new one), the
-message prompted, the final text returned. A tool call the approval policy would ask about is
-refused, since no one can be asked; what the policy allows (by mode or rules) runs."""
+"""One headless agent turn of a conversation: the conversation's open session (its stored
+session resumed, or a new one, when none is open), the message prompted, the final text
+returned; the session stays open for the conversation's next message. A tool call the approval
+policy would ask about is refused, since no one can be asked; what the policy allows (by mode
+or rules) runs."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from dataclasses import dataclass
 
 from openheim.events import Finished, ToolResult
 from openheim.messages import StopReason
-from openheim.runtime import Runtime, SessionOptions
+from openheim.runtime import SessionHost, SessionOptions
 from openheim.runtime.approvals import headless_refusal
 
 refuse = headless_refusal("the chat gateway")
@@ -28,7 +30,8 @@ class TurnResult:
 
 
 async def run_turn(
-    runtime: Runtime,
+    sessions: SessionHost,
+    key: str,
     text: str,
     *,
     session_id: str | None,
@@ -36,12 +39,12 @@ async def run_turn(
     agent: str | None,
     cancel: asyncio.Event,
 ) -> TurnResult:
-    """Prompt ``text`` in the stored session ``session_id`` (a new session when None) and read
-    the run to its end, so its history is stored whole before the session closes."""
+    """Prompt ``text`` in the session of conversation ``key``, which resumes the stored session
+    ``session_id`` (a new session when None), and read the run to its end."""
     options = SessionOptions(resume=session_id, model=model, agent=agent)
     finished: Finished | None = None
     denied = 0
-    async with runtime.open_session(options, resolver=refuse) as session:
+    async with sessions.use(key, options, resolver=refuse) as session:
         async with session.prompt(text, cancel=cancel) as events:
             async for event in events:
                 if isinstance(event, Finished):

@@ -51,13 +51,15 @@ async def serve_http(runtime: Runtime, host: str, port: int) -> None:
     """Serve the tools on ``http://HOST:PORT/mcp`` until SIGINT or SIGTERM."""
     import uvicorn
 
+    from openheim.mcp_server.prompt import PromptRunner
     from openheim.mcp_server.server import build_server
 
     settings = runtime.settings
     address = Address(host, port)
     auth = load_auth(settings, public=not address.loopback)
     sock = bind(address)
-    app = build_server(runtime).streamable_http_app(streamable_http_path=PATH, host=host)
+    runner = PromptRunner(runtime)
+    app = build_server(runtime, runner).streamable_http_app(streamable_http_path=PATH, host=host)
     if auth.generated:
         kept = settings.data_dir / TOKEN_FILE
         sys.stderr.write(f"token (kept in {kept}, mode 0600): {auth.token}\n")
@@ -65,4 +67,7 @@ async def serve_http(runtime: Runtime, host: str, port: int) -> None:
     sys.stderr.write(f"openheim: MCP server on http://{shown}:{sock.getsockname()[1]}{PATH}\n")
     sys.stderr.flush()
     config = uvicorn.Config(bearer_only(app, auth), log_level="warning", lifespan="on")
-    await uvicorn.Server(config).serve(sockets=[sock])
+    try:
+        await uvicorn.Server(config).serve(sockets=[sock])
+    finally:
+        await runner.aclose()

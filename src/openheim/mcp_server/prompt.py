@@ -23,7 +23,7 @@ from mcp_types import CallToolResult, TextContent
 from openheim.approval import Resolver
 from openheim.errors import OpenheimError
 from openheim.events import CostUpdate, Event, Finished, IterationStart, ToolCall
-from openheim.runtime import PromptRun, Runtime, Session, SessionOptions
+from openheim.runtime import PromptRun, Runtime, Session, SessionHost, SessionOptions
 from openheim.runtime.approvals import closing_warning, headless_refusal
 
 Progress = Callable[[float, str], Awaitable[None]]
@@ -53,12 +53,20 @@ def error_result(message: str) -> CallToolResult:
 class PromptRunner:
     """Runs the prompt tool calls of one server over ``runtime``.
 
-    A call that continues a session this server is still running (or still cancelling) waits
-    for that run to end first, instead of failing with "session busy"."""
+    A session stays open between the calls that continue it (``SessionHost``): its MCP
+    servers start and its ``session_start`` hook runs once, until it is idle or the server
+    stops (``aclose``). A call that continues a session this server is still running (or
+    still cancelling) waits for that run to end first, instead of failing with "session
+    busy"."""
 
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
+        self.sessions = SessionHost(runtime)
         self._running: dict[str, asyncio.Event] = {}
+
+    async def aclose(self) -> None:
+        """Close the sessions kept open (the server stops)."""
+        await self.sessions.aclose()
 
     async def __call__(
         self, call: PromptCall, progress: Progress, resolver: Resolver = refuse
@@ -76,7 +84,7 @@ class PromptRunner:
             cwd=_cwd(self.runtime, call.cwd),
         )
         try:
-            async with self.runtime.open_session(options, resolver=resolver) as session:
+            async with self.sessions.use(None, options, resolver=resolver) as session:
                 outcome = await self._run(session, call.prompt, progress)
         except OpenheimError as err:
             return error_result(f"openheim: {err}")

@@ -65,10 +65,10 @@ READ_ONLY = ToolAnnotations(
 before any tool not marked read-only)."""
 
 
-def build_server(runtime: Runtime) -> MCPServer:
-    """The server with every tool, over ``runtime``."""
+def build_server(runtime: Runtime, runner: PromptRunner) -> MCPServer:
+    """The server with every tool, over ``runtime``; ``runner`` runs the prompt tools (the
+    caller closes it when the server stops)."""
     server = MCPServer("openheim", version=__version__, instructions=OPENHEIM_HELP)
-    runner = PromptRunner(runtime)
     _add_prompt_tool(server, runner)
     _add_agent_tools(server, runner)
     _add_schema_tools(server, configured_schema(runtime.settings))
@@ -157,7 +157,11 @@ async def serve_stdio(runtime: Runtime) -> None:
 
     This is ``MCPServer.run_stdio_async`` with the read stream wrapped: the SDK offers no
     other hook for what its transport could not decode."""
-    lowlevel = build_server(runtime)._lowlevel_server
-    async with stdio_server() as (read, write):
-        options = lowlevel.create_initialization_options()
-        await lowlevel.run(AnsweredReads(read, write), write, options)
+    runner = PromptRunner(runtime)
+    lowlevel = build_server(runtime, runner)._lowlevel_server
+    try:
+        async with stdio_server() as (read, write):
+            options = lowlevel.create_initialization_options()
+            await lowlevel.run(AnsweredReads(read, write), write, options)
+    finally:
+        await runner.aclose()

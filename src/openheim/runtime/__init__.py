@@ -9,7 +9,8 @@ through ``Runtime``. The modules, from the bottom up:
 - ``provider``, ``policy``, ``tools``, ``subagents``: the parts a session is made of;
 - ``assembly``: ``open_session``, which assembles them into a session;
 - ``prompt_run``, ``host``, ``session``: a session, its prompts, and the task that hosts it;
-- ``runtime``: ``Runtime``, which holds the settings and the caller's tools and opens sessions.
+- ``runtime``: ``Runtime``, which holds the settings and the caller's tools and opens sessions;
+- ``sessions``: ``SessionHost``, the sessions a surface keeps open across prompts.
 """
 
 from openheim.runtime.assembly import open_session
@@ -17,6 +18,7 @@ from openheim.runtime.options import SessionOptions, session_settings
 from openheim.runtime.prompt_run import PromptResult, PromptRun
 from openheim.runtime.runtime import ApprovalCallback, Runtime
 from openheim.runtime.session import Session
+from openheim.runtime.sessions import SessionHost
 
 __all__ = [
     "ApprovalCallback",
@@ -24,6 +26,7 @@ __all__ = [
     "PromptRun",
     "Runtime",
     "Session",
+    "SessionHost",
     "SessionOptions",
     "open_session",
     "session_settings",

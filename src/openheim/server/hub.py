@@ -16,21 +16,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny
 from openheim.errors import OpenheimError, SessionBusy, SessionNotFound
 from openheim.events import Event, Failed, event_to_dict
 from openheim.messages import Message
-from openheim.runtime import Runtime, Session, SessionOptions
+from openheim.runtime import Runtime, Session, SessionHost, SessionOptions
 from openheim.runtime.approvals import CHOICES, Choice, answer, question
-from openheim.runtime.host import host_session
 from openheim.secrets import redact_data
 from openheim.server.redacting import EventRedactor
 from openheim.server.writer import FrameWriter
@@ -135,6 +135,7 @@ class Live:
         self.on_idle: Callable[[Live], None] | None = None
         self._idle: asyncio.TimerHandle | None = None
         self.session: Session | None = None
+        self.closer: Callable[[], Awaitable[None]] | None = None
         self.writer: FrameWriter | None = None
         self.seq = 0
         self.log: deque[tuple[int, str]] = deque(maxlen=max_log)
@@ -283,16 +284,18 @@ class Live:
                 future.set_result(Deny("the prompt was cancelled"))
 
     async def close(self) -> None:
+        """Cancel the prompt, close the session (``closer``: where the hub keeps it), and
+        wait for the prompt's task to end."""
         self.cancel()
-        if self.session is not None:
-            await self.session.close()
+        if self.closer is not None:
+            await self.closer()
         if self.task is not None:
             with contextlib.suppress(Exception):
                 await self.task
 
 
 class Hub:
-    """The live sessions of one server, by session id."""
+    """The live sessions of one server by id: frames here, sessions kept by a ``SessionHost``."""
 
     def __init__(
         self,
@@ -302,6 +305,7 @@ class Hub:
         idle_close: float = IDLE_CLOSE,
     ) -> None:
         self.runtime = runtime
+        self.host = SessionHost(runtime)
         self.store = store
         self.writer = FrameWriter(store)
         self.gate = StartGate()
@@ -316,20 +320,15 @@ class Hub:
         live = Live(self.max_log, self.idle_close)
         live.on_idle = self._idle
         live.gate = self.gate
-        runtime = self.runtime
-
-        def opener() -> contextlib.AbstractAsyncContextManager[Session]:
-            return runtime.open_session(options, resolver=live.resolve)
-
-        live.session = await host_session(opener)
-        live.key = live.session.id or uuid.uuid4().hex
-        opened = self.sessions.get(live.key)
-        if opened is not None:  # resumed by another client meanwhile: that one is the session
-            await live.session.close()
-            return opened
+        key, session = await self.host.open(None, options, resolver=live.resolve, keep=True)
+        opened = self.sessions.get(key)
+        if opened is not None and opened.session is session:  # resumed by another client
+            return opened  # meanwhile: that one is the session
+        live.session, live.key = session, key
+        live.closer = functools.partial(self.host.close, key, session)
         if live.session.id is not None:
             if self._gone(live.key):  # deleted as it opened: no prompt may run on it
-                await live.session.close()
+                await self.host.close(key)
                 raise SessionNotFound(live.key)
             live.writer = self.writer
             if options.resume is not None or options.continue_latest:
@@ -397,4 +396,5 @@ class Hub:
     async def close_all(self) -> None:
         for key in list(self.sessions):
             await self.forget(key)
+        await self.host.aclose()
         await self.writer.aclose()
