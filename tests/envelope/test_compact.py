@@ -29,9 +29,9 @@ READ = ToolSpec(
 
 def test_compact_section_lists_signatures_and_an_example_of_an_offered_tool() -> None:
     section = protocol_section([LIST, READ], "auto", compact=True)
-    assert "- read_file(path, offset?, limit?): Read a text file" in section
-    assert "- list_dir(path?): List a folder" in section
-    assert '"name": "list_dir", "arguments": {"path": "."}' in section
+    assert "- read_file(path): Read a text file" in section  # only what the tool requires
+    assert "- list_dir(): List a folder" in section
+    assert '"name": "list_dir", "arguments": {}' in section
     only_read = protocol_section([READ], "auto", compact=True)
     assert '"name": "read_file", "arguments": {"path": "README.md"}' in only_read
 

@@ -181,3 +181,15 @@ def test_protocol_for_rejects_unknown_values() -> None:
 def test_schema_is_json() -> None:
     schema = envelope_schema([READ, SKILL, DELEGATE], "required")
     assert json.loads(json.dumps(schema)) == schema
+
+
+def test_a_small_model_is_offered_only_the_arguments_a_tool_requires() -> None:
+    properties = {"path": {"type": "string"}, "offset": {"type": "integer"}}
+    spec = ToolSpec(
+        "read_file", "Read.", {"type": "object", "properties": properties, "required": ["path"]}
+    )
+    [small] = envelope_schema([spec], required_only=True)["properties"]["actions"]["items"]["anyOf"]
+    assert small["properties"]["arguments"]["properties"] == {"path": {"type": "string"}}
+    assert small["properties"]["arguments"]["additionalProperties"] is False
+    [full] = envelope_schema([spec])["properties"]["actions"]["items"]["anyOf"]
+    assert full["properties"]["arguments"] == dict(spec.parameters)

@@ -25,7 +25,7 @@ def test_the_demo_prompt_lists_the_folder_and_names_its_files(home: Path, work: 
     for name in FILES:
         (work / name).mkdir() if name.endswith("/") else (work / name).write_text("x\n")
     out, err = demo(home, work)
-    assert '→ list_dir {"path": "."}' in err
+    assert "→ list_dir {}" in err  # a small model is offered only the required arguments
     assert "✓ list_dir: completed, 4 lines" in err
     named = [name for name in FILES if name in out]
     assert len(named) >= 3, out  # read from the result: the model cannot guess these names

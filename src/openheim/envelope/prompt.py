@@ -55,7 +55,7 @@ this:
 ```
 The result comes back in the next message. Then answer in plain text, using only what the \
 results say."""
-_EXAMPLES = (("list_dir", '{"path": "."}'), ("read_file", '{"path": "README.md"}'))
+_EXAMPLES = (("list_dir", "{}"), ("read_file", '{"path": "README.md"}'))
 
 _SKILL = '- To load a skill, use the action {"type": "skill", "id": "s1", "name": "<skill name>"}.'
 _SUBAGENT = (
@@ -94,11 +94,10 @@ def _compact_intro(offered: Sequence[ToolSpec]) -> str:
 
 
 def _compact_entry(spec: ToolSpec) -> str:
-    """``- name(required, optional?): description``."""
-    properties = spec.parameters.get("properties") or {}
-    required = set(spec.parameters.get("required") or ())
-    args = ", ".join(p if p in required else f"{p}?" for p in properties)
-    return f"- {spec.name}({args}): {spec.description}"
+    """``- name(required): description``: a small model is offered only the arguments a tool
+    requires (``envelope_schema``'s ``required_only``)."""
+    required = spec.parameters.get("required") or ()
+    return f"- {spec.name}({', '.join(required)}): {spec.description}"
 
 
 def _tool_entry(spec: ToolSpec) -> str:

@@ -69,7 +69,7 @@ def envelope_request(request: ModelRequest, *, compact: bool = False) -> ModelRe
         system=with_protocol(request.system, section),
         tools=(),
         tool_choice="auto" if request.tool_choice == "auto" else "required",
-        envelope_schema=envelope_schema(request.tools, request.tool_choice),
+        envelope_schema=envelope_schema(request.tools, request.tool_choice, required_only=compact),
     )
 
 

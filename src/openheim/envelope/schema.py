@@ -6,6 +6,11 @@ schema per tool (its name as a one-value enum, its own arguments schema), plus t
 ``tool_choice`` leaves only that tool. A tool schema that uses ``$ref`` is loosened to "any
 object" here, since its references would not resolve inside the envelope; the tool still checks
 its arguments when it runs.
+
+For a small model (``required_only``) each tool's arguments are only those it requires: a tiny
+model fills optional ones with noise (SmolLM2-135M gave ``read_file`` an offset of 2346 into a
+one-line file, and ``list_dir`` a made-up absolute path), and the tools' defaults (the whole
+file, the work dir) are what such a model means.
 """
 
 from __future__ import annotations
@@ -18,15 +23,18 @@ from openheim.errors import ConfigError
 from openheim.providers.base import NamedTool, ToolChoice, ToolSpec
 
 
-def envelope_schema(tools: Sequence[ToolSpec], choice: ToolChoice = "auto") -> dict[str, Any]:
-    """The schema of one envelope offering ``tools`` under ``choice``."""
+def envelope_schema(
+    tools: Sequence[ToolSpec], choice: ToolChoice = "auto", *, required_only: bool = False
+) -> dict[str, Any]:
+    """The schema of one envelope offering ``tools`` under ``choice`` (``required_only``: only
+    the arguments each tool requires, for a small model)."""
     return {
         "type": "object",
         "properties": {
             "assistant_text": {"type": "string"},
             "actions": {
                 "type": "array",
-                "items": {"anyOf": action_schemas(tools, choice)},
+                "items": {"anyOf": action_schemas(tools, choice, required_only=required_only)},
                 "minItems": 1,
             },
         },
@@ -48,11 +56,17 @@ def offered_tools(tools: Sequence[ToolSpec], choice: ToolChoice) -> tuple[ToolSp
     return named
 
 
-def action_schemas(tools: Sequence[ToolSpec], choice: ToolChoice) -> list[dict[str, Any]]:
+def action_schemas(
+    tools: Sequence[ToolSpec], choice: ToolChoice, *, required_only: bool = False
+) -> list[dict[str, Any]]:
     """One schema per allowed action: the tools, then the shorthands their tools enable."""
     offered = offered_tools(tools, choice)
     schemas = [
-        _action("tool", name={"enum": [t.name]}, arguments=_arguments_schema(t.parameters))
+        _action(
+            "tool",
+            name={"enum": [t.name]},
+            arguments=_arguments_schema(t.parameters, required_only=required_only),
+        )
         for t in offered
     ]
     if isinstance(choice, NamedTool):
@@ -75,10 +89,15 @@ def _action(kind: str, **fields: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _arguments_schema(parameters: Mapping[str, Any]) -> dict[str, Any]:
+def _arguments_schema(parameters: Mapping[str, Any], *, required_only: bool) -> dict[str, Any]:
     if _has_ref(parameters):
         return {"type": "object"}
-    return dict(parameters)
+    if not required_only:
+        return dict(parameters)
+    required = list(parameters.get("required") or ())
+    properties = parameters.get("properties") or {}
+    kept = {name: properties[name] for name in required if name in properties}
+    return {**parameters, "properties": kept, "additionalProperties": False}
 
 
 def _has_ref(node: object) -> bool:
