@@ -4,7 +4,8 @@ The tests of a package's modules live in the package's folder (``src/openheim/cl
 ``tests/cli/``); a loose ``tests/test_NAME.py`` is named after what it tests: a top-level
 module (``NAME`` is ``loop`` or starts with ``loop_`` for ``src/openheim/loop.py``) or the
 project as a whole (``PROJECT_TESTS``). A loose file named after a package, after a module
-inside a package, or after nothing is refused with the folder it belongs in.
+inside a package, or after nothing is refused with the folder it belongs in, and so is a folder
+of tests that is named after no package.
 """
 
 from __future__ import annotations
@@ -60,8 +61,21 @@ def misplaced(tests: Path, package: Path) -> list[str]:
     return problems
 
 
+def strays(tests: Path, package: Path) -> list[str]:
+    """One line per folder of ``tests/`` holding test files that names no package of the source
+    (a package's tests may group theirs in subfolders of its folder)."""
+    return [
+        f"tests/{folder.name}/: no package src/openheim/{folder.name}/; move its tests to the "
+        "folder of the package they test"
+        for folder in sorted(tests.iterdir())
+        if any(folder.glob("**/test_*.py"))
+        and not (package / folder.name / "__init__.py").is_file()
+    ]
+
+
 def test_the_tests_mirror_the_source_tree() -> None:
-    assert misplaced(ROOT / "tests", ROOT / "src" / "openheim") == []
+    tests, package = ROOT / "tests", ROOT / "src" / "openheim"
+    assert misplaced(tests, package) + strays(tests, package) == []
 
 
 @pytest.fixture
@@ -120,3 +134,29 @@ def test_a_loose_test_of_a_package_module_is_refused(
         assert found == []
     else:
         assert len(found) == 1 and found[0].startswith(f"tests/{loose}: ") and expected in found[0]
+
+
+@pytest.mark.parametrize(
+    ("folder", "stray"),
+    [
+        ("cli", False),
+        ("runtime", False),
+        ("runtime/store", False),
+        ("runtime/local", False),
+        ("local", True),
+        ("loop", True),
+        ("openheim", True),
+    ],
+)
+def test_a_test_folder_named_after_no_package_is_refused(
+    package: Path, tmp_path: Path, folder: str, stray: bool
+) -> None:
+    tests = tmp_path / "tests"
+    (tests / folder).mkdir(parents=True)
+    (tests / folder / "test_x.py").write_text("")
+    (tests / "helpers").mkdir()
+    found = strays(tests, package)
+    if stray:
+        assert len(found) == 1 and found[0].startswith(f"tests/{folder}/: no package src/openheim/")
+    else:
+        assert found == []
