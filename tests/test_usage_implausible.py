@@ -15,8 +15,8 @@ from openheim.messages import Usage
 from openheim.testing import FakeLLMServer, FakeReply, Reply, ScriptedProvider
 from openheim.tools.base import ToolContext
 from openheim.usage import MAX_CALL_TOKENS, plausible
+from tests.cli.test_cli import openheim
 from tests.loop_support import finished, make_agent, run
-from tests.test_cli import openheim
 
 HUGE = 10**30
 

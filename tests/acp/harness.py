@@ -36,7 +36,7 @@ from acp.stdio import spawn_agent_process
 
 from openheim.testing import FakeLLMServer
 from tests.acp.schema import AgentMessageValidator
-from tests.test_cli import configure, env_for
+from tests.cli.test_cli import configure, env_for
 
 HOLD = "hold"
 """A permission answer that never comes (until the turn is cancelled)."""

@@ -14,8 +14,8 @@ from acp.helpers import text_block
 
 from openheim.testing import FakeLLMServer
 from tests.acp.harness import RecordingClient, acp_agent
+from tests.cli.test_cli import configure, openheim
 from tests.prompt_commands import SENT, TYPED, install
-from tests.test_cli import configure, openheim
 
 REVIEW = "---\ndescription: Review code\narguments: lang, focus=bugs\n---\n"
 REVIEW += "Review this {{lang}} code for {{focus}}:\n\n{{input}}\n"

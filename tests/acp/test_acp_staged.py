@@ -9,7 +9,7 @@ from acp.helpers import text_block
 
 from openheim.testing import FakeLLMServer
 from tests.acp.harness import RecordingClient, acp_agent
-from tests.test_approvals_cli import preview_and_apply
+from tests.cli.test_approvals_cli import preview_and_apply
 
 STAGED = 'file_changes = "staged"'
 PLANTED = (".openheim/permissions.toml", ".git/hooks/post-checkout", "a.txt")

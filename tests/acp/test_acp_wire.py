@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.acp.schema import AgentMessageValidator
+from tests.cli.test_cli import configure, env_for
 from tests.mcp.conftest import SERVER, tagged_pids
-from tests.test_cli import configure, env_for
 
 
 class RawAgent:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from openheim.store import SQLiteStore
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
-from tests.test_cli import configure, openheim
+from tests.cli.test_cli import configure, openheim
 
 REVIEWER = """+++
 description = "Reviews code for bugs."

@@ -132,7 +132,7 @@ async def test_a_forbidden_shell_tool_is_never_run(
 async def test_claude_cli_provider_as_a_fallback_in_openheim_run(
     tmp_path: Path, bin_dir: Path
 ) -> None:
-    from tests.test_cli import openheim
+    from tests.cli.test_cli import openheim
 
     home = tmp_path / "oh"
     home.mkdir()

@@ -13,7 +13,7 @@ import pytest
 from openheim.config.load import load_settings
 from openheim.errors import ConfigError
 from openheim.term import exit_codes
-from tests.test_cli import openheim
+from tests.cli.test_cli import openheim
 
 FAKE = '[providers.fake]\napi_base = "http://127.0.0.1:9/v1"\ndefault_model = "m"\n'
 

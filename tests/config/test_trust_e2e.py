@@ -10,7 +10,7 @@ from acp.helpers import text_block
 
 from openheim.testing import FakeLLMServer
 from tests.acp.harness import acp_agent
-from tests.test_cli import configure, openheim
+from tests.cli.test_cli import configure, openheim
 
 
 def plant(project: Path, marker: Path, *, extra: str = "") -> None:

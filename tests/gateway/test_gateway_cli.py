@@ -11,10 +11,10 @@ from openheim.config.load import load_settings
 from openheim.config.trust import set_trust
 from openheim.gateway.state import GatewayState
 from openheim.testing import FakeLLMServer, FakeReply
+from tests.cli.test_cli import configure, env_for, openheim
 from tests.gateway.fake_telegram import TOKEN, FakeTelegram
 from tests.gateway.loopback import WAIT, serving
 from tests.gateway.support import write_config
-from tests.test_cli import configure, env_for, openheim
 
 SECRET_WORDS = "my bank pin is 4321"
 

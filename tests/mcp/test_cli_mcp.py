@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
+from tests.cli.test_cli import configure, openheim
 from tests.mcp.conftest import SERVER
-from tests.test_cli import configure, openheim
 
 
 def mcp_config(home: Path, server: FakeLLMServer | None, *, broken: bool = False) -> None:

@@ -16,7 +16,7 @@ from openheim.providers.base import ModelRequest, ModelResponse, ProviderSetting
 from openheim.providers.repetition import REPETITION, RepetitionDetector, RepetitionGuard
 from openheim.runtime.provider import build_provider
 from openheim.testing import FakeLLMServer, FakeReply, Reply, ScriptedProvider
-from tests.test_cli import configure, openheim
+from tests.cli.test_cli import configure, openheim
 
 NAMES = [f"{w}_{i}" for i, w in enumerate(["alpha", "bravo", "charlie", "delta", "echo"] * 8)]
 PYTHON = "\n".join(

@@ -34,7 +34,7 @@ from openheim.store import SQLiteStore
 from openheim.store.export import export_json, export_markdown
 from openheim.term.render import JsonRenderer, TextRenderer
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
-from tests.test_cli import configure, openheim
+from tests.cli.test_cli import configure, openheim
 
 KEY = "sk-proj-" + "Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8L9z0"
 CUSTOM = "custom-Registered-Value-7f3a9c"

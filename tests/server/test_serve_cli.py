@@ -14,8 +14,8 @@ from pathlib import Path
 import httpx
 
 from openheim.testing import FakeLLMServer
+from tests.cli.test_cli import env_for, openheim
 from tests.server.support import write_config
-from tests.test_cli import env_for, openheim
 from tests.test_imports import modules_after
 
 SERVER_MODULES = {"starlette", "uvicorn", "websockets", "openheim.server"}

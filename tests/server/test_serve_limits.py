@@ -23,8 +23,8 @@ import pytest
 from websockets.asyncio.client import connect
 
 from openheim.testing import FakeLLMServer
+from tests.cli.test_cli import env_for
 from tests.server.support import write_config
-from tests.test_cli import env_for
 
 TOKEN = "limits-token-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

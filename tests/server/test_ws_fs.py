@@ -10,7 +10,7 @@ import pytest
 
 from openheim.testing import FakeLLMServer
 from tests.server.support import Socket, served
-from tests.test_sandbox import LEXICAL_ESCAPES
+from tests.tools.test_sandbox import LEXICAL_ESCAPES
 
 LINKS = ["etc_link/passwd", "out_dir/secret.txt", "chain1/secret.txt", "dangling/x", "out_file"]
 

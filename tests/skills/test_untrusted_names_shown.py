@@ -7,7 +7,7 @@ from pathlib import Path
 
 from openheim.events import Notice, notice_line
 from openheim.testing import FakeLLMServer
-from tests.test_cli import configure, openheim
+from tests.cli.test_cli import configure, openheim
 
 ODD = "x\x1b[31mred\x1b]0;title\x07\nopenheim: forged\r"
 

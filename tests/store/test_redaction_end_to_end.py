@@ -8,7 +8,7 @@ from pathlib import Path
 
 from openheim.store.sqlite import DB_NAME
 from openheim.testing import FakeLLMServer, FakeReply
-from tests.test_cli import SECRET, configure, openheim
+from tests.cli.test_cli import SECRET, configure, openheim
 
 
 def every_text_in(db: Path) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 from openheim.messages import Message, TextBlock
 from openheim.store.sqlite import DB_NAME, SQLiteStore
 from openheim.testing import FakeLLMServer, FakeReply
-from tests.test_cli import configure, openheim
+from tests.cli.test_cli import configure, openheim
 
 LONE = "half \ud800 a pair"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_cli import env_for, openheim
+from tests.cli.test_cli import env_for, openheim
 
 
 def test_no_config_and_no_key_runs_the_embedded_model(home: Path, work: Path) -> None:

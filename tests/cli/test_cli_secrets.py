@@ -16,7 +16,7 @@ import pytest
 
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from openheim.testing.fake_replies import RecordedRequest
-from tests.test_cli import configure, openheim
+from tests.cli.test_cli import configure, openheim
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import pytest
 
 from openheim.term import exit_codes
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
-from tests.test_cli import configure, openheim
+from tests.cli.test_cli import configure, openheim
 
 PERSON = {
     "type": "object",

@@ -1,5 +1,5 @@
 """Config files, layering, env and flag overrides, provider resolution (the trust boundary of
-project files is tested in tests/config)."""
+project files is tested in the other files of this folder)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
-from tests.test_cli import configure, env_for, openheim
+from tests.cli.test_cli import configure, env_for, openheim
 
 PROMPT_END = b"[c] cancel: "
 

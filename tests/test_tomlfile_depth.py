@@ -16,7 +16,7 @@ from openheim.skills.frontmatter import FrontmatterError, split_frontmatter
 from openheim.term import exit_codes
 from openheim.testing import FakeLLMServer, FakeReply
 from openheim.tomlfile import MAX_DEPTH, TooDeep, check_nesting, loads, read_toml
-from tests.test_cli import configure, openheim
+from tests.cli.test_cli import configure, openheim
 
 DEEP = 5000
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from openheim.store import SQLiteStore
 from openheim.testing import FakeLLMServer, FakeReply
 from openheim.testing.fake_replies import RecordedRequest
-from tests.test_cli import configure, openheim
+from tests.cli.test_cli import configure, openheim
 
 SUMMARY = "SUMMARY: two questions about lighthouses were answered."
 

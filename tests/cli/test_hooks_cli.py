@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from openheim.testing import FakeLLMServer
-from tests.test_cli import configure, openheim
+from tests.cli.test_cli import configure, openheim
 
 
 def test_a_blocking_user_prompt_hook_ends_run_with_refusal(home: Path, work: Path) -> None:

@@ -13,9 +13,9 @@ import pytest
 
 from openheim.events import EVENT_TYPES
 from openheim.testing import FakeLLMServer
-from tests.test_cli import configure, openheim
+from tests.cli.test_cli import configure, openheim
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 BROKEN_MCP = '\n[mcp_servers.broken]\ncommand = "/nonexistent/openheim-test-server"\n'
 
 

@@ -22,7 +22,7 @@ from openheim.providers import create_provider
 from openheim.providers.llama_server import LlamaServerProvider
 from openheim.providers.local_models import shipped_model_path
 from openheim.providers.server_process import ServerProcess
-from tests.local.llama_server_support import (
+from tests.providers.local.llama_server_support import (
     FAKE_SERVER,
     HOST,
     answer_of,

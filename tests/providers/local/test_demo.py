@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from openheim.providers.llama_prefix import SUFFIX
-from tests.test_cli import openheim
+from tests.cli.test_cli import openheim
 
 DEMO_PROMPT = re.search(r'prompt="\$\{\*:-(.+?)\}"', (Path("scripts/demo")).read_text())
 FILES = ("alpha.txt", "bravo.md", "charlie.py", "notes/")

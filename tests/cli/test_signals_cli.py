@@ -19,9 +19,9 @@ import pytest
 from openheim.loop import CANCELLED_RESULT
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from tests.acp.test_acp_wire import RawAgent
+from tests.cli.test_approvals_cli import start_in_pty
+from tests.cli.test_cli import configure, env_for, openheim, start_run
 from tests.mcp.conftest import SERVER, tagged_pids
-from tests.test_approvals_cli import start_in_pty
-from tests.test_cli import configure, env_for, openheim, start_run
 
 PROMPT_END = b"[c] cancel: "
 STOP_WITHIN = 20.0

@@ -17,7 +17,7 @@ import pytest
 from openheim.store import SQLiteStore
 from openheim.store.base import INTERRUPTED
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
-from tests.test_cli import configure, openheim, start_run
+from tests.cli.test_cli import configure, openheim, start_run
 
 
 @pytest.fixture

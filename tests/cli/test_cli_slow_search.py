@@ -9,7 +9,7 @@ from pathlib import Path
 
 from openheim.testing import FakeLLMServer
 from tests import slow_search
-from tests.test_cli import configure, start_run
+from tests.cli.test_cli import configure, start_run
 
 WITHIN = 1.0
 

@@ -18,7 +18,7 @@ from openheim.prompts.library import MAX_BYTES
 from openheim.runtime.attach import MAX_ATTACHMENT_BYTES
 from openheim.term import exit_codes
 from openheim.testing import FakeLLMServer, FakeReply
-from tests.test_cli import configure, env_for
+from tests.cli.test_cli import configure, env_for
 
 
 def openheim_bytes(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from openheim.testing.fake_replies import RecordedRequest
-from tests.test_cli import configure, openheim
+from tests.cli.test_cli import configure, openheim
 
 REVIEW = "---\ndescription: Review code\narguments: lang, focus=bugs\n---\n"
 REVIEW += "Review this {{lang}} code for {{focus}}:\n\n{{input}}\n"

@@ -19,8 +19,8 @@ from openheim.runtime import SessionOptions
 from openheim.runtime.attach import MAX_ATTACHMENT_BYTES, Attacher, mentions, without_mentions
 from openheim.secrets import SecretPolicy
 from openheim.testing import FakeLLMServer
+from tests.cli.test_cli import configure, openheim
 from tests.server.support import served
-from tests.test_cli import configure, openheim
 
 SECRET = "TOP-SECRET-OUTSIDE-CONTENT"
 

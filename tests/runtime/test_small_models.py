@@ -12,7 +12,7 @@ from openheim.config.providers import SHIPPED_MODEL_TOOL_ROUNDS, resolve_provide
 from openheim.providers.base import ProviderSettings
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from openheim.testing.fake_replies import RecordedRequest
-from tests.test_cli import configure, openheim
+from tests.cli.test_cli import configure, openheim
 
 
 def system_and_tools(request: RecordedRequest) -> tuple[str, list[str], int]:

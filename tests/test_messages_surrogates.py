@@ -28,10 +28,10 @@ from openheim.store.sqlite import open_store
 from openheim.testing import FakeLLMServer, FakeReply
 from openheim.testing.fake_replies import RecordedRequest
 from tests.acp.test_acp_wire import RawAgent
+from tests.cli.test_cli import configure, env_for
 from tests.cliagents.standin import echo_script
 from tests.providers.support import drain
 from tests.server.support import served
-from tests.test_cli import configure, env_for
 
 LONE = {
     "high surrogate": ("caf\ud800", "caf\ufffd"),

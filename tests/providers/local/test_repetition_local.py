@@ -8,8 +8,8 @@ from openheim.messages import Message
 from openheim.providers.base import ModelRequest, ModelResponse
 from openheim.providers.llama_cpp import LlamaCppProvider
 from openheim.providers.repetition import RepetitionGuard
-from tests.local.test_demo import DEMO_PROMPT, REPO_LAYOUT
-from tests.local.test_llama_cpp import settings
+from tests.providers.local.test_demo import DEMO_PROMPT, REPO_LAYOUT
+from tests.providers.local.test_llama_cpp import settings
 
 SYSTEM = "You are openheim, an AI agent working in the user's project directory."
 LOOPING = "The folder . holds:\n{}\n\nUsing only this result, answer: {}"

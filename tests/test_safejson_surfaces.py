@@ -26,13 +26,13 @@ from openheim.gateway.inbound import Inbound
 from openheim.gateway.webhooks import telegram_routes
 from openheim.providers import create_provider
 from openheim.testing import FakeLLMServer
+from tests.cli.test_cli import configure, env_for
 from tests.gateway.loopback import serving
 from tests.providers.support import drain, request
 from tests.providers.test_sse_direct import STREAM_HEAD, settings
 from tests.providers.test_sse_stream import events
 from tests.providers.transport_server import Server, read_request
 from tests.server.support import TOKEN, served
-from tests.test_cli import configure, env_for
 
 WAIT = 60.0
 PARSE_ERROR = {"code": -32700, "message": "Parse error"}

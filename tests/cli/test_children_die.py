@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
+from tests.cli.test_cli import configure, env_for
 from tests.mcp.conftest import SERVER
-from tests.test_cli import configure, env_for
 
 WITHIN = 20.0
 """Seconds allowed for a step (a child showing up, or disappearing); it takes far less."""

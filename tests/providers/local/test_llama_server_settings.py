@@ -17,7 +17,7 @@ from openheim.providers.llama_server import LlamaServerProvider
 from openheim.providers.llama_server_command import server_argv
 from openheim.providers.local_models import shipped_model_path
 from openheim.providers.server_process import ServerProcess, ephemeral_port
-from tests.local.llama_server_support import (
+from tests.providers.local.llama_server_support import (
     HOST,
     PYTHON_SERVER,
     answer_of,
