@@ -76,8 +76,7 @@ class Tui:
                 await self.pilot.press("n")
             await drive.settle(self.pilot, self.app)
         shown = drive.shown_text(self.app.conversation)
-        notices = " ".join(str(n.message) for n in self.app._notifications)
-        return (shown[len(before) :] if shown.startswith(before) else shown) + notices
+        return shown[len(before) :] if shown.startswith(before) else shown
 
     def _asking(self) -> bool:
         return isinstance(self.app.screen, ApprovalScreen)

@@ -43,6 +43,8 @@ class Step:
     expected: Outcome
 
 
+LINK = "it is a hard link (2 names)"
+"""Why ``runtime.attach`` refuses a hard-linked file."""
 ATTACHED = f'read @notes.txt\n\n<file path="notes.txt">\nthe word is {SECRET_WORD}\n</file>'
 """The prompt ``read @notes.txt`` sends (``runtime.attach``)."""
 
@@ -50,7 +52,7 @@ STEPS: tuple[Step, ...] = (
     Step("skill", (TYPED[0],), ("sent", SENT[0])),
     Step("template", (TYPED[1],), ("sent", SENT[1])),
     Step("mention", ("read @notes.txt",), ("sent", ATTACHED)),
-    Step("hard-link", ("read @linked.txt",), ("refused", "refused to attach @linked.txt")),
+    Step("hard-link", ("read @linked.txt",), ("refused", f"refused to attach @linked.txt: {LINK}")),
     Step("listed model", ("/models fake-large", "hi"), ("model", "fake-large")),
     Step("unlisted model", ("/models fake-huge",), ("refused", "unknown model 'fake-huge'")),
     Step("refused write", (WRITE,), ("denied", "rejected by the person asked")),
@@ -66,23 +68,23 @@ EXCEPTIONS: dict[tuple[str, str], tuple[Outcome, str]] = {
     ),
     ("gateway", "refused write"): (
         ("denied", "headless: no one to ask"),
-        "the gateway asks no one in the chat: it refuses headless (docs/gateway.md)",
+        "the gateway asks no one in the chat: it refuses headless (docs/gateway.md, Run headless)",
     ),
     ("acp", "mention"): (
         ("sent", "read @notes.txt"),
-        "an editor sends a mentioned file as a resource block; typed words go as typed",
+        "text blocks go as they are; an editor sends a file as a resource (docs/acp.md)",
     ),
     ("acp", "hard-link"): (
         ("sent", "read @linked.txt"),
-        "an editor sends a mentioned file as a resource block; typed words go as typed",
+        "text blocks go as they are; an editor sends a file as a resource (docs/acp.md)",
     ),
     ("gateway", "mention"): (
         ("sent", "read @notes.txt"),
-        "a chat sender is not at the work dir: the gateway attaches no files (docs/gateway.md)",
+        "a chat sender is not at the work dir: `@path` goes as typed (docs/gateway.md)",
     ),
     ("gateway", "hard-link"): (
         ("sent", "read @linked.txt"),
-        "a chat sender is not at the work dir: the gateway attaches no files (docs/gateway.md)",
+        "a chat sender is not at the work dir: `@path` goes as typed (docs/gateway.md)",
     ),
 }
 """Where a surface does a step otherwise by design: its outcome there, and why."""
@@ -124,7 +126,8 @@ def outcome(step: Step, requests: Sequence[RecordedRequest], said: str, work: Pa
     if requests:
         return ("sent", str(requests[-1].messages[-1]["content"]))
     refusal = step.expected[1]
-    if refusal.lower() in said.lower():
+    listed = step.name != "unlisted model" or all(model in said for model in MODELS)
+    if refusal.lower() in said.lower() and listed:
         return ("refused", refusal)
     return ("silent", said[-300:])
 
