@@ -49,6 +49,19 @@ def test_a_missing_token_says_which_variable(home: Path, work: Path) -> None:
     assert "gateway.telegram.token is not set: env:TELEGRAM_BOT_TOKEN is empty" in done.stderr
 
 
+def test_a_model_the_provider_does_not_offer_stops_the_gateway(home: Path, work: Path) -> None:
+    gateway = '[gateway]\nmodels = ["fake-model", "fake-huge"]\n'
+    gateway += '[gateway.telegram]\ntoken = "env:TG"\n'
+    configure(home, None, extra=f'models = ["fake-large"]\n{gateway}')
+    done = openheim("gateway", home=home, cwd=work, TG=TOKEN)
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == (
+        "openheim: error: gateway.models names 'fake-huge', which provider 'fake' does not "
+        "offer (known: fake-model, fake-large) (list only models the provider offers, or add "
+        "it to models in [providers.fake])"
+    )
+
+
 def test_grants_are_listed_and_revoked(home: Path, work: Path) -> None:
     configure(home, None)
     state = GatewayState(home / "gateway.db")

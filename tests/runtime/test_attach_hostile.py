@@ -16,7 +16,7 @@ from openheim.chat.session import Chat
 from openheim.config.load import Overrides, load_settings
 from openheim.errors import ConfigError
 from openheim.runtime import SessionOptions
-from openheim.runtime.attach import MAX_ATTACHMENT_BYTES, Attacher, mentions, without_mentions
+from openheim.runtime.attach import MAX_ATTACHMENT_BYTES, Attacher, mentions
 from openheim.secrets import SecretPolicy
 from openheim.testing import FakeLLMServer
 from tests.cli.test_cli import configure, openheim
@@ -109,4 +109,3 @@ def test_a_relative_path_starts_from_cwd_but_stays_in_the_work_dir(hostile: Path
 def test_mentions_are_words_that_start_with_an_at() -> None:
     text = "mail me@example.com about @a.txt and\t@b/c.md"
     assert mentions(text) == ["a.txt", "b/c.md"]
-    assert without_mentions(text) == "mail me@example.com about  and"

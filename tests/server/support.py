@@ -54,11 +54,19 @@ class Served:
         return Socket(self.ws_url, {**auth, **(headers or {})}, kwargs)
 
 
-def write_config(home: Path, llm: FakeLLMServer, extra: str = "", provider: str = "") -> None:
-    """A config for the fake model; ``extra`` goes at the top, ``provider`` in its table."""
+def write_config(
+    home: Path,
+    llm: FakeLLMServer,
+    extra: str = "",
+    provider: str = "",
+    models: tuple[str, ...] = ("fake-model", "fake-small"),
+) -> None:
+    """A config for the fake model offering ``models``; ``extra`` goes at the top,
+    ``provider`` in its table."""
+    listed = ", ".join(f'"{model}"' for model in models)
     (home / "config.toml").write_text(
         f'default_provider = "fake"\n{extra}\n[providers.fake]\napi_base = "{llm.base_url}"\n'
-        f'default_model = "fake-model"\nmodels = ["fake-model", "fake-small"]\n{provider}\n'
+        f'default_model = "fake-model"\nmodels = [{listed}]\n{provider}\n'
     )
 
 
@@ -74,10 +82,11 @@ async def served(
     max_body: int = 1024 * 1024,
     max_frame: int = 64 * 1024,
     acp: AcpBridge | None = serve_websocket,
+    models: tuple[str, ...] = ("fake-model", "fake-small"),
 ) -> AsyncIterator[Served]:
     """The app on uvicorn in this event loop, on 127.0.0.1 and a free port; ``acp`` serves
     ``/acp`` as ``openheim serve`` composes it (None: an app without ``/acp``)."""
-    write_config(home, llm, extra, provider)
+    write_config(home, llm, extra, provider, models)
     settings = load_settings(
         Overrides(work_dir=str(work)), cwd=work, env={"OPENHEIM_HOME": str(home)}
     )

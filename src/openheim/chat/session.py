@@ -16,10 +16,10 @@ from openheim.config.providers import provider_entries
 from openheim.errors import ConfigError
 from openheim.messages import Message
 from openheim.runtime import PromptRun, Runtime, Session, SessionHost, SessionOptions
-from openheim.runtime.attach import Attacher, mentions
+from openheim.runtime.attach import Attacher
 from openheim.runtime.commands import Surface, help_text
 from openheim.runtime.models import switch_model
-from openheim.runtime.prompt_commands import PromptCommands
+from openheim.runtime.prompt_commands import PromptCommands, compose
 from openheim.runtime.replay import Replayed, replay_events
 from openheim.secrets import SecretPolicy
 from openheim.skills import SkillsManager, skills_for
@@ -147,9 +147,8 @@ class Chat:
         ``/template`` command expanded (a template's own ``@`` words are never attached) and a
         ``/skill`` command expanded."""
         attacher = Attacher(self.settings.work_dir, self.policy)
-        attached = [attacher.attach(raw) for raw in mentions(text)]
-        text = self.prompt_commands.expand_text(text)
-        return self.session.prompt(Message.user("\n\n".join([text, *attached])))
+        prompt = compose(text, attacher, lambda typed: self.prompt_commands.expand_text(typed))
+        return self.session.prompt(Message.user(prompt))
 
     def record(self, session_id: str) -> SessionRecord:
         """The stored session ``session_id`` (an id or unique prefix)."""

@@ -29,6 +29,7 @@ from openheim.gateway.setup import (
 )
 from openheim.gateway.state import GatewayState
 from openheim.runtime import Runtime
+from openheim.runtime.models import check_offered
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,8 @@ def build_gateway(
     wrong one stops the command instead of failing every turn)."""
     entry = settings.gateway
     sessions = session_settings(settings)
-    resolve_provider(sessions)
+    chosen = resolve_provider(sessions)
+    check_offered(sessions, chosen.name, chosen.model, list(entry.models), "gateway.models")
     named = entry.passphrase is not None  # a passphrase named but empty is a mistake
     passphrase = read_secret(entry.passphrase, "passphrase", env, required=named) or None
     auth = Authoriser(allowed_users(entry), passphrase, state)

@@ -32,11 +32,6 @@ def mentions(text: str) -> list[str]:
     return MENTION.findall(text)
 
 
-def without_mentions(text: str) -> str:
-    """``text`` with its ``@path`` words taken out."""
-    return MENTION.sub("", text).strip()
-
-
 class Attacher:
     """Reads attachments for one work dir, deny-read policy and folder relative paths start
     from (``cwd``: the shell's folder for the CLI, the work dir for the other surfaces)."""

@@ -9,12 +9,14 @@ gives way to the skill.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from openheim.config.load import Settings
 from openheim.messages import Message, TextBlock
 from openheim.prompts import NamedPrompt, PromptLibrary, prompts_for
 from openheim.prompts.commands import expand_template_command, templates
+from openheim.runtime.attach import Attacher, mentions
 from openheim.runtime.commands import NAMES
 from openheim.skills import SkillInfo, SkillsManager, expand_skill, skills_for
 
@@ -67,3 +69,13 @@ class PromptCommands:
 
     def _taken(self) -> set[str]:
         return {*NAMES, *(info.name for info in self.skills.available())}
+
+
+def compose(text: str, attacher: Attacher, expand: Callable[[str], str]) -> str:
+    """The prompt a person's typed ``text`` sends, the same on every surface that attaches
+    files: ``text`` as typed (its ``@path`` words kept, so the model reads which file is
+    which) with its command ``expand``ed (``PromptCommands.expand_text``), then each file it
+    mentions. The files are read first, so a refused one stops the prompt before anything
+    else; a template's own ``@`` words are never attached: only what the person typed is."""
+    attached = [attacher.attach(raw) for raw in mentions(text)]
+    return "\n\n".join(part for part in (expand(text), *attached) if part)

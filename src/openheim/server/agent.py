@@ -29,9 +29,9 @@ from openheim.errors import OpenheimError, SessionNotFound
 from openheim.messages import ImageBlock, Message, TextBlock
 from openheim.runtime import SessionOptions
 from openheim.runtime.approvals import choice_named
-from openheim.runtime.attach import Attacher, mentions, without_mentions
+from openheim.runtime.attach import Attacher
 from openheim.runtime.models import switch_model
-from openheim.runtime.prompt_commands import PromptCommands
+from openheim.runtime.prompt_commands import PromptCommands, compose
 from openheim.secrets import SecretPolicy
 from openheim.server.context import ServerContext
 from openheim.server.frames import BadRequest, opt_str, req_str, str_list
@@ -150,19 +150,16 @@ class AgentChannel:
     def _message(self, data: dict[str, Any]) -> Message:
         raw = req_str(data, "text")
         settings = self.context.settings
-        text = PromptCommands.of(settings).expand_text(without_mentions(raw))
-        parts = [text] if text else []
-        if mentions(raw):
-            policy = SecretPolicy.from_config(settings.deny_read, home=settings.home)
-            attacher = Attacher(settings.work_dir, policy)
-            parts += [attacher.attach(path) for path in mentions(raw)]
+        policy = SecretPolicy.from_config(settings.deny_read, home=settings.home)
+        expand = PromptCommands.of(settings).expand_text
+        text = compose(raw, Attacher(settings.work_dir, policy), expand)
         images = data.get("images", [])
         if not isinstance(images, list) or len(images) > MAX_IMAGES:
             raise BadRequest("images must be a list of at most 16", "send fewer images")
         blocks = [_image(image) for image in images]
-        if not parts and not blocks:
+        if not text.strip() and not blocks:
             raise BadRequest("the prompt is empty", "send some text or an image")
-        return Message("user", (TextBlock("\n\n".join(parts)), *blocks))
+        return Message("user", (TextBlock(text), *blocks))
 
     async def _cancel(self, data: dict[str, Any]) -> dict[str, Any]:
         self._live(data).cancel()
