@@ -5,7 +5,7 @@ The tests of a package's modules live in the package's folder (``src/openheim/cl
 module (``NAME`` is ``loop`` or starts with ``loop_`` for ``src/openheim/loop.py``) or the
 project as a whole (``PROJECT_TESTS``). A loose file named after a package, after a module
 inside a package, or after nothing is refused with the folder it belongs in, and so is a folder
-of tests that is named after no package.
+of tests that is named after no package (but ``PROJECT_FOLDERS``, tests of every surface at once).
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PROJECT_TESTS = frozenset({"architecture", "docs_examples", "imports", "isolation", "system_deps"})
 """Loose test files about the project as a whole rather than one module: its layering, its
 documentation's examples, its start-up imports, the suite's isolation and its system checks."""
+PROJECT_FOLDERS = frozenset({"parity"})
+"""Folders of tests about the project as a whole: the same script driven through every surface."""
 
 
 def _subjects(stem: str) -> list[str]:
@@ -70,6 +72,7 @@ def strays(tests: Path, package: Path) -> list[str]:
         for folder in sorted(tests.iterdir())
         if any(folder.glob("**/test_*.py"))
         and not (package / folder.name / "__init__.py").is_file()
+        and folder.name not in PROJECT_FOLDERS
     ]
 
 
