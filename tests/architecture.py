@@ -15,6 +15,10 @@
   ``term/``) imports none at all; only the launcher (``LAUNCHER``, the command line that opens
   each surface) may. Modules at the package's top (its front ``__init__`` and ``__main__``)
   are the package's own face and are not checked.
+* Surfaces reach the runtime through its face: a module of a surface-layer package imports
+  ``runtime`` (``FACE``) only at its front, and only names its ``__all__`` offers; never a
+  submodule past it (``runtime.approvals``: ``from runtime import approvals`` instead) nor the
+  library's face for host programs (``api``, ``LIBRARY_FACE``), in any of the forms above.
 * No module is longer than ``MODULE_LINES`` lines, and no function or method of a core module
   (nested ones included, each counted from its ``def`` line to its last line) is longer than
   ``CORE_FUNCTION_LINES``.
@@ -37,6 +41,11 @@ SURFACES = ("acp", "cli", "gateway", "mcp_server", "repl", "server", "tui")
 reaches the agent."""
 LAUNCHER = "cli"
 """The surface that opens the others (``openheim chat``, ``openheim serve``, ...)."""
+FACE = "runtime"
+"""The package whose front (``__init__`` and its ``__all__``) is all that surfaces may import
+of the runtime."""
+LIBRARY_FACE = "api"
+"""The library's face for host programs: surfaces import ``FACE`` instead."""
 MODULE_LINES = 400
 MODULE_LINE_LIMITS = {"loop.py": 300}
 """Tighter limits for modules a newcomer must read in one sitting: the agent loop."""
@@ -122,6 +131,7 @@ def problems(package: Path, document: Path) -> list[str]:
         *long_modules(modules),
         *long_core_functions(modules, table.layers),
         *upward_imports(modules, table.layers),
+        *face_imports(modules, table.layers),
     ]
 
 
@@ -217,6 +227,67 @@ def cross_surface_imports(
                     "pass it in"
                 )
     return found
+
+
+def face_imports(modules: Mapping[str, Module], layers: Mapping[str, str]) -> list[str]:
+    """Imports from a module of a surface-layer package past the runtime's face: a submodule of
+    ``FACE``, a name its ``__all__`` does not offer, or ``LIBRARY_FACE``."""
+    by_name = {module.name: module for module in modules.values()}
+    front = modules.get(f"{FACE}/__init__.py")
+    if front is None:
+        return []
+    offered = _all_of(front)
+    library = front.name.rpartition(".")[0] + f".{LIBRARY_FACE}"
+    found = []
+    for path, module in modules.items():
+        if layers.get(path) != "surface" or _package_of(path) is None:
+            continue
+        for line, name, what in sorted(set(_references(module, by_name, front.name))):
+            if name == library or name.startswith(f"{library}."):
+                fix = f"{name} is the library's face for host programs: import from {front.name}"
+            elif name.startswith(f"{front.name}."):
+                fix = f"{name} is past the runtime's face: import it through {front.name}"
+            elif name == front.name and what and what not in offered:
+                fix = (
+                    f"{front.name} does not offer {what} (its __all__): add it there if surfaces "
+                    "need it, or keep it inside the runtime"
+                )
+            else:
+                continue
+            found.append(f"{module.shown}:{line}: surface module imports {fix}")
+    return found
+
+
+def _references(
+    module: Module, by_name: Mapping[str, Module], face: str
+) -> Iterator[tuple[int, str, str]]:
+    """``(line, module name, name)`` for each import of ``module``: the name it takes from
+    ``face`` (``from face import name``), else ``""`` with the module it imports."""
+    taken = set()
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.ImportFrom) and _absolute(module, node) == face:
+            for alias in node.names:
+                taken.add((node.lineno, f"{face}.{alias.name}"))
+                yield node.lineno, face, alias.name
+    for line, name in imports(module, by_name):
+        if name != face and (line, name) not in taken:
+            yield line, name, ""
+
+
+def _all_of(module: Module) -> frozenset[str]:
+    """The names a module's ``__all__ = [...]`` lists."""
+    for node in module.tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(name, ast.Name) and name.id == "__all__" for name in node.targets)
+            and isinstance(node.value, ast.List | ast.Tuple)
+        ):
+            return frozenset(
+                item.value
+                for item in node.value.elts
+                if isinstance(item, ast.Constant) and isinstance(item.value, str)
+            )
+    return frozenset()
 
 
 def _package_of(path: str) -> str | None:

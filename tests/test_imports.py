@@ -65,6 +65,24 @@ def test_public_names_resolve_lazily() -> None:
     assert callable(openheim.tool)
 
 
+def test_the_runtime_face_loads_its_namespaces_on_first_use() -> None:
+    loaded = modules_after("import openheim.runtime")
+    assert "openheim.runtime.structured" not in loaded
+    assert "jsonschema" not in loaded
+    after = modules_after("from openheim.runtime import structured")
+    assert {"openheim.runtime.structured", "jsonschema"} <= after
+
+
+def test_every_name_the_runtime_face_offers_resolves() -> None:
+    import openheim.runtime as face
+
+    for name in face.__all__:
+        assert getattr(face, name) is not None, name
+    assert face.commands.__name__ == "openheim.runtime.commands"
+    with pytest.raises(AttributeError, match="has no attribute 'assembly_'"):
+        _ = face.assembly_
+
+
 # What a real ``openheim`` process imported, read from ``sys.modules`` as it exits.
 
 SURFACES = (

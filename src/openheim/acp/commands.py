@@ -7,19 +7,17 @@ from __future__ import annotations
 
 from acp.schema import AvailableCommand, AvailableCommandInput, UnstructuredCommandInput
 
-from openheim.api import Session
 from openheim.errors import UndoRefused
 from openheim.messages import Message, TextBlock
 from openheim.prompts import NamedPrompt
-from openheim.runtime.commands import Invocation, offered, parse
-from openheim.runtime.prompt_commands import PromptCommands
+from openheim.runtime import Session, commands, prompt_commands
 
 
 def _input(hint: str) -> AvailableCommandInput:
     return AvailableCommandInput(root=UnstructuredCommandInput(hint=hint))
 
 
-def available_commands(commands: PromptCommands) -> list[AvailableCommand]:
+def available_commands(prompts: prompt_commands.PromptCommands) -> list[AvailableCommand]:
     """The registry's ACP commands, then the skills, then the templates."""
     own = [
         AvailableCommand(
@@ -27,7 +25,7 @@ def available_commands(commands: PromptCommands) -> list[AvailableCommand]:
             description=spec.help[:1].upper() + spec.help[1:],
             input=_input(spec.takes) if spec.takes else None,
         )
-        for spec in offered("acp")
+        for spec in commands.offered("acp")
     ]
     skills = [
         AvailableCommand(
@@ -35,7 +33,7 @@ def available_commands(commands: PromptCommands) -> list[AvailableCommand]:
             description=info.description or f"Use the {info.name} skill",
             input=_input("what to do with this skill"),
         )
-        for info in commands.skill_commands()
+        for info in prompts.skill_commands()
     ]
     templates = [
         AvailableCommand(
@@ -43,7 +41,7 @@ def available_commands(commands: PromptCommands) -> list[AvailableCommand]:
             description=_described(prompt),
             input=_input("[ARG=VALUE ...] the text for {{input}}"),
         )
-        for prompt in commands.template_commands()
+        for prompt in prompts.template_commands()
     ]
     return own + skills + templates
 
@@ -53,16 +51,16 @@ def _described(prompt: NamedPrompt) -> str:
     return about if prompt.trusted else f"{about} (untrusted project prompt)"
 
 
-def command_of(message: Message) -> Invocation | None:
+def command_of(message: Message) -> commands.Invocation | None:
     """The registry command a prompt is: only its text, ``/compact`` or ``/undo 2``. Any
     other ``/word`` is a prompt (a skill or template is expanded before it is sent)."""
     if len(message.content) != 1 or not isinstance(message.content[0], TextBlock):
         return None
-    parsed = parse(message.content[0].text, "acp")
-    return parsed if isinstance(parsed, Invocation) else None
+    parsed = commands.parse(message.content[0].text, "acp")
+    return parsed if isinstance(parsed, commands.Invocation) else None
 
 
-async def run_command(command: Invocation, session: Session) -> str:
+async def run_command(command: commands.Invocation, session: Session) -> str:
     """Run ``command`` on ``session``; what to tell the user. An undo that is refused (files
     changed outside openheim, too few turns) is told, not an error."""
     try:

@@ -15,10 +15,9 @@ from acp.schema import (
     SessionModeState,
 )
 
-from openheim.api import Session
 from openheim.config.load import Settings
 from openheim.errors import ConfigError
-from openheim.runtime.models import session_models, switch_model
+from openheim.runtime import Session, models
 
 CODE, ARCHITECT = "code", "architect"
 MODES = (
@@ -51,9 +50,9 @@ def set_model(settings: Settings, session: Session, model: str) -> None:
     """Switch the session's model (``runtime.models``); one its provider does not offer is
     invalid params, with the models it does."""
     try:
-        switch_model(settings, session, model)
+        models.switch_model(settings, session, model)
     except ConfigError:
-        known = session_models(settings, session)
+        known = models.session_models(settings, session)
         raise RequestError.invalid_params(
             {"reason": f"unknown model {model[:80]!r}", "models": known}
         ) from None
@@ -77,7 +76,8 @@ def config_options(
         type="select",
         current_value=session.model,
         options=[
-            SessionConfigSelectOption(value=m, name=m) for m in session_models(settings, session)
+            SessionConfigSelectOption(value=m, name=m)
+            for m in models.session_models(settings, session)
         ],
     )
     return [mode, model]

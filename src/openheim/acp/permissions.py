@@ -25,31 +25,22 @@ from acp.schema import (
 
 from openheim.acp.translate import acp_kind, tool_locations
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny
-from openheim.runtime.approvals import (
-    ALWAYS,
-    CHOICES,
-    ONCE,
-    REJECT,
-    REJECT_ALWAYS,
-    answer,
-    question,
-)
-from openheim.runtime.titles import tool_title
+from openheim.runtime import approvals, titles
 
 log = logging.getLogger(__name__)
 
 _KINDS: dict[str, PermissionOptionKind] = {
-    ONCE.id: "allow_once",
-    ALWAYS.id: "allow_always",
-    REJECT.id: "reject_once",
-    REJECT_ALWAYS.id: "reject_always",
+    approvals.ONCE.id: "allow_once",
+    approvals.ALWAYS.id: "allow_always",
+    approvals.REJECT.id: "reject_once",
+    approvals.REJECT_ALWAYS.id: "reject_always",
 }
 """The ACP kind of each of the vocabulary's choices; its option id is the kind."""
 OPTIONS = tuple(
     PermissionOption(option_id=_KINDS[c.id], name=c.label.capitalize(), kind=_KINDS[c.id])
-    for c in CHOICES
+    for c in approvals.CHOICES
 )
-_ANSWERS: dict[str, Allow | Deny] = {_KINDS[c.id]: answer(c) for c in CHOICES}
+_ANSWERS: dict[str, Allow | Deny] = {_KINDS[c.id]: approvals.answer(c) for c in approvals.CHOICES}
 
 
 class PermissionAsker:
@@ -82,7 +73,7 @@ def _tool_call(request: ApprovalRequest, ask: Ask) -> ToolCallUpdate:
     """The call as the editor shows it: its own title (this updates the call the editor lists;
     the editor words the question), its location, the question's risks and diff."""
     cwd = Path(request.cwd or ".")
-    asked = question(request, ask)
+    asked = approvals.question(request, ask)
     reasons = "\n".join(f"- {reason}" for reason in asked.reasons)
     content: list[ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent] = []
     for text in (f"Why this needs approval:\n{reasons}" if reasons else "", asked.diff):
@@ -91,7 +82,7 @@ def _tool_call(request: ApprovalRequest, ask: Ask) -> ToolCallUpdate:
             content.append(ContentToolCallContent(type="content", content=block))
     return ToolCallUpdate(
         tool_call_id=request.tool_call_id,
-        title=tool_title(request.tool, request.arguments, cwd),
+        title=titles.tool_title(request.tool, request.arguments, cwd),
         kind=acp_kind(request.kind),
         status="pending",
         raw_input=dict(request.arguments),

@@ -56,13 +56,17 @@ from openheim.acp.permissions import PermissionAsker
 from openheim.acp.translate import event_update, replay_updates
 from openheim.acp.transport import LineTransport
 from openheim.acp.turn import Turn
-from openheim.api import Runtime, Session
 from openheim.config.schema import DEFAULT_CLIENT_MCP_SERVERS, McpServerEntry
 from openheim.errors import OpenheimError
 from openheim.events import Notice, TextDelta
-from openheim.runtime import SessionHost, SessionOptions
-from openheim.runtime.commands import Invocation
-from openheim.runtime.prompt_commands import PromptCommands
+from openheim.runtime import (
+    Runtime,
+    Session,
+    SessionHost,
+    SessionOptions,
+    commands,
+    prompt_commands,
+)
 from openheim.skills import SkillsManager, skills_for
 
 log = logging.getLogger(__name__)
@@ -215,7 +219,9 @@ class OpenheimAgent:
         live = self._get(session_id)
         message = prompt_message(prompt)
         try:
-            message = PromptCommands.of(self.runtime.settings, live.skills).expand(message)
+            message = prompt_commands.PromptCommands.of(self.runtime.settings, live.skills).expand(
+                message
+            )
         except OpenheimError as err:  # a template's missing argument
             raise request_error(err) from None
         if live.session.busy:
@@ -231,7 +237,7 @@ class OpenheimAgent:
         return PromptResponse(stop_reason=stop)
 
     async def _command(
-        self, session_id: str, session: Session, command: Invocation
+        self, session_id: str, session: Session, command: commands.Invocation
     ) -> PromptResponse:
         """A registry command: done here, its outcome sent as the agent's message."""
         try:
@@ -319,10 +325,12 @@ class OpenheimAgent:
     def _announce(self, session_id: str, skills: SkillsManager, refused: list[Notice]) -> None:
         """Send the commands (``/compact``, skills, templates), then a notice for each of the
         client's MCP servers left out, once the response naming the session is out."""
-        commands = available_commands(PromptCommands.of(self.runtime.settings, skills))
+        available = available_commands(
+            prompt_commands.PromptCommands.of(self.runtime.settings, skills)
+        )
         updates: list[Any] = [
             AvailableCommandsUpdate(
-                session_update="available_commands_update", available_commands=commands
+                session_update="available_commands_update", available_commands=available
             ),
             *map(AgentMessages(own_folders(self.runtime.settings)).notice, refused),
         ]

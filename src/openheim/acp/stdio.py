@@ -16,7 +16,7 @@ import sys
 
 from openheim.acp.server import serve_acp
 from openheim.acp.transport import MAX_LINE_BYTES
-from openheim.api import Runtime
+from openheim.runtime import Runtime
 
 
 def _private_stdio() -> tuple[int, int]:

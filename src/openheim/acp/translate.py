@@ -54,7 +54,7 @@ from openheim.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from openheim.runtime.titles import absolute_path, str_arg, tool_title
+from openheim.runtime import titles
 
 ReplayUpdate: TypeAlias = UserMessageChunk | AgentMessageChunk | AgentThoughtChunk | ToolCallStart
 
@@ -64,12 +64,14 @@ _KINDS: frozenset[str] = frozenset(get_args(ToolKind))
 
 def tool_locations(arguments: Mapping[str, Any], cwd: Path) -> list[ToolCallLocation]:
     """The file a call touches, from its ``path`` argument (line from ``offset`` when ≥ 1)."""
-    raw = str_arg(arguments, "path")
+    raw = titles.str_arg(arguments, "path")
     if raw is None:
         return []
     offset = arguments.get("offset")
     valid = isinstance(offset, int) and not isinstance(offset, bool) and offset >= 1
-    return [ToolCallLocation(path=str(absolute_path(raw, cwd)), line=offset if valid else None)]
+    return [
+        ToolCallLocation(path=str(titles.absolute_path(raw, cwd)), line=offset if valid else None)
+    ]
 
 
 def acp_kind(tool_kind: str) -> ToolKind:
@@ -82,7 +84,7 @@ def tool_call_start(event: ToolCall, cwd: Path) -> ToolCallStart:
     return ToolCallStart(
         session_update="tool_call",
         tool_call_id=event.id,
-        title=tool_title(event.name, event.arguments, cwd),
+        title=titles.tool_title(event.name, event.arguments, cwd),
         kind=acp_kind(event.tool_kind),
         status="pending",
         locations=tool_locations(event.arguments, cwd),
@@ -165,7 +167,7 @@ def _replayed_call(
     return ToolCallStart(
         session_update="tool_call",
         tool_call_id=use.id,
-        title=tool_title(use.name, use.arguments, cwd),
+        title=titles.tool_title(use.name, use.arguments, cwd),
         kind=acp_kind(kind),
         status=status,
         content=_result_content(result.content, result.images),

@@ -18,7 +18,6 @@ from acp.schema import (
 
 from openheim.acp.notices import AgentMessages, Folders
 from openheim.acp.translate import event_update, tool_call_done, tool_call_start, usage_update
-from openheim.api import Session
 from openheim.events import (
     ContextCompacted,
     CostUpdate,
@@ -34,6 +33,7 @@ from openheim.events import (
 from openheim.events import UsageUpdate as UsageEvent
 from openheim.messages import Message, StopReason
 from openheim.providers.windows import context_window
+from openheim.runtime import Session
 from openheim.secrets_stream import StreamRedactor
 from openheim.store.base import title_from
 

@@ -11,8 +11,7 @@ from openheim.chat import info
 from openheim.chat.session import Chat
 from openheim.config.providers import provider_entries
 from openheim.errors import ConfigError
-from openheim.runtime.commands import Invocation, Surface
-from openheim.runtime.replay import Replayed, replay_events
+from openheim.runtime import commands, replay
 
 
 @dataclass
@@ -22,16 +21,16 @@ class Outcome:
     text: str = ""
     quit: bool = False
     clear: bool = False
-    replay: list[Replayed] | None = None
+    replay: list[replay.Replayed] | None = None
 
 
-async def execute(chat: Chat, command: Invocation, surface: Surface) -> Outcome:
+async def execute(chat: Chat, command: commands.Invocation, surface: commands.Surface) -> Outcome:
     """Run ``command`` against the chat; a bad argument raises ``ConfigError``."""
     name, arg = command.name, command.argument
     if command.spec.run is not None:
         done = await command.run(chat.session)
-        replay = list(replay_events(chat.session.history)) if name == "undo" else None
-        return Outcome(done.text, clear=replay is not None, replay=replay)
+        shown = list(replay.replay_events(chat.session.history)) if name == "undo" else None
+        return Outcome(done.text, clear=shown is not None, replay=shown)
     if name == "help":
         return Outcome(chat.help(surface))
     simple = _SIMPLE.get(name)
@@ -86,9 +85,9 @@ async def _sessions(chat: Chat, arg: str) -> Outcome:
         records = info.sessions_of(chat.settings)
         lines = [info.session_line(r) for r in records] or ["no stored sessions"]
         return Outcome("\n".join([*lines, "restore one with :sessions ID"]))
-    replay, warning = await chat.restore(arg)
+    shown, warning = await chat.restore(arg)
     text = f"restored session {chat.session.id}" + (f"\nwarning: {warning}" if warning else "")
-    return Outcome(text, clear=True, replay=replay)
+    return Outcome(text, clear=True, replay=shown)
 
 
 async def _models(chat: Chat, arg: str) -> Outcome:

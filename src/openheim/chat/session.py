@@ -15,12 +15,18 @@ from openheim.config.load import Settings
 from openheim.config.providers import provider_entries
 from openheim.errors import ConfigError
 from openheim.messages import Message
-from openheim.runtime import PromptRun, Runtime, Session, SessionHost, SessionOptions
-from openheim.runtime.attach import Attacher
-from openheim.runtime.commands import Surface, help_text
-from openheim.runtime.models import switch_model
-from openheim.runtime.prompt_commands import PromptCommands, compose
-from openheim.runtime.replay import Replayed, replay_events
+from openheim.runtime import (
+    PromptRun,
+    Runtime,
+    Session,
+    SessionHost,
+    SessionOptions,
+    attach,
+    commands,
+    models,
+    prompt_commands,
+    replay,
+)
 from openheim.secrets import SecretPolicy
 from openheim.skills import SkillsManager, skills_for
 from openheim.store import SessionRecord, open_store
@@ -65,17 +71,17 @@ class Chat:
         return [info.name for info in self.skills.available()]
 
     @property
-    def prompt_commands(self) -> PromptCommands:
+    def prompt_commands(self) -> prompt_commands.PromptCommands:
         """The skills and templates typed as ``/NAME``, expanded into the prompt."""
-        return PromptCommands.of(self.settings, self.skills)
+        return prompt_commands.PromptCommands.of(self.settings, self.skills)
 
     def command_names(self) -> list[str]:
         """What ``/NAME`` may name besides the registry's commands: skills, then templates."""
         return self.prompt_commands.names()
 
-    def help(self, surface: Surface) -> str:
+    def help(self, surface: commands.Surface) -> str:
         """The commands ``surface`` offers, then this chat's skills and templates."""
-        return help_text(surface, self.command_names())
+        return commands.help_text(surface, self.command_names())
 
     @property
     def provider(self) -> str:
@@ -98,7 +104,7 @@ class Chat:
         self.options = dataclasses.replace(self.options, resume=None, continue_latest=False)
         return await self.open()
 
-    async def restore(self, session_id: str) -> tuple[list[Replayed], str | None]:
+    async def restore(self, session_id: str) -> tuple[list[replay.Replayed], str | None]:
         """Resume a stored session; its conversation as events, and a warning when its provider
         is no longer configured (the configured default answers then)."""
         store_record = self.record(session_id)
@@ -116,13 +122,13 @@ class Chat:
             provider=provider, model=model,
         )  # fmt: skip
         session = await self.open()
-        return list(replay_events(session.history)), warning
+        return list(replay.replay_events(session.history)), warning
 
     async def switch_model(self, provider: str, model: str) -> None:
         """Use ``provider``/``model``: the same provider switches in place, another reopens
         the session with it."""
         if provider == self.provider:
-            switch_model(self.settings, self.session, model)
+            models.switch_model(self.settings, self.session, model)
             self.options = dataclasses.replace(self.options, model=model)
             return
         await self._reopen(dataclasses.replace(self.options, provider=provider, model=model))
@@ -146,8 +152,9 @@ class Chat:
         """The typed ``text`` as a prompt: ``@path`` mentions attached (deny-read applies), a
         ``/template`` command expanded (a template's own ``@`` words are never attached) and a
         ``/skill`` command expanded."""
-        attacher = Attacher(self.settings.work_dir, self.policy)
-        prompt = compose(text, attacher, lambda typed: self.prompt_commands.expand_text(typed))
+        attacher = attach.Attacher(self.settings.work_dir, self.policy)
+        expand = self.prompt_commands.expand_text
+        prompt = prompt_commands.compose(text, attacher, lambda typed: expand(typed))
         return self.session.prompt(Message.user(prompt))
 
     def record(self, session_id: str) -> SessionRecord:

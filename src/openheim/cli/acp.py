@@ -15,7 +15,7 @@ def acp_command(args: argparse.Namespace) -> int:
     settings = settings_from_flags(args)
     sys.stderr.writelines(f"{notice_line(notice)}\n" for notice in settings.notices)
     from openheim.acp.stdio import serve_stdio
-    from openheim.api import Runtime
+    from openheim.runtime import Runtime
 
     asyncio.run(serve_stdio(Runtime(settings=settings)))
     return exit_codes.OK

@@ -8,21 +8,21 @@ import sys
 from openheim.agents import AgentProfile
 from openheim.config.load import load_settings
 from openheim.events import notice_line
-from openheim.runtime.subagents import main_profile, profile_provider, profiles_for
+from openheim.runtime import subagents
 from openheim.term import exit_codes
 
 
 def agents_command(args: argparse.Namespace) -> int:
     settings = load_settings()
     notices = list(settings.notices)
-    profiles = profiles_for(settings, notices)
+    profiles = subagents.profiles_for(settings, notices)
     sys.stderr.writelines(f"{notice_line(notice)}\n" for notice in notices)
     if (args.agents_command or "list") == "list":
         _list(profiles)
         return exit_codes.OK
-    shown = main_profile(settings, profiles, args.name)
+    shown = subagents.main_profile(settings, profiles, args.name)
     assert shown is not None  # a name was given: unknown names raise
-    chosen = profile_provider(settings, shown)
+    chosen = subagents.profile_provider(settings, shown)
     tools = ", ".join(shown.tools) if shown.tools is not None else "all tools"
     sys.stdout.write(
         f"name: {shown.name}\nsource: {shown.path}\ndescription: {shown.description}\n"

@@ -5,10 +5,9 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from openheim.api import Runtime
 from openheim.config.load import load_settings
 from openheim.events import compaction_line
-from openheim.runtime import SessionOptions
+from openheim.runtime import Runtime, SessionOptions
 from openheim.term import exit_codes
 
 

@@ -10,7 +10,7 @@ from openheim import safejson
 from openheim.approval import Allow, ApprovalRequest, Deny
 from openheim.config.load import Settings, load_settings
 from openheim.errors import ConfigError
-from openheim.runtime.policy import policy_gate
+from openheim.runtime import policy
 from openheim.safety.permissions import (
     add_rule,
     project_permissions,
@@ -58,7 +58,7 @@ def _list(settings: Settings) -> None:
         out.write(f"{label} rules ({path}):{'' if rules else ' none'}\n")
         out.writelines(f"  {rule}\n" for rule in rules)
     notices = list(settings.notices)
-    gate = policy_gate(settings, PathSandbox(settings.work_dir), notices)
+    gate = policy.policy_gate(settings, PathSandbox(settings.work_dir), notices)
     out.writelines(f"note: {notice.message}\n" for notice in notices)
     out.write(f"in force: {len(gate.rules.rules)} rule(s)\n")
 
@@ -76,7 +76,7 @@ def _check(settings: Settings, tool: str, raw: str) -> None:
     read_only = known.capabilities.read_only if known else False
     kind = known.capabilities.kind.value if known else "other"
     request = ApprovalRequest("check", tool, arguments, read_only, kind, str(settings.work_dir))
-    decision = policy_gate(settings, PathSandbox(settings.work_dir), []).explain(request)
+    decision = policy.policy_gate(settings, PathSandbox(settings.work_dir), []).explain(request)
     verdict = decision.verdict
     word = "allow" if isinstance(verdict, Allow) else "deny" if isinstance(verdict, Deny) else "ask"
     sys.stdout.write(f"{word}: {decision.why}\n")

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from openheim.errors import ConfigError
-from openheim.runtime.attach import MAX_ATTACHMENT_BYTES, Attacher
+from openheim.runtime import attach
 
 
 def read_stdin(stdin: TextIO, limit: int) -> bytes:
@@ -34,7 +34,7 @@ def read_stdin(stdin: TextIO, limit: int) -> bytes:
 
 def build_prompt(
     words: Sequence[str],
-    attacher: Attacher,
+    attacher: attach.Attacher,
     stdin: TextIO | None = None,
     *,
     required: bool = True,
@@ -46,7 +46,7 @@ def build_prompt(
     parts = [text] if text else []
     parts += [attacher.attach(w[1:]) for w in words if w.startswith("@") and len(w) > 1]
     if stdin is not None and not stdin.isatty():
-        piped = read_stdin(stdin, MAX_ATTACHMENT_BYTES).decode("utf-8", "replace")
+        piped = read_stdin(stdin, attach.MAX_ATTACHMENT_BYTES).decode("utf-8", "replace")
         if piped.strip():
             parts.append(piped.rstrip("\n"))
     prompt = "\n\n".join(parts)

@@ -12,7 +12,7 @@ from openheim.cli.prompt import build_prompt, read_stdin
 from openheim.config.load import Settings, load_settings
 from openheim.errors import ConfigError
 from openheim.real_files import read_regular
-from openheim.runtime.attach import Attacher
+from openheim.runtime import attach
 from openheim.secrets import SecretPolicy
 from openheim.term import exit_codes
 
@@ -89,7 +89,7 @@ def run_prompt(
 ) -> tuple[str, str | None]:
     """The message of ``openheim run`` and its system prompt (None: the usual one)."""
     library = _library(settings) if args.prompt_name or args.template else None
-    attacher = Attacher(settings.work_dir, policy, Path.cwd())
+    attacher = attach.Attacher(settings.work_dir, policy, Path.cwd())
     system = None
     if args.prompt_name and library is not None:
         system = library.system_prompt(args.prompt_name)
@@ -110,7 +110,7 @@ def run_prompt(
     return message, system
 
 
-def _system_text(raw: str, attacher: Attacher) -> str:
+def _system_text(raw: str, attacher: attach.Attacher) -> str:
     """``-s TEXT`` or ``-s @FILE`` (read as an attachment is)."""
     text = attacher.read(raw[1:]) if raw.startswith("@") else raw
     if not text.strip():

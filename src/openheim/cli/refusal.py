@@ -13,7 +13,7 @@ from __future__ import annotations
 import shlex
 
 from openheim.approval import ApprovalRequest, Ask, Deny, unanswered
-from openheim.runtime.approvals import closing_warning
+from openheim.runtime import approvals
 
 TERMINAL = "run openheim in a terminal to be asked"
 AUTO = "pass --approve auto"
@@ -65,7 +65,7 @@ def summary(denied: int, refusals: HeadlessRefusals | None) -> list[str]:
             f"To let such calls run: {' or '.join(ways)}" + (rules if refusals.rules else "")
         )
         lines += [f"  {add_command(rule)}" for rule in refusals.rules]
-    lines.append(f"openheim: {closing_warning(denied)}")
+    lines.append(f"openheim: {approvals.closing_warning(denied)}")
     return lines
 
 

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from openheim.api import Runtime
 from openheim.cli.prompts import run_prompt
 from openheim.cli.refusal import HeadlessRefusals, summary
 from openheim.cli.settings import settings_from_flags
@@ -19,8 +18,7 @@ from openheim.config.load import Settings
 from openheim.errors import ConfigError, OpenheimError
 from openheim.events import Finished
 from openheim.providers.base import NamedTool, ToolChoice
-from openheim.runtime import PromptRun, Session, SessionOptions
-from openheim.runtime.policy import remember_rules
+from openheim.runtime import PromptRun, Runtime, Session, SessionOptions, policy
 from openheim.secrets import SecretPolicy, redact
 from openheim.term import exit_codes
 from openheim.term.approve import TerminalResolver, open_terminal
@@ -34,8 +32,8 @@ def run_command(args: argparse.Namespace) -> int:
         )
     schema = _output_schema(args)
     settings = settings_from_flags(args)
-    policy = SecretPolicy.from_config(settings.deny_read, home=settings.home)
-    prompt, system = run_prompt(args, settings, policy)
+    secret_policy = SecretPolicy.from_config(settings.deny_read, home=settings.home)
+    prompt, system = run_prompt(args, settings, secret_policy)
     options = SessionOptions(
         resume=args.session,
         continue_latest=args.continue_latest,
@@ -84,11 +82,11 @@ def _output_schema(args: argparse.Namespace) -> dict[str, Any] | None:
         raise ConfigError(
             f"--output-retries must be 0 or more, got {args.output_retries}", hint="use 0 or more"
         )
-    from openheim.runtime.structured import output_schema
+    from openheim.runtime import structured
     from openheim.schema_check import load_schema
 
     schema = load_schema(Path(args.output_schema), "--output-schema")
-    output_schema(schema, args.output_retries)  # the checks of the library's own
+    structured.output_schema(schema, args.output_retries)  # the checks of the library's own
     return schema
 
 
@@ -171,11 +169,11 @@ def _print_output(run: PromptRun, finished: Finished, code: int) -> int:
     (exit ``NO_VALID_OUTPUT`` when the run itself ended normally)."""
     if run.attempts is None:
         return code
-    from openheim.runtime.structured import NoValidOutput
+    from openheim.runtime import structured
 
     try:
         value = run.attempts.outcome(finished.stop_reason)
-    except NoValidOutput as err:
+    except structured.NoValidOutput as err:
         sys.stderr.write(f"openheim: error: {redact(str(err))}\n")
         return exit_codes.NO_VALID_OUTPUT if finished.stop_reason == "end_turn" else code
     sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
@@ -186,5 +184,5 @@ def _remember(settings: Settings, session: Session, remember: bool) -> None:
     if not remember:
         return
     later = "" if settings.project_trusted else " (used once you `openheim trust` this folder)"
-    for rule in remember_rules(settings, session.agent.gate):
+    for rule in policy.remember_rules(settings, session.agent.gate):
         sys.stderr.write(f"openheim: remembered {rule} in .openheim/permissions.toml{later}\n")

@@ -10,41 +10,40 @@ import time
 
 from openheim.config.load import Settings
 from openheim.errors import UndoRefused
-from openheim.runtime.checkpoints import Checkpoint, CheckpointStore
-from openheim.runtime.undo import turn_starts, undo
+from openheim.runtime import checkpoints, undo
 from openheim.store import SQLiteStore
 
 
 def undo_command(store: SQLiteStore, settings: Settings, args: argparse.Namespace) -> None:
-    checkpoints = CheckpointStore(settings.data_dir)
+    saved = checkpoints.CheckpointStore(settings.data_dir)
     if args.sessions_command == "checkpoints":
-        _list(store, checkpoints, args.id)
+        _list(store, saved, args.id)
         return
     cwd = str(settings.work_dir)
     record = store.get(args.id) if args.id else store.latest(cwd)
     if record is None:
         raise UndoRefused(f"no stored session in {cwd}", hint="name one: sessions undo ID")
-    report = undo(store, checkpoints, record.id, turns=args.turns, force=args.force)
+    report = undo.undo(store, saved, record.id, turns=args.turns, force=args.force)
     sys.stdout.write(f"session {record.id[:8]}: {report.summary()}\n")
 
 
 def drop_checkpoints(settings: Settings, session_id: str) -> None:
     """A deleted session's checkpoints go with it (and the blobs no one needs any more)."""
-    CheckpointStore(settings.data_dir).drop(session_id)
+    checkpoints.CheckpointStore(settings.data_dir).drop(session_id)
 
 
-def _list(store: SQLiteStore, checkpoints: CheckpointStore, session_id: str) -> None:
+def _list(store: SQLiteStore, saved: checkpoints.CheckpointStore, session_id: str) -> None:
     record = store.get(session_id)
-    found = checkpoints.list(record.id)
+    found = saved.list(record.id)
     if not found:
         sys.stdout.write(f"session {record.id[:8]} has no checkpoints\n")
         return
-    starts = turn_starts(store.messages(record.id))
+    starts = undo.turn_starts(store.messages(record.id))
     for checkpoint in found:
         sys.stdout.write(_line(checkpoint, starts) + "\n")
 
 
-def _line(checkpoint: Checkpoint, starts: list[int]) -> str:
+def _line(checkpoint: checkpoints.Checkpoint, starts: list[int]) -> str:
     """One checkpoint: its turn number (1 is the first prompt; the ``--turns`` that undoes it
     in brackets), when, the prompt, and the files."""
     number = starts.index(checkpoint.turn) + 1 if checkpoint.turn in starts else 0

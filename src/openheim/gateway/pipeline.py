@@ -26,10 +26,7 @@ from openheim.gateway.inbound import Inbound, Platform
 from openheim.gateway.ratelimit import RateLimiter
 from openheim.gateway.state import Conversation, GatewayState
 from openheim.gateway.turn import TurnResult, run_turn
-from openheim.runtime import Runtime, SessionHost
-from openheim.runtime.approvals import closing_warning
-from openheim.runtime.commands import Invocation, Unknown, help_text, parse
-from openheim.runtime.prompt_commands import PromptCommands
+from openheim.runtime import Runtime, SessionHost, approvals, commands, prompt_commands
 from openheim.secrets import redact
 
 log = logging.getLogger(__name__)
@@ -48,8 +45,8 @@ NOT_ADMITTED = "You are not authorised. Send /auth and the passphrase in a priva
 
 
 def _is_auth(text: str) -> bool:
-    command = parse(text, "gateway")
-    return isinstance(command, Invocation) and command.name == "auth"
+    command = commands.parse(text, "gateway")
+    return isinstance(command, commands.Invocation) and command.name == "auth"
 
 
 @dataclass
@@ -130,34 +127,40 @@ class Gateway:
         await self._sessions.aclose()
 
     def _route(self, message: Inbound) -> None:
-        command = parse(message.text, "gateway")
-        if isinstance(command, Invocation) and command.name == "auth" and not message.private:
+        command = commands.parse(message.text, "gateway")
+        if (
+            isinstance(command, commands.Invocation)
+            and command.name == "auth"
+            and not message.private
+        ):
             self._refuse_auth(message)
-        elif isinstance(command, Invocation) and command.name == "auth":
+        elif isinstance(command, commands.Invocation) and command.name == "auth":
             self._answer(message, self._authenticate(message, command))
         elif (refusal := self._rate_refusal(message)) is not None:
             self._answer(message, refusal or None)
         elif not self._auth.admitted(message.platform, message.sender):
             log.info("%s: sender %s is not admitted", message.platform, message.sender)
             self._answer(message, NOT_ADMITTED if self._auth.has_passphrase else None)
-        elif isinstance(command, Invocation):
+        elif isinstance(command, commands.Invocation):
             self._answer(message, self._command(message, command))
-        elif isinstance(unknown := self._unknown(message, command), Unknown):
+        elif isinstance(unknown := self._unknown(message, command), commands.Unknown):
             self._answer(message, unknown.message())
         else:
             self._enqueue(message)
 
-    def _unknown(self, message: Inbound, command: Unknown | None) -> Unknown | None:
+    def _unknown(
+        self, message: Inbound, command: commands.Unknown | None
+    ) -> commands.Unknown | None:
         """An admitted sender's ``/word`` that is no command: unknown unless it names a skill
         or template (read only now, never for a sender not admitted)."""
         if command is None:
             return None
-        again = parse(message.text, "gateway", self._prompts().names())
-        return again if isinstance(again, Unknown) else None
+        again = commands.parse(message.text, "gateway", self._prompts().names())
+        return again if isinstance(again, commands.Unknown) else None
 
-    def _prompts(self) -> PromptCommands:
+    def _prompts(self) -> prompt_commands.PromptCommands:
         """The skills and templates a message may start with (``/name``), expanded."""
-        return PromptCommands.of(self._sessions.runtime.settings)
+        return prompt_commands.PromptCommands.of(self._sessions.runtime.settings)
 
     def _rate_refusal(self, message: Inbound) -> str | None:
         """None when the message is within the sender's limit; else the answer to give (empty
@@ -170,7 +173,7 @@ class Gateway:
             return ""
         return f"Too many messages: try again in {max(1, round(verdict.retry_in))} s."
 
-    def _authenticate(self, message: Inbound, command: Invocation) -> str | None:
+    def _authenticate(self, message: Inbound, command: commands.Invocation) -> str | None:
         refusal = self._rate_refusal(message)
         if refusal is not None:
             return refusal or None
@@ -213,11 +216,11 @@ class Gateway:
         own = self._guesses.check(f"auth:{message.platform}", message.sender)
         return own.allowed and self._all_guesses.check("auth", "*").allowed
 
-    def _command(self, message: Inbound, command: Invocation) -> str:
+    def _command(self, message: Inbound, command: commands.Invocation) -> str:
         conversation = self._conversations.get(message.key)
         stored = self._state.conversation(message.key)
         if command.name == "help":
-            return help_text("gateway", self._prompts().names())
+            return commands.help_text("gateway", self._prompts().names())
         if command.name == "new":
             if conversation is not None:
                 conversation.generation += 1
@@ -300,7 +303,7 @@ class Gateway:
             text = "Stopped."
         else:
             text = result.text or f"(no answer: {result.stop_reason})"
-        warning = closing_warning(result.denied)
+        warning = approvals.closing_warning(result.denied)
         await self._queue_reply(message, f"{text}\n\n({warning})" if warning else text)
 
     async def _run(self, message: Inbound, text: str, cancel: asyncio.Event) -> TurnResult:

@@ -28,8 +28,7 @@ from openheim.gateway.setup import (
     session_settings,
 )
 from openheim.gateway.state import GatewayState
-from openheim.runtime import Runtime
-from openheim.runtime.models import check_offered
+from openheim.runtime import Runtime, models
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +47,7 @@ def build_gateway(
     entry = settings.gateway
     sessions = session_settings(settings)
     chosen = resolve_provider(sessions)
-    check_offered(sessions, chosen.name, chosen.model, list(entry.models), "gateway.models")
+    models.check_offered(sessions, chosen.name, chosen.model, list(entry.models), "gateway.models")
     named = entry.passphrase is not None  # a passphrase named but empty is a mistake
     passphrase = read_secret(entry.passphrase, "passphrase", env, required=named) or None
     auth = Authoriser(allowed_users(entry), passphrase, state)

@@ -11,10 +11,9 @@ from dataclasses import dataclass
 
 from openheim.events import Finished, ToolResult
 from openheim.messages import StopReason
-from openheim.runtime import SessionHost, SessionOptions
-from openheim.runtime.approvals import headless_refusal
+from openheim.runtime import SessionHost, SessionOptions, approvals
 
-refuse = headless_refusal("the chat gateway")
+refuse = approvals.headless_refusal("the chat gateway")
 """The resolver of a gateway session: every call the policy asks about is refused."""
 
 

@@ -21,8 +21,7 @@ from pydantic import BaseModel, Field
 
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny, Resolver
 from openheim.mcp_server.prompt import refuse
-from openheim.runtime.approvals import MAX_REASON, answer, choice_named
-from openheim.runtime.approvals import question as asked
+from openheim.runtime import approvals
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +35,7 @@ class ApprovalAnswer(BaseModel):
     )
     reason: str = Field(
         default="",
-        max_length=MAX_REASON,
+        max_length=approvals.MAX_REASON,
         description="when rejecting: what the model should do instead (optional)",
     )
 
@@ -65,11 +64,11 @@ class Elicitor:
             return Deny(f"the MCP client could not be asked for approval ({err})")
         if result.action != "accept":
             return Deny(f"the MCP client's user did not approve this tool call ({result.action})")
-        return answer(choice_named(result.data.decision), result.data.reason)
+        return approvals.answer(approvals.choice_named(result.data.decision), result.data.reason)
 
 
 def question(request: ApprovalRequest, ask: Ask) -> str:
     """What the client shows: the runtime's question (title, arguments, risks, diff)."""
-    shown = asked(request, ask)
+    shown = approvals.question(request, ask)
     lines = [shown.title, shown.arguments, *(f"- {reason}" for reason in shown.reasons)]
     return "\n".join(lines + ([shown.diff] if shown.diff else []))

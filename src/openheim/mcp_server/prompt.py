@@ -23,8 +23,7 @@ from mcp_types import CallToolResult, TextContent
 from openheim.approval import Resolver
 from openheim.errors import OpenheimError
 from openheim.events import CostUpdate, Event, Finished, IterationStart, ToolCall
-from openheim.runtime import PromptRun, Runtime, Session, SessionHost, SessionOptions
-from openheim.runtime.approvals import closing_warning, headless_refusal
+from openheim.runtime import PromptRun, Runtime, Session, SessionHost, SessionOptions, approvals
 
 Progress = Callable[[float, str], Awaitable[None]]
 """Reports progress: a count that grows, and a line that says what happens."""
@@ -41,7 +40,7 @@ class PromptCall:
     cwd: str | None = None
 
 
-refuse = headless_refusal("openheim mcp serve")
+refuse = approvals.headless_refusal("openheim mcp serve")
 """The resolver of a headless run: every call the policy asks about is refused."""
 
 
@@ -181,7 +180,7 @@ def _result(outcome: Outcome, session_id: str | None) -> CallToolResult:
         f"\n\n[stop reason: {finished.stop_reason}; session id: {session_id or 'not saved'}; "
         f"{spent}]"
     )
-    warning = closing_warning(finished.denied)
+    warning = approvals.closing_warning(finished.denied)
     footer += f"\n[{warning}]" if warning else ""
     return CallToolResult(
         content=[TextContent(type="text", text=finished.text + footer)],

@@ -31,8 +31,7 @@ from openheim.mcp_server.schemas import (
     submit_result,
     validate_result,
 )
-from openheim.runtime import Runtime
-from openheim.runtime.subagents import profiles_for
+from openheim.runtime import Runtime, subagents
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +100,7 @@ def _add_prompt_tool(server: MCPServer, runner: PromptRunner) -> None:
 def _add_agent_tools(server: MCPServer, runner: PromptRunner) -> None:
     """One ``agent__NAME`` tool per agent profile whose name fits a tool name."""
     notices: list[Notice] = []
-    for name, profile in sorted(profiles_for(runner.runtime.settings, notices).items()):
+    for name, profile in sorted(subagents.profiles_for(runner.runtime.settings, notices).items()):
         if not TOOL_NAME.fullmatch(name):
             log.warning("agent profile %r has no tool: its name is not a valid tool name", name)
             continue

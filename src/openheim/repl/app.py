@@ -20,8 +20,7 @@ from openheim.chat.history import InputHistory
 from openheim.chat.session import Chat
 from openheim.errors import OpenheimError
 from openheim.events import Event, Finished, ToolCall, ToolResult
-from openheim.runtime.approvals import closing_warning
-from openheim.runtime.commands import Invocation, Unknown, parse
+from openheim.runtime import approvals, commands
 from openheim.term import exit_codes
 from openheim.term.render import TextRenderer
 
@@ -103,15 +102,15 @@ class Repl:
 
     async def _line(self, line: str) -> None:
         self.history.add(line)
-        parsed = parse(line, "repl", self.chat.command_names())
-        if isinstance(parsed, Unknown):
+        parsed = commands.parse(line, "repl", self.chat.command_names())
+        if isinstance(parsed, commands.Unknown):
             self._say(parsed.message())
-        elif isinstance(parsed, Invocation):
+        elif isinstance(parsed, commands.Invocation):
             await self._command(parsed)
         elif line.strip():
             await self._send(line)
 
-    async def _command(self, command: Invocation) -> None:
+    async def _command(self, command: commands.Invocation) -> None:
         if command.name == "verbose":
             self.verbose = not self.verbose
             self._say(f"tool items {'shown' if self.verbose else 'hidden'}")
@@ -129,7 +128,7 @@ class Repl:
             async for event in events:
                 self._show(event)
                 if isinstance(event, Finished) and event.denied:
-                    self.err.write(f"openheim: {closing_warning(event.denied)}\n")
+                    self.err.write(f"openheim: {approvals.closing_warning(event.denied)}\n")
                     self.err.flush()
 
     def _show(self, event: Event) -> None:

@@ -11,7 +11,20 @@ through ``Runtime``. The modules, from the bottom up:
 - ``prompt_run``, ``host``, ``session``: a session, its prompts, and the task that hosts it;
 - ``runtime``: ``Runtime``, which holds the settings and the caller's tools and opens sessions;
 - ``sessions``: ``SessionHost``, the sessions a surface keeps open across prompts.
+
+This package's front is the runtime's one face for the surfaces: they import from it alone, the
+main classes by name and the user layer as namespaces (``from openheim.runtime import
+approvals`` and then ``approvals.question(...)``), so generic names (``parse``, ``answer``,
+``undo``) keep their module's name beside them. The namespaces in ``_USER_LAYER`` load on first
+use, so a surface pays only for the parts it touches. The other submodules (``assembly``,
+``history``, ``host``, ``prompt_run``, ``store_writes``, ...) are the runtime's own.
 """
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from openheim.runtime.assembly import open_session
 from openheim.runtime.options import SessionOptions, session_settings
@@ -19,6 +32,41 @@ from openheim.runtime.prompt_run import PromptResult, PromptRun
 from openheim.runtime.runtime import ApprovalCallback, Runtime
 from openheim.runtime.session import Session
 from openheim.runtime.sessions import SessionHost
+
+if TYPE_CHECKING:
+    from openheim.runtime import (
+        approvals,
+        attach,
+        checkpoints,
+        commands,
+        models,
+        policy,
+        prompt_commands,
+        replay,
+        structured,
+        subagents,
+        titles,
+        tools,
+        undo,
+    )
+
+_USER_LAYER = (
+    "approvals",
+    "attach",
+    "checkpoints",
+    "commands",
+    "models",
+    "policy",
+    "prompt_commands",
+    "replay",
+    "structured",
+    "subagents",
+    "titles",
+    "tools",
+    "undo",
+)
+"""The submodules surfaces use as namespaces: commands, approvals, attachments, models, titles,
+replay, undo and checkpoints, policy, structured output, subagents and tool selection."""
 
 __all__ = [
     "ApprovalCallback",
@@ -28,6 +76,26 @@ __all__ = [
     "Session",
     "SessionHost",
     "SessionOptions",
+    "approvals",
+    "attach",
+    "checkpoints",
+    "commands",
+    "models",
     "open_session",
+    "policy",
+    "prompt_commands",
+    "replay",
     "session_settings",
+    "structured",
+    "subagents",
+    "titles",
+    "tools",
+    "undo",
 ]
+
+
+def __getattr__(name: str) -> ModuleType:
+    """A namespace of ``_USER_LAYER``, imported on first access (``openheim.runtime.commands``)."""
+    if name not in _USER_LAYER:
+        raise AttributeError(f"module 'openheim.runtime' has no attribute {name!r}")
+    return importlib.import_module(f"openheim.runtime.{name}")

@@ -27,11 +27,7 @@ from typing import Any
 
 from openheim.errors import OpenheimError, SessionNotFound
 from openheim.messages import ImageBlock, Message, TextBlock
-from openheim.runtime import SessionOptions
-from openheim.runtime.approvals import choice_named
-from openheim.runtime.attach import Attacher
-from openheim.runtime.models import switch_model
-from openheim.runtime.prompt_commands import PromptCommands, compose
+from openheim.runtime import SessionOptions, approvals, attach, models, prompt_commands
 from openheim.secrets import SecretPolicy
 from openheim.server.context import ServerContext
 from openheim.server.frames import BadRequest, opt_str, req_str, str_list
@@ -151,8 +147,8 @@ class AgentChannel:
         raw = req_str(data, "text")
         settings = self.context.settings
         policy = SecretPolicy.from_config(settings.deny_read, home=settings.home)
-        expand = PromptCommands.of(settings).expand_text
-        text = compose(raw, Attacher(settings.work_dir, policy), expand)
+        expand = prompt_commands.PromptCommands.of(settings).expand_text
+        text = prompt_commands.compose(raw, attach.Attacher(settings.work_dir, policy), expand)
         images = data.get("images", [])
         if not isinstance(images, list) or len(images) > MAX_IMAGES:
             raise BadRequest("images must be a list of at most 16", "send fewer images")
@@ -168,7 +164,7 @@ class AgentChannel:
     async def _approve(self, data: dict[str, Any]) -> dict[str, Any]:
         live = self._live(data)
         try:
-            choice = choice_named(req_str(data, "choice"))
+            choice = approvals.choice_named(req_str(data, "choice"))
         except ValueError as err:
             raise BadRequest(str(err), "pick one of the request's choices") from None
         reason = data.get("reason", "")
@@ -181,7 +177,7 @@ class AgentChannel:
     async def _set_model(self, data: dict[str, Any]) -> dict[str, Any]:
         live = self._live(data)
         assert live.session is not None
-        switch_model(self.context.settings, live.session, req_str(data, "model"))
+        models.switch_model(self.context.settings, live.session, req_str(data, "model"))
         return {"type": "ok", "model": live.session.model}
 
     async def _session_action(self, data: dict[str, Any]) -> dict[str, Any]:

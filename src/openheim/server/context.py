@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from openheim.api import Runtime
 from openheim.config.load import Settings
+from openheim.runtime import Runtime
 from openheim.server.collector import Collector
 from openheim.server.hub import Hub
 from openheim.serving.auth import Auth
@@ -85,9 +85,9 @@ class ServerContext:
 
     def tools(self) -> ToolSet:
         """The tools a new session offers, MCP servers' aside."""
-        from openheim.runtime.tools import select_tools
+        from openheim.runtime import tools
 
-        return select_tools(self.settings, None, self.runtime.tools)
+        return tools.select_tools(self.settings, None, self.runtime.tools)
 
     async def mcp_status(self) -> list[dict[str, Any]]:
         """Each configured MCP server, connected for the question and closed again."""

@@ -29,8 +29,7 @@ from openheim.approval import Allow, ApprovalRequest, Ask, Deny
 from openheim.errors import OpenheimError, SessionBusy, SessionNotFound
 from openheim.events import Event, Failed, event_to_dict
 from openheim.messages import Message
-from openheim.runtime import Runtime, Session, SessionHost, SessionOptions
-from openheim.runtime.approvals import CHOICES, Choice, answer, question
+from openheim.runtime import Runtime, Session, SessionHost, SessionOptions, approvals
 from openheim.secrets import redact_data
 from openheim.server.redacting import EventRedactor
 from openheim.server.writer import FrameWriter
@@ -209,7 +208,7 @@ class Live:
         """The session's ``Resolver``: ask every attached client, wait for the first answer."""
         approval_id = uuid.uuid4().hex
         future: asyncio.Future[Allow | Deny] = asyncio.get_running_loop().create_future()
-        asked = question(request, ask)
+        asked = approvals.question(request, ask)
         body = {
             "approval_id": approval_id,
             "tool_call_id": request.tool_call_id,
@@ -218,8 +217,8 @@ class Live:
             "arguments": redact_data(dict(request.arguments)),
             "reasons": list(asked.reasons),
             "detail": asked.diff,
-            "choices": [choice.id for choice in CHOICES],
-            "labels": {choice.id: choice.label for choice in CHOICES},
+            "choices": [choice.id for choice in approvals.CHOICES],
+            "labels": {choice.id: choice.label for choice in approvals.CHOICES},
         }
         seq, text = self.publish("approval_request", body)
         self.pending[approval_id] = (seq, text, future)
@@ -229,13 +228,13 @@ class Live:
             self.pending.pop(approval_id, None)
         return answer
 
-    def answer(self, approval_id: str, choice: Choice, reason: str = "") -> bool:
+    def answer(self, approval_id: str, choice: approvals.Choice, reason: str = "") -> bool:
         """Settle a pending approval (a rejection may tell the model ``reason``); False when
         there is none with that id."""
         found = self.pending.get(approval_id)
         if found is None or found[2].done():
             return False
-        found[2].set_result(answer(choice, reason))
+        found[2].set_result(approvals.answer(choice, reason))
         self.publish("approval_resolved", {"approval_id": approval_id, "choice": choice.id})
         return True
 

@@ -17,11 +17,11 @@ from __future__ import annotations
 from typing import Any
 
 from openheim.errors import SessionBusy
-from openheim.runtime.commands import Invocation, find, offered
+from openheim.runtime import commands
 from openheim.server.frames import BadRequest
 from openheim.server.hub import Live
 
-ACTIONS = tuple(spec.name for spec in offered("ws"))
+ACTIONS = tuple(spec.name for spec in commands.offered("ws"))
 
 
 async def session_action(live: Live, data: dict[str, Any]) -> dict[str, Any]:
@@ -30,10 +30,10 @@ async def session_action(live: Live, data: dict[str, Any]) -> dict[str, Any]:
     assert session is not None
     if live.busy:
         raise SessionBusy(live.key, pid=0, host="this server")
-    spec = find(data["type"], "ws")
+    spec = commands.find(data["type"], "ws")
     assert spec is not None
     argument = _undo_argument(data) if spec.name == "undo" else ""
-    done = await Invocation(spec, argument).run(session)
+    done = await commands.Invocation(spec, argument).run(session)
     return {"type": "ok", **done.data, "text": done.text}
 
 

@@ -17,10 +17,9 @@ from dataclasses import dataclass
 from typing import IO
 
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny
-from openheim.runtime.approvals import CHOICES as ANSWERS
-from openheim.runtime.approvals import TYPED_HINT, question, typed_answer
+from openheim.runtime import approvals
 
-CHOICES = " / ".join([*(f"[{c.key}] {c.label}" for c in ANSWERS), "[c] cancel"])
+CHOICES = " / ".join([*(f"[{c.key}] {c.label}" for c in approvals.CHOICES), "[c] cancel"])
 """The prompt line: the vocabulary's keys, and cancel (stops the whole run; terminal only)."""
 
 
@@ -69,10 +68,10 @@ class TerminalResolver:
             if line.strip().lower() in ("c", "cancel"):
                 self.cancel.set()
                 return Deny("the user cancelled the run")
-            answer = typed_answer(line)
+            answer = approvals.typed_answer(line)
             if answer is not None:
                 return answer
-            self.terminal.write(f"please answer {TYPED_HINT}, or c (cancel the run)\n")
+            self.terminal.write(f"please answer {approvals.TYPED_HINT}, or c (cancel the run)\n")
 
     async def _read_line(self) -> str:
         """The next line typed, without waiting in a blocking call (see the module docstring);
@@ -104,7 +103,7 @@ class TerminalResolver:
 
 def describe(request: ApprovalRequest, verdict: Ask) -> str:
     """The question on the terminal: its title, the arguments, the risks, the diff."""
-    asked = question(request, verdict)
+    asked = approvals.question(request, verdict)
     lines = ["", asked.title, asked.arguments]
     lines += [f"  ! {reason}" for reason in asked.reasons]
     if asked.diff:

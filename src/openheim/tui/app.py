@@ -22,7 +22,7 @@ from textual.worker import Worker
 from openheim.chat.history import InputHistory, history_for
 from openheim.errors import OpenheimError
 from openheim.events import CostUpdate, Event, TextDelta, UsageUpdate
-from openheim.runtime.commands import Invocation, Unknown, complete, parse
+from openheim.runtime import commands
 from openheim.secrets import redact
 from openheim.term import exit_codes
 from openheim.tui.approval import QueueResolver
@@ -170,10 +170,10 @@ class ChatApp(App[int]):
         if not self.ready:
             self.notify("the session is still opening", severity="warning")
             return
-        parsed = parse(text, "tui", self.chat.command_names())
-        if isinstance(parsed, Unknown):
+        parsed = commands.parse(text, "tui", self.chat.command_names())
+        if isinstance(parsed, commands.Unknown):
             self.run_worker(self.conversation.line(parsed.message(), "error"))
-        elif isinstance(parsed, Invocation):
+        elif isinstance(parsed, commands.Invocation):
             self.run_worker(run_command(self, parsed), group="command")
         elif self.busy:
             self.notify("a turn is running: wait, or Ctrl+C to cancel it", severity="warning")
@@ -255,7 +255,7 @@ class ChatApp(App[int]):
         if not self.ready:
             return []
         if not head and word[:1] in (":", "/"):
-            return complete(word, "tui", self.chat.command_names())
+            return commands.complete(word, "tui", self.chat.command_names())
         names = self._arguments(head.strip()[1:]) if head[:1] in (":", "/") else None
         if names is not None:
             return [name for name in names if name.startswith(word)]

@@ -23,7 +23,7 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny
-from openheim.runtime.approvals import BY_KEY, CHOICES, MAX_REASON, REJECT, answer, question
+from openheim.runtime import approvals
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -41,14 +41,14 @@ class ApprovalScreen(ModalScreen[Answer]):
     """The question about one tool call: the tool, its arguments, why it is asked, the diff."""
 
     BINDINGS = [
-        *(Binding(c.key, f"choose('{c.key}')", c.label) for c in CHOICES),
+        *(Binding(c.key, f"choose('{c.key}')", c.label) for c in approvals.CHOICES),
         Binding("escape", "stay", show=False),
     ]
 
     def __init__(self, request: ApprovalRequest, ask: Ask) -> None:
         super().__init__(classes="approval")
         self.request = request
-        self.question = question(request, ask)
+        self.question = approvals.question(request, ask)
         self.diff = self.question.diff
         """What an edit would change (empty for other calls)."""
 
@@ -62,11 +62,11 @@ class ApprovalScreen(ModalScreen[Answer]):
                     yield Static(Text(f"! {reason}"), classes="approval-reason")
                 if asked.diff:
                     yield Static(Syntax(asked.diff, "diff", word_wrap=True), id="approval-diff")
-            options = [Option(option_text(c.key, c.label), id=c.key) for c in CHOICES]
+            options = [Option(option_text(c.key, c.label), id=c.key) for c in approvals.CHOICES]
             yield OptionList(*options, id="approval-choices")
             yield Input(
                 placeholder="reason for the model (optional; Enter rejects with it)",
-                max_length=MAX_REASON,
+                max_length=approvals.MAX_REASON,
                 id="approval-why",
             )
 
@@ -74,14 +74,14 @@ class ApprovalScreen(ModalScreen[Answer]):
         self.query_one(OptionList).focus()
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        self.action_choose(event.option.id or REJECT.key)
+        self.action_choose(event.option.id or approvals.REJECT.key)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        self.dismiss(answer(REJECT, event.value))
+        self.dismiss(approvals.answer(approvals.REJECT, event.value))
 
     def action_choose(self, key: str) -> None:
-        self.dismiss(answer(BY_KEY[key], self.query_one(Input).value))
+        self.dismiss(approvals.answer(approvals.BY_KEY[key], self.query_one(Input).value))
 
     def action_stay(self) -> None:
         """Esc does not answer the question: a choice is needed."""
@@ -111,7 +111,9 @@ class QueueResolver:
 
         def settle(given: Answer | None) -> None:
             if not answered.done():
-                answered.set_result(given if given is not None else answer(REJECT))
+                answered.set_result(
+                    given if given is not None else approvals.answer(approvals.REJECT)
+                )
 
         self.app.push_screen(screen, settle)
         try:

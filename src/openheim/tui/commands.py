@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from openheim.chat import info
 from openheim.chat.actions import Outcome, execute
 from openheim.errors import ConfigError, OpenheimError
-from openheim.runtime.commands import Invocation, find, suggest
+from openheim.runtime import commands
 from openheim.tui.pickers import Picker
 from openheim.tui.theme import save_theme
 
@@ -22,7 +22,7 @@ KEYS = """keys:
   PgUp/PgDn, wheel, j/k (in the conversation) scroll · Esc close an overlay"""
 
 
-async def run_command(app: ChatApp, command: Invocation) -> None:
+async def run_command(app: ChatApp, command: commands.Invocation) -> None:
     """Do ``command``; an error is one line in the conversation. One that reopens, rewinds or
     compacts the session (``idle`` in the registry) waits until the turn ends."""
     view = app.conversation
@@ -53,7 +53,7 @@ async def show_outcome(app: ChatApp, outcome: Outcome) -> None:
     app.update_status()
 
 
-async def _ui_command(app: ChatApp, command: Invocation) -> Outcome | None:
+async def _ui_command(app: ChatApp, command: commands.Invocation) -> Outcome | None:
     """The commands the UI does itself; None for the others."""
     name, arg = command.name, command.argument
     if name == "help":
@@ -78,7 +78,7 @@ async def _theme(app: ChatApp, name: str) -> Outcome | None:
             return Outcome()
         name = picked
     if name not in themes:
-        close = suggest(name, themes)
+        close = commands.suggest(name, themes)
         hint = f"did you mean {close}?" if close else "see :theme for the list"
         raise ConfigError(f"there is no theme named {name!r}", hint=hint)
     app.theme = name
@@ -106,8 +106,8 @@ async def _pick_model(app: ChatApp) -> Outcome | None:
     return await execute(app.chat, _invoke("models", picked), "tui")
 
 
-def _invoke(name: str, argument: str) -> Invocation:
+def _invoke(name: str, argument: str) -> commands.Invocation:
     """The command ``name`` with what a picker chose."""
-    spec = find(name, "tui")
+    spec = commands.find(name, "tui")
     assert spec is not None
-    return Invocation(spec, argument)
+    return commands.Invocation(spec, argument)

@@ -28,11 +28,11 @@ from openheim.events import (
     compaction_line,
     notice_line,
 )
-from openheim.runtime.approvals import closing_warning
+from openheim.runtime import approvals
 from openheim.tui.items import AnswerItem, NoticeItem, ThinkingItem, ToolItem, UserItem
 
 if TYPE_CHECKING:
-    from openheim.runtime.replay import Replayed
+    from openheim.runtime import replay
 
 PAGE = 60
 """Replayed items mounted at a time."""
@@ -59,7 +59,7 @@ def event_line(event: Event) -> tuple[str, str] | None:
         detail = f" ({event.reason})" if event.reason else ""
         return f"stopped: {event.stop_reason}{detail}", "stop"
     if isinstance(event, Finished) and event.denied:
-        return closing_warning(event.denied), "warning"
+        return approvals.closing_warning(event.denied), "warning"
     if isinstance(event, Failed):
         return f"error: {event.message}", "error"
     return None
@@ -122,7 +122,7 @@ class Conversation(VerticalScroll):
         else:
             await self._other(event)
 
-    async def replay(self, events: Iterable[Replayed]) -> None:
+    async def replay(self, events: Iterable[replay.Replayed]) -> None:
         """A restored conversation, shown as it was (tool items included). The last ``PAGE``
         items are mounted at once; earlier ones a page at a time as one scrolls to the top,
         so a long session opens as fast as a short one."""
@@ -232,10 +232,10 @@ class _Call:
         return ToolItem(call.id, call.name, call.arguments, self.result)
 
 
-def replayed_items(events: Iterable[Replayed]) -> list[Builder]:
+def replayed_items(events: Iterable[replay.Replayed]) -> list[Builder]:
     """The items of a stored conversation, to build: its text deltas joined into answers, each
     tool call with its result."""
-    from openheim.runtime.replay import UserTurn  # replaying needs the runtime, start-up not
+    from openheim.runtime import replay  # replaying needs the runtime, start-up not
 
     items: list[Builder] = []
     text: list[str] = []
@@ -251,7 +251,7 @@ def replayed_items(events: Iterable[Replayed]) -> list[Builder]:
             text.append(event.text)
             continue
         flush()
-        if isinstance(event, UserTurn):
+        if isinstance(event, replay.UserTurn):
             items.append(functools.partial(UserItem, event.text))
         elif isinstance(event, ThinkingDelta):
             items.append(functools.partial(ThinkingItem, event.text))
