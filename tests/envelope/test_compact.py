@@ -131,3 +131,37 @@ def test_a_listing_is_told_as_one_sentence(content: str, told: str) -> None:
     turn = answer_turn((*history, Message("user", (ToolResultBlock("t1", content),))))
     assert turn is not None
     assert turn[0].text == f"{told}\n\n{ANSWER.format(request='What is here?')}"
+
+
+def test_the_answer_to_a_listing_is_started_with_the_listings_opening() -> None:
+    """A 135M model copies a long list when its reply starts the list; asked for a sentence,
+    it dropped the first names or wrote the list again and again."""
+    listing = ToolUseBlock("t1", "list_dir", {})
+    history = (Message.user("What is here?"), Message("assistant", (listing,)))
+    turn = answer_turn((*history, Message("user", (ToolResultBlock("t1", "a\nb\nc"),))))
+    assert turn is not None
+    assert turn[-1] == Message.assistant("The folder . holds 3 entries: ")
+    empty = answer_turn((*history, Message("user", (ToolResultBlock("t1", "[. is empty]"),))))
+    assert empty is not None and empty[-1].role == "user"
+
+
+@pytest.mark.parametrize(
+    ("starts", "reply"), [(True, "The folder . holds 2 entries: a, b."), (False, "a, b.")]
+)
+async def test_the_started_answer_is_part_of_the_reply(starts: bool, reply: str) -> None:
+    """Only a provider that continues a last assistant message is given the opening."""
+    inner = ScriptedProvider([Reply(text="a, b.")])
+    listing = ToolUseBlock("t1", "list_dir", {})
+    history = (
+        Message.user("What is here?"),
+        Message("assistant", (listing,)),
+        Message("user", (ToolResultBlock("t1", "a\nb"),)),
+    )
+    request = ModelRequest("m", history, tools=(READ,), tool_choice="none")
+    provider = EnvelopeProvider(inner, compact=True, starts_answer=starts)
+    items = [item async for item in provider.stream(request)]
+    assert "".join(i.text for i in items if isinstance(i, TextDelta)) == reply
+    response = items[-1]
+    assert isinstance(response, ModelResponse)
+    assert response.message.text == reply
+    assert inner.requests[-1].messages[-1].role == ("assistant" if starts else "user")

@@ -11,6 +11,12 @@ results is left alone.
 A listing is told as one sentence, not one name a line: given a column of names, a 135M model
 copies it and then goes on writing names that look like them, or the list again, until its
 output limit; given a sentence, it answers with that sentence and stops.
+
+When the results are one listing with entries, the answer is also started for the model: the
+turn ends with an assistant message holding the listing's opening (``The folder . holds 12
+entries: ``), which the provider continues and which is part of the reply. Asked for a sentence
+of its own, the model named 4 of 12 entries and wrote that sentence three times; continuing the
+opening, it copies the list (11 of 12, 36 of 50) and stops.
 """
 
 from __future__ import annotations
@@ -38,7 +44,24 @@ def answer_turn(messages: Sequence[Message]) -> tuple[Message, ...] | None:
     told = "\n\n".join(_told(result, calls) for result in results)
     request = messages[start].text.strip()
     turn = Message.user(f"{told}\n\n{ANSWER.format(request=request)}")
-    return (*messages[:start], turn)
+    opening = _opening(results, calls)
+    return (*messages[:start], turn, *((Message.assistant(opening),) if opening else ()))
+
+
+def answer_opening(messages: Sequence[Message]) -> str:
+    """The start of the answer that ``answer_turn``'s messages end with ("" when none)."""
+    return messages[-1].text if messages and messages[-1].role == "assistant" else ""
+
+
+def _opening(results: Sequence[ToolResultBlock], calls: Mapping[str, ToolUseBlock]) -> str:
+    """The listing's opening when the only result is a listing with entries, else ""."""
+    if len(results) != 1 or results[0].is_error:
+        return ""
+    call = calls.get(results[0].tool_use_id)
+    if call is None or call.name != "list_dir":
+        return ""
+    names, _ = _entries(results[0].content)
+    return f"{_holds(call.arguments.get('path') or '.', names)}: " if names else ""
 
 
 def _told(result: ToolResultBlock, calls: Mapping[str, ToolUseBlock]) -> str:
@@ -57,13 +80,22 @@ def _told(result: ToolResultBlock, calls: Mapping[str, ToolUseBlock]) -> str:
 def _listing(path: str, content: str) -> str:
     """A ``list_dir`` result as one sentence (see the module docstring); its notes (``[...]``,
     such as entries left out) follow as they were."""
-    lines = [line for line in content.strip().splitlines() if line.strip()]
-    names = [line for line in lines if not line.startswith("[")]
-    notes = "".join(f"\n{line}" for line in lines if line.startswith("["))
+    names, notes = _entries(content)
     if not names:
         return f"The folder {path} is empty."
+    return f"{_holds(path, names)}: {', '.join(names)}.{notes}"
+
+
+def _entries(content: str) -> tuple[list[str], str]:
+    """A ``list_dir`` result's names, and its notes (``[...]`` lines) as they were."""
+    lines = [line for line in content.strip().splitlines() if line.strip()]
+    names = [line for line in lines if not line.startswith("[")]
+    return names, "".join(f"\n{line}" for line in lines if line.startswith("["))
+
+
+def _holds(path: str, names: Sequence[str]) -> str:
     count = "1 entry" if len(names) == 1 else f"{len(names)} entries"
-    return f"The folder {path} holds {count}: {', '.join(names)}.{notes}"
+    return f"The folder {path} holds {count}"
 
 
 def _has_results(message: Message) -> bool:

@@ -18,7 +18,7 @@ import dataclasses
 from collections.abc import AsyncIterator, Iterable
 from typing import Literal
 
-from openheim.envelope.answer import answer_turn
+from openheim.envelope.answer import answer_opening, answer_turn
 from openheim.envelope.fence import FenceSplitter, Segment, Text, split_text
 from openheim.envelope.parse import parse_reply
 from openheim.envelope.prompt import protocol_section, render_history, with_protocol
@@ -76,24 +76,35 @@ def envelope_request(request: ModelRequest, *, compact: bool = False) -> ModelRe
 class EnvelopeProvider:
     """Wraps a provider; same protocol, with tools carried as action envelopes in the text."""
 
-    def __init__(self, inner: Provider, *, compact: bool = False) -> None:
+    def __init__(
+        self, inner: Provider, *, compact: bool = False, starts_answer: bool = False
+    ) -> None:
+        """``starts_answer``: ``inner`` continues a last assistant message (see
+        ``openheim.envelope.answer``); otherwise a small model's answer is not started for it."""
         self.inner = inner
         self.name = inner.name
         self.compact = compact
+        self.starts_answer = starts_answer
 
     async def aclose(self) -> None:
         await self.inner.aclose()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
         splitter = FenceSplitter()
-        async for item in self.inner.stream(envelope_request(request, compact=self.compact)):
+        sent = envelope_request(request, compact=self.compact)
+        opening = answer_opening(sent.messages) if sent.tool_choice == "none" else ""
+        if opening and not self.starts_answer:
+            sent, opening = dataclasses.replace(sent, messages=sent.messages[:-1]), ""
+        if opening:
+            yield TextDelta(opening)
+        async for item in self.inner.stream(sent):
             if isinstance(item, TextDelta):
                 for delta in _visible(splitter.feed(item.text)):
                     yield delta
             elif isinstance(item, ModelResponse):
                 for delta in _visible(splitter.close()):
                     yield delta
-                for final in _respond(item, request):
+                for final in _respond(item, request, opening):
                     yield final
             else:
                 yield item
@@ -103,11 +114,12 @@ def _visible(segments: Iterable[Segment]) -> list[TextDelta]:
     return [TextDelta(s.text) for s in segments if isinstance(s, Text)]
 
 
-def _respond(response: ModelResponse, request: ModelRequest) -> list[StreamItem]:
-    """The notices, the ``assistant_text`` delta and the response of a finished reply."""
+def _respond(response: ModelResponse, request: ModelRequest, opening: str) -> list[StreamItem]:
+    """The notices, the ``assistant_text`` delta and the response of a finished reply
+    (``opening``: the start of an answer that was written for the model)."""
     message = response.message
     if not request.tools or request.tool_choice == "none":
-        return _answer(response)
+        return _answer(response, opening)
     offered = [t.name for t in request.tools]
     cut = response.finish in ("max_tokens", "repetition")
     parsed = parse_reply(message.text, offered, truncated=cut)
@@ -122,10 +134,10 @@ def _respond(response: ModelResponse, request: ModelRequest) -> list[StreamItem]
     return out
 
 
-def _answer(response: ModelResponse) -> list[StreamItem]:
-    """A reply when no tools were offered: its text, any action block left out (with a notice),
-    never a call."""
-    segments = split_text(response.message.text)
+def _answer(response: ModelResponse, opening: str) -> list[StreamItem]:
+    """A reply when no tools were offered: ``opening`` and its text, any action block left out
+    (with a notice), never a call."""
+    segments = split_text(opening + response.message.text)
     text = "".join(s.text for s in segments if isinstance(s, Text)).strip()
     out: list[StreamItem] = []
     if any(not isinstance(s, Text) for s in segments):

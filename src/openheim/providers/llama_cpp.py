@@ -333,6 +333,8 @@ def _prefix(llm: Llama, request: ModelRequest, tokens: list[int]) -> list[int]:
 
 
 def _prompt_tokens(llm: Llama, request: ModelRequest) -> tuple[list[int], list[str]]:
+    """The request's tokens in the model's chat template, and its stop strings. A last message
+    from the assistant is an answer started for the model: the reply continues it."""
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
     meta = llm.metadata
@@ -345,9 +347,12 @@ def _prompt_tokens(llm: Llama, request: ModelRequest) -> tuple[list[int], list[s
     eos = vocab_token(llm.token_eos())
     bos = vocab_token(llm.token_bos())
     formatter = Jinja2ChatFormatter(template, eos, bos)
-    formatted = formatter(messages=_chat_messages(request))  # type: ignore[arg-type]
+    messages = _chat_messages(request)
+    started = messages.pop()["content"] if messages and messages[-1]["role"] == "assistant" else ""
+    formatted = formatter(messages=messages)  # type: ignore[arg-type]
     add_bos = not formatted.added_special
-    tokens = llm.tokenize(utf8(formatted.prompt), add_bos=add_bos, special=True)
+    prompt = formatted.prompt + started
+    tokens = llm.tokenize(utf8(prompt), add_bos=add_bos, special=True)
     stop = formatted.stop if isinstance(formatted.stop, list) else [formatted.stop or eos]
     return tokens, [s for s in stop if s]
 

@@ -48,7 +48,8 @@ def _member(chosen: ProviderSettings, lend: Lender | None) -> Provider:
     if _speaks_envelope(chosen):
         from openheim.envelope import EnvelopeProvider
 
-        provider = EnvelopeProvider(provider, compact=chosen.small)
+        started = chosen.kind == "llama_cpp"  # continues a last assistant message
+        provider = EnvelopeProvider(provider, compact=chosen.small, starts_answer=started)
     return ContextFitter(provider, functools.partial(context_window, chosen))
 
 
