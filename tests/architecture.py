@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import re
+import textwrap
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -339,3 +340,21 @@ def _known(line: int, name: str, by_name: Mapping[str, Module]) -> Iterator[tupl
         name = name.rpartition(".")[0]
     if name:
         yield line, name
+
+
+# Planted breaches, in a package ``pkg`` under tmp_path with its own document.
+
+DOCUMENT_HEAD = "# pkg\n\n| module | layer | what it does |\n| --- | --- | --- |\n"
+
+
+def plant(tmp_path: Path, files: dict[str, str], rows: dict[str, str]) -> list[str]:
+    """Write ``files`` into ``tmp_path/pkg``, a document with ``rows`` (path -> layer), and
+    return what the rules find."""
+    package = tmp_path / "pkg"
+    for path, source in {"__init__.py": "", **files}.items():
+        (package / path).parent.mkdir(parents=True, exist_ok=True)
+        (package / path).write_text(textwrap.dedent(source), encoding="utf-8")
+    lines = [f"| `{path}` | {layer} | Does its part. |" for path, layer in rows.items()]
+    document = tmp_path / "architecture.md"
+    document.write_text(DOCUMENT_HEAD + "\n".join(lines) + "\n", encoding="utf-8")
+    return problems(package, document)
