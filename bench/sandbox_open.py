@@ -28,7 +28,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from openheim.child_env import child_env
+from openheim.process.child_env import child_env
 from openheim.tools.base import ToolContext
 from openheim.tools.builtin.files import read_file
 from openheim.tools.builtin.fs import open_regular

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from openheim.child_env import child_env
+from openheim.process.child_env import child_env
 from openheim.tools.base import ToolContext
 from openheim.tools.sandbox import PathSandbox
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from openheim.child_env import is_secret_name
+from openheim.process.child_env import is_secret_name
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 TIMEOUT_S = 45.0

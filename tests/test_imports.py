@@ -192,10 +192,10 @@ def test_acp_imports_no_other_surface(tmp_path: Path) -> None:
 
 
 def test_httpx_loads_without_its_command_line(tmp_path: Path) -> None:
-    """``openheim.httpx_cli`` keeps click, rich and pygments out, and ``httpx.main`` and the
+    """``openheim.process.httpx_cli`` keeps click, rich and pygments out, and ``httpx.main`` and the
     names of ``httpx._main`` still reach the real module."""
     loaded = modules_after(
-        "from openheim import httpx_cli\nhttpx_cli.defer()\nimport httpx\n"
+        "from openheim.process import httpx_cli\nhttpx_cli.defer()\nimport httpx\n"
         "assert httpx.main.__name__ == '_main' and callable(httpx.main)\n"
         "import httpx._main\n"
         "assert not hasattr(httpx._main, '__file__')\n"
@@ -209,7 +209,7 @@ def test_httpx_loads_without_its_command_line(tmp_path: Path) -> None:
 
 def test_stand_in_is_not_installed_over_an_imported_httpx() -> None:
     loaded = modules_after(
-        "import httpx\nfrom openheim import httpx_cli\nhttpx_cli.defer()\n"
+        "import httpx\nfrom openheim.process import httpx_cli\nhttpx_cli.defer()\n"
         "assert sys.modules['httpx._main'].__file__.endswith('.py')"
     )
     assert "httpx._main" in loaded

@@ -1,8 +1,9 @@
 """openheim: a fast, multi-provider LLM agent runtime.
 
 Importing this package is cheap: public names are loaded on first attribute access. It changes
-no other module: the start-up hooks of the ``openheim`` program (``openheim.codecache``,
-``openheim.httpx_cli``) are installed by the program itself (``openheim.cli.main``), never by
+no other module: the start-up hooks of the ``openheim`` program (``openheim.process.codecache``,
+``openheim.process.httpx_cli``) are installed by the program itself (``openheim.cli.main``), never
+by
 ``import openheim`` in an application that hosts the library.
 """
 

@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from openheim.approval import AllowAll, ApprovalGate, ApprovalRequest, Deny, Resolver, decide
-from openheim.child_env import child_env
 from openheim.errors import ProviderProtocolError
 from openheim.events import (
     CostUpdate,
@@ -58,6 +57,7 @@ from openheim.messages import (
     Usage,
     tool_results_message,
 )
+from openheim.process.child_env import child_env
 from openheim.providers.base import (
     ModelRequest,
     ModelResponse,
@@ -65,7 +65,7 @@ from openheim.providers.base import (
     ToolChoice,
     closing_stream,
 )
-from openheim.secrets import redact
+from openheim.redaction.secrets import redact
 from openheim.tools.base import BoundCall, ToolContext, ToolOutput, ToolSet, run_batched
 from openheim.tools.sandbox import PathSandbox
 from openheim.usage import Meter

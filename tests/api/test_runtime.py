@@ -22,8 +22,8 @@ from openheim.errors import ConfigError
 from openheim.events import ToolResult
 from openheim.providers import known_kinds
 from openheim.providers.base import ProviderSettings
+from openheim.redaction.secrets import REDACTED, redact
 from openheim.runtime.settings import McpServers
-from openheim.secrets import REDACTED, redact
 from openheim.testing import Reply, ScriptedProvider, tool_call
 from openheim.tools.decorator import tool
 from tests.api.conftest import MODEL, MakeRuntime, Scripted

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from openheim.api import Session
-from openheim.secrets import SecretPolicy
+from openheim.redaction.secrets import SecretPolicy
 from openheim.tools.sandbox import PathSandbox
 from openheim.tools.shell_sandbox import ShellSandbox
 from tests.api.conftest import MakeRuntime, Scripted

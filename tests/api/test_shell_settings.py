@@ -10,7 +10,7 @@ import pytest
 from openheim.api import Runtime
 from openheim.config.load import Settings, load_settings
 from openheim.config.trust import set_trust
-from openheim.secrets import REDACTED, redact
+from openheim.redaction.secrets import REDACTED, redact
 from openheim.tools import shell_sandbox
 from openheim.tools.shell_sandbox import ShellSandbox
 from tests.api.conftest import MODEL, Scripted

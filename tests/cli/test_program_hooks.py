@@ -14,7 +14,7 @@ import pytest
 STATE = """
 import json, sys
 import dataclasses, httpx
-from openheim import codecache, httpx_cli
+from openheim.process import codecache, httpx_cli
 spec = getattr(sys.modules.get("httpx._main"), "__spec__", None)
 print(json.dumps({
     "code_cache": getattr(dataclasses, "exec", None) is codecache.cached_exec,

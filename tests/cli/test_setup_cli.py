@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from openheim import jsonedit
 from openheim.cli.main import main
+from openheim.formats import jsonedit
 
 CLAUDE = ".claude.json"
 CODEX = ".codex/config.toml"

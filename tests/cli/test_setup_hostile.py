@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from openheim.cli.setup_files import MAX_FILE_BYTES
-from openheim.jsonedit import JsonSyntax, parse
+from openheim.formats.jsonedit import JsonSyntax, parse
 from tests.cli.test_setup_cli import CLAUDE, CODEX, OPENCODE, everything, setup, user_home, write
 
 __all__ = ["user_home"]  # the fixture

@@ -13,7 +13,7 @@ from openheim.config.load import Overrides, Settings, load_settings
 from openheim.config.providers import resolve_provider
 from openheim.config.trust import is_trusted, set_trust, trusted_folders
 from openheim.errors import ConfigError
-from openheim.logs import RedactingFormatter, register_secret
+from openheim.process.logs import RedactingFormatter, register_secret
 from openheim.providers.base import ProviderSettings
 
 RUST_CONFIG = """

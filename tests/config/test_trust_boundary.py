@@ -20,7 +20,7 @@ from openheim.config.load import Settings, load_settings
 from openheim.config.providers import resolve_provider
 from openheim.config.trust import set_trust
 from openheim.config.untrusted import CLASSES, NARROWERS, TOP_LEVEL, Trust
-from openheim.secrets import DEFAULT_DENY_READ
+from openheim.redaction.secrets import DEFAULT_DENY_READ
 
 USER = (
     'default_provider = "fake"\n'

@@ -14,7 +14,7 @@ from openheim.config.schema import McpServerEntry
 from openheim.errors import ConfigError, ProviderError, ToolError
 from openheim.mcp import McpManager
 from openheim.mcp.client import ServerConnection
-from openheim.secrets import redact
+from openheim.redaction.secrets import redact
 from openheim.tools.base import Tool, ToolKind
 
 from .conftest import stdio_entry, tagged_pids

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from openheim.testing import FakeLLMServer, FakeReply
+from tests.formats.test_schema_check import SECRET, remote
+from tests.formats.test_schema_check import deep_schema as nested_schema
 from tests.mcp_server.conftest import ServeClient
 from tests.mcp_server.test_prompt_tool import text_of
-from tests.test_schema_check import SECRET, remote
-from tests.test_schema_check import deep_schema as nested_schema
 
 __all__ = ["remote"]  # a fixture
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from openheim.errors import ConfigError
-from openheim.prompts import PromptLibrary
 from openheim.prompts.commands import expand_template_command
 from openheim.prompts.files import add_prompt, new_prompt, remove_prompt
+from openheim.prompts.library import PromptLibrary
 
 
 def write(folder: Path, name: str, text: str) -> Path:

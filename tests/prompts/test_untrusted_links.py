@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from openheim.prompts import PromptLibrary
+from openheim.prompts.library import PromptLibrary
 from tests.prompts.test_library import library, write
 
 

@@ -15,9 +15,9 @@ import pytest
 from openheim.chat.session import Chat
 from openheim.config.load import Overrides, load_settings
 from openheim.errors import ConfigError
+from openheim.redaction.secrets import SecretPolicy
 from openheim.runtime import SessionOptions
 from openheim.runtime.attach import MAX_ATTACHMENT_BYTES, Attacher, mentions
-from openheim.secrets import SecretPolicy
 from openheim.testing import FakeLLMServer
 from tests.cli.test_cli import configure, openheim
 from tests.server.support import served

@@ -9,7 +9,7 @@ import pytest
 
 from openheim.errors import ConfigError
 from openheim.messages import ImageBlock, Message, TextBlock
-from openheim.prompts import PromptLibrary
+from openheim.prompts.library import PromptLibrary
 from openheim.runtime.prompt_commands import PromptCommands
 from openheim.skills import SkillsManager
 

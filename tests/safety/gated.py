@@ -18,10 +18,10 @@ from openheim.approval import (
     Resolver,
     Verdict,
 )
-from openheim.child_env import child_env
 from openheim.events import Event, ToolResult
 from openheim.loop import Agent
 from openheim.messages import Message, ToolResultBlock
+from openheim.process.child_env import child_env
 from openheim.providers.base import ModelRequest
 from openheim.safety.policy import ApprovalMode, PolicyGate
 from openheim.safety.risk import RiskAssessor

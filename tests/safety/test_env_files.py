@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from openheim.env_files import (
+from openheim.redaction.env_files import (
     MAX_ENV_FILE_BYTES,
     MAX_ENV_FILES,
     MAX_ENV_SECRETS,
     register_env_files,
     secret_values,
 )
-from openheim.secrets import REDACTED, Redactor
+from openheim.redaction.secrets import REDACTED, Redactor
 
 LINES = [
     ("DB_PASSWORD=correct-horse-battery", ["correct-horse-battery"]),

@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from openheim.events import Event, Finished, TextDelta, ToolCall, ToolResult
-from openheim.logs import register_secret, setup_logging
 from openheim.messages import (
     Message,
     TextBlock,
@@ -28,8 +27,9 @@ from openheim.messages import (
     Usage,
     tool_results_message,
 )
+from openheim.process.logs import register_secret, setup_logging
+from openheim.redaction.secrets import REDACTED
 from openheim.runtime.history import PersistentHistory
-from openheim.secrets import REDACTED
 from openheim.store import SQLiteStore
 from openheim.store.export import export_json, export_markdown
 from openheim.term.render import JsonRenderer, TextRenderer

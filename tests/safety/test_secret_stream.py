@@ -13,8 +13,8 @@ import random
 import pytest
 
 from openheim.events import Finished, TextDelta, ThinkingDelta, ToolCall
-from openheim.secrets import REDACTED, Redactor
-from openheim.secrets_stream import StreamRedactor
+from openheim.redaction.secrets import REDACTED, Redactor
+from openheim.redaction.stream import StreamRedactor
 from openheim.term.render import JsonRenderer, TextRenderer
 from tests.safety.secret_cases import FORMATS, PREFIXED, REGISTERED
 

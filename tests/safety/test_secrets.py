@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from openheim.child_env import child_env, is_secret_name
 from openheim.errors import SandboxError, ToolError
 from openheim.messages import (
     Message,
@@ -15,7 +14,8 @@ from openheim.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from openheim.secrets import REDACTED, Redactor, SecretPolicy, register_secret
+from openheim.process.child_env import child_env, is_secret_name
+from openheim.redaction.secrets import REDACTED, Redactor, SecretPolicy, register_secret
 from openheim.tools.base import ToolContext
 from openheim.tools.builtin import edit_file, glob, list_dir, read_file, search, write_file
 from openheim.tools.sandbox import PathSandbox

@@ -4,7 +4,7 @@ deltas comes out redacted, and what a stream held back comes before the next oth
 from __future__ import annotations
 
 from openheim.events import Finished, TextDelta, ThinkingDelta, event_to_dict
-from openheim.secrets import REDACTED
+from openheim.redaction.secrets import REDACTED
 from openheim.server.redacting import EventRedactor
 
 KEY = "sk-" + "abcdefghijklmnopqrstuvwxyz0123456789ABCD"

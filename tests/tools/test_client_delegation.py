@@ -12,7 +12,7 @@ from openheim.errors import SandboxError, ToolError
 from openheim.events import FileDiff, ToolResult
 from openheim.loop import Agent
 from openheim.messages import Message
-from openheim.secrets import SecretPolicy
+from openheim.redaction.secrets import SecretPolicy
 from openheim.testing import Reply, ScriptedProvider, tool_call
 from openheim.tools.base import ToolContext, ToolSet
 from openheim.tools.builtin.files import MAX_READ_BYTES, edit_file, read_file, write_file

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from openheim.formats.typed import json_schema
 from openheim.memory import MemoryStore, memory_tools
 from openheim.tools.base import ToolContext
 from openheim.tools.builtin import builtin_tools
 from openheim.tools.decorator import FunctionTool, tool
-from openheim.typed import json_schema
 
 
 @tool

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from openheim.child_env import child_env
 from openheim.errors import ToolError
+from openheim.process.child_env import child_env
 from openheim.tools.base import ToolContext
 from openheim.tools.builtin.files import edit_file, read_file, write_file
 from openheim.tools.client_io import ClientIO, CommandResult

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from openheim.child_env import child_env
 from openheim.errors import ToolError
+from openheim.process.child_env import child_env
 from openheim.safety.staging import StagingArea, staging_tools
 from openheim.tools.base import Tool, ToolContext
 from openheim.tools.builtin.files import edit_file, read_file, write_file

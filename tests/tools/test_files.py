@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from openheim.errors import SandboxError, ToolError
-from openheim.fsutil import atomic_write
+from openheim.files.atomic import atomic_write
 from openheim.tools.base import ToolContext
 from openheim.tools.builtin.files import edit_file, write_file
 from tests.tools.support import ok

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from openheim.redaction.secrets import SecretPolicy
 from openheim.safety.risk import is_fork_bomb
 from openheim.safety.rules import path_regex
-from openheim.secrets import SecretPolicy
 from openheim.skills.manager import _first_line
 from openheim.tools.base import Tool, ToolContext
 from openheim.tools.builtin.gitignore import GitIgnores

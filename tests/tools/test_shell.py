@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from openheim.child_env import child_env
 from openheim.errors import ArgumentError, ToolError
+from openheim.process.child_env import child_env
 from openheim.tools.base import ToolContext
 from openheim.tools.builtin.shell import MAX_STREAM_BYTES, execute_command
 from openheim.tools.sandbox import PathSandbox

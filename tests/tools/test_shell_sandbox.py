@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from openheim.child_env import child_env
 from openheim.errors import ToolError
+from openheim.process.child_env import child_env
 from openheim.tools import shell_sandbox
 from openheim.tools.base import ToolContext, ToolOutput
 from openheim.tools.builtin import shell

@@ -9,7 +9,7 @@ from acp.schema import AvailableCommand, AvailableCommandInput, UnstructuredComm
 
 from openheim.errors import UndoRefused
 from openheim.messages import Message, TextBlock
-from openheim.prompts import NamedPrompt
+from openheim.prompts.library import NamedPrompt
 from openheim.runtime import Session, commands, prompt_commands
 
 

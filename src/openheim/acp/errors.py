@@ -8,7 +8,7 @@ import socket
 from acp import RequestError
 
 from openheim.errors import OpenheimError, SessionBusy, SessionNotFound
-from openheim.secrets import redact
+from openheim.redaction.secrets import redact
 
 NOT_FOUND = -32002
 INVALID_REQUEST = -32600

@@ -12,8 +12,8 @@ import contextlib
 import json
 from typing import Any
 
-from openheim import safejson
-from openheim.regex import utf8
+from openheim.formats import safejson
+from openheim.formats.regex import utf8
 
 MAX_LINE_BYTES = 50 * 1024 * 1024
 """The longest message accepted: prompts carry images as base64. Readers with a smaller limit

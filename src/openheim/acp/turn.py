@@ -33,8 +33,8 @@ from openheim.events import (
 from openheim.events import UsageUpdate as UsageEvent
 from openheim.messages import Message, StopReason
 from openheim.providers.windows import context_window
+from openheim.redaction.stream import StreamRedactor
 from openheim.runtime import Session
-from openheim.secrets_stream import StreamRedactor
 from openheim.store.base import title_from
 
 Update = (

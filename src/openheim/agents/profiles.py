@@ -145,8 +145,8 @@ def _scan_untrusted(
     folder: Path, root: Path, warnings: list[str]
 ) -> Iterator[tuple[str, AgentProfile]]:
     """An untrusted project's profiles, read only from its own regular files
-    (``openheim.real_files``): no symlink from the project folder down, no hard link."""
-    from openheim.real_files import NotReal, open_real_folder, read_real
+    (``openheim.files.hostile``): no symlink from the project folder down, no hard link."""
+    from openheim.files.hostile import NotReal, open_real_folder, read_real
     from openheim.skills.frontmatter import FrontmatterError
 
     try:

@@ -7,7 +7,7 @@ import os
 from collections import deque
 from pathlib import Path
 
-from openheim.secrets import SecretPolicy
+from openheim.redaction.secrets import SecretPolicy
 
 LIMIT = 5000
 SKIPPED = {".git", ".hg", ".svn"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from openheim.fsutil import atomic_write
+from openheim.files.atomic import atomic_write
 
 LIMIT = 1000
 FILE = "chat_history"

@@ -16,7 +16,7 @@ from openheim.errors import ConfigError
 from openheim.memory.setup import open_memory
 from openheim.messages import Usage
 from openheim.providers.windows import context_window
-from openheim.secrets import redact
+from openheim.redaction.secrets import redact
 from openheim.store import SessionRecord, export_markdown, open_store
 
 _HIDDEN = {"providers", "mcp_servers", "notices", "sources", "prices", "memory"}

@@ -15,6 +15,7 @@ from openheim.config.load import Settings
 from openheim.config.providers import provider_entries
 from openheim.errors import ConfigError
 from openheim.messages import Message
+from openheim.redaction.secrets import SecretPolicy
 from openheim.runtime import (
     PromptRun,
     Runtime,
@@ -27,7 +28,6 @@ from openheim.runtime import (
     prompt_commands,
     replay,
 )
-from openheim.secrets import SecretPolicy
 from openheim.skills import SkillsManager, skills_for
 from openheim.store import SessionRecord, open_store
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from openheim.config.load import openheim_home
 from openheim.errors import ConfigError
-from openheim.fsutil import atomic_write
-from openheim.prompt import DEFAULT_IDENTITY
+from openheim.files.atomic import atomic_write
+from openheim.prompts.builder import DEFAULT_IDENTITY
 from openheim.term import exit_codes
 
 CONFIG_TEMPLATE = """\

@@ -351,7 +351,7 @@ def _sigterm_exits() -> Iterator[None]:
 
 
 def _dispatch(args: argparse.Namespace, *, program: bool) -> int:
-    from openheim.logs import setup_logging
+    from openheim.process.logs import setup_logging
 
     try:
         setup_logging("debug" if args.debug else args.log_level)
@@ -378,7 +378,7 @@ def _handler(command: str) -> Callable[[argparse.Namespace], int]:
 
 def _report(err: OpenheimError, code: int, args: argparse.Namespace) -> int:
     """The error as one stderr line, and with ``--json`` as a ``failed`` event on stdout."""
-    from openheim.secrets import redact
+    from openheim.redaction.secrets import redact
 
     if args.debug:
         import traceback

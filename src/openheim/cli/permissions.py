@@ -6,10 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from openheim import safejson
 from openheim.approval import Allow, ApprovalRequest, Deny
 from openheim.config.load import Settings, load_settings
 from openheim.errors import ConfigError
+from openheim.formats import safejson
 from openheim.runtime import policy
 from openheim.safety.permissions import (
     add_rule,

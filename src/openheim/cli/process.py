@@ -8,8 +8,9 @@ program (never when a caller passes it arguments):
   collection then finds nothing to free); ``started`` freezes what start-up made out of the
   collector's sight and turns it back on before the command runs.
 - ``lenient_streams``: output never fails on text it cannot encode.
-- ``install_hooks``: the start-up hooks of ``openheim.codecache`` (``dataclasses`` compiles
-  openheim's methods through a cache) and ``openheim.httpx_cli`` (httpx's own command line loads
+- ``install_hooks``: the start-up hooks of ``openheim.process.codecache`` (``dataclasses`` compiles
+  openheim's methods through a cache) and ``openheim.process.httpx_cli`` (httpx's own command line
+  loads
   only when used), each unless its environment switch turns it off. They change modules that
   are not openheim's, so the program installs them for itself: ``import openheim`` does not.
 - ``exit_now``: once the command is done, the exit hooks run and the standard streams are
@@ -63,7 +64,7 @@ def install_hooks(env: Mapping[str, str]) -> None:
     ``env`` (``HOOK_SWITCHES``) is true; a ConfigError, before anything is installed, for a
     switch that is not a boolean."""
     off = [_switched_off(env, name) for name in HOOK_SWITCHES]
-    from openheim import codecache, httpx_cli
+    from openheim.process import codecache, httpx_cli
 
     for hook, skip in zip((codecache.install, httpx_cli.defer), off, strict=True):
         if not skip:

@@ -11,18 +11,18 @@ from typing import TYPE_CHECKING
 from openheim.cli.prompt import build_prompt, read_stdin
 from openheim.config.load import Settings, load_settings
 from openheim.errors import ConfigError
-from openheim.real_files import read_regular
+from openheim.files.hostile import read_regular
+from openheim.redaction.secrets import SecretPolicy
 from openheim.runtime import attach
-from openheim.secrets import SecretPolicy
 from openheim.term import exit_codes
 
 if TYPE_CHECKING:
-    from openheim.prompts import PromptLibrary
+    from openheim.prompts.library import PromptLibrary
 
 
 def _library(settings: Settings) -> PromptLibrary:
     """The library, imported only by a command that uses it (``run`` mostly does not)."""
-    from openheim.prompts import prompts_for
+    from openheim.prompts.project import prompts_for
 
     return prompts_for(settings, _warn)
 

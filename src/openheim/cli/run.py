@@ -18,8 +18,8 @@ from openheim.config.load import Settings
 from openheim.errors import ConfigError, OpenheimError
 from openheim.events import Finished
 from openheim.providers.base import NamedTool, ToolChoice
+from openheim.redaction.secrets import SecretPolicy, redact
 from openheim.runtime import PromptRun, Runtime, Session, SessionOptions, policy
-from openheim.secrets import SecretPolicy, redact
 from openheim.term import exit_codes
 from openheim.term.approve import TerminalResolver, open_terminal
 from openheim.term.render import JsonRenderer, TextRenderer
@@ -82,8 +82,8 @@ def _output_schema(args: argparse.Namespace) -> dict[str, Any] | None:
         raise ConfigError(
             f"--output-retries must be 0 or more, got {args.output_retries}", hint="use 0 or more"
         )
+    from openheim.formats.schema_check import load_schema
     from openheim.runtime import structured
-    from openheim.schema_check import load_schema
 
     schema = load_schema(Path(args.output_schema), "--output-schema")
     structured.output_schema(schema, args.output_retries)  # the checks of the library's own

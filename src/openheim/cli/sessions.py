@@ -77,7 +77,7 @@ def _export(store: SQLiteStore, session_id: str, fmt: str, output: str | None) -
     if output is None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return
-    from openheim.fsutil import atomic_write
+    from openheim.files.atomic import atomic_write
 
     atomic_write(Path(output), text.encode("utf-8", "replace"))  # a lone surrogate: "?"
     sys.stdout.write(f"wrote {output}\n")

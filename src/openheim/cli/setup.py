@@ -19,7 +19,7 @@ from typing import Any
 
 from openheim.cli.setup_files import CLIENTS, Client, Refused, new_text, read_owned
 from openheim.errors import ConfigError
-from openheim.fsutil import atomic_write
+from openheim.files.atomic import atomic_write
 from openheim.term import exit_codes
 
 

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from openheim import jsonedit
 from openheim.errors import ConfigError
-from openheim.real_files import read_regular
+from openheim.files.hostile import read_regular
+from openheim.formats import jsonedit
 
 ENTRY = "openheim"
 """The name of our entry in every client's list of MCP servers."""

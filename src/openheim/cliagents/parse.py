@@ -20,7 +20,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias
 
-from openheim import safejson
+from openheim.formats import safejson
 from openheim.messages import Usage
 
 log = logging.getLogger(__name__)

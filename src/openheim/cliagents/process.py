@@ -1,6 +1,7 @@
 """Running a CLI: its prompt on stdin, its stdout read line by line, and a guaranteed end.
 
-The child starts through ``openheim.spawn`` (a process group of its own, killed by the kernel
+The child starts through ``openheim.process.spawn`` (a process group of its own, killed by the
+kernel
 if openheim dies). It is stopped with its whole process group -- SIGTERM, a grace period, then
 SIGKILL -- whenever its run ends early: the deadline passes, its output passes the cap, or the
 caller stops reading (a cancelled task, a closed generator). Nothing it started outlives the
@@ -20,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from openheim import spawn
 from openheim.cliagents.parse import CliEvent, StreamParser, parse_line
 from openheim.errors import ProviderError
-from openheim.regex import utf8
+from openheim.formats.regex import utf8
+from openheim.process import spawn
 
 log = logging.getLogger(__name__)
 

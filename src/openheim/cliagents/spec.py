@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
-from openheim.child_env import child_env, is_secret_name
 from openheim.errors import ConfigError
-from openheim.logs import register_secret
+from openheim.process.child_env import child_env, is_secret_name
+from openheim.process.logs import register_secret
 
 CliName = Literal["claude", "codex", "opencode"]
 

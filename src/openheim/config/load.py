@@ -47,8 +47,8 @@ from openheim.config.schema import (
 from openheim.config.trust import is_trusted
 from openheim.errors import ConfigError
 from openheim.events import Notice
-from openheim.tomlfile import read_toml, typed_table
-from openheim.typed import from_mapping
+from openheim.formats.tomlfile import read_toml, typed_table
+from openheim.formats.typed import from_mapping
 
 __all__ = ["DEFAULT_MAX_ITERATIONS", "Overrides", "Settings", "load_settings", "openheim_home"]
 

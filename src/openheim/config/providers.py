@@ -16,10 +16,10 @@ from urllib.parse import urlsplit
 from openheim.config.load import Settings
 from openheim.config.schema import ProviderEntry
 from openheim.errors import ConfigError
-from openheim.logs import register_secret
+from openheim.formats.urls import is_loopback
+from openheim.process.logs import register_secret
 from openheim.providers.base import ProviderSettings
 from openheim.providers.local_models import DEFAULT_LOCAL_MODEL, shipped_model_path
-from openheim.urls import is_loopback
 
 DEFAULT_TIMEOUT_SECS = 120.0
 

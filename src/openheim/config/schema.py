@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated, Literal, get_args
 
-from openheim.typed import Bounds
+from openheim.formats.typed import Bounds
 
 DAY_SECS = 86_400.0
 DEFAULT_MAX_ITERATIONS = 10

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from openheim.errors import ConfigError
-from openheim.fsutil import atomic_write
+from openheim.files.atomic import atomic_write
 
 TRUST_FILE = "trusted_folders.json"
 

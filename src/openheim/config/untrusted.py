@@ -46,7 +46,7 @@ from openheim.config.schema import (
     TuiEntry,
     WhatsAppEntry,
 )
-from openheim.secrets import DEFAULT_DENY_READ
+from openheim.redaction.secrets import DEFAULT_DENY_READ
 
 
 class Trust(StrEnum):

@@ -13,7 +13,6 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from openheim import safejson
 from openheim.envelope.fence import FENCE_TAG
 from openheim.envelope.parse import (
     DELEGATE_TOOL,
@@ -22,6 +21,7 @@ from openheim.envelope.parse import (
     SKILL_TOOL,
 )
 from openheim.envelope.schema import offered_tools
+from openheim.formats import safejson
 from openheim.messages import ContentBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from openheim.providers.base import NamedTool, ToolChoice, ToolSpec
 

@@ -19,8 +19,8 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
-from openheim import safejson
 from openheim.errors import PlatformError
+from openheim.formats import safejson
 from openheim.gateway.http import MAX_WAIT, Sleep
 
 log = logging.getLogger(__name__)

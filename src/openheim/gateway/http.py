@@ -10,8 +10,8 @@ from collections.abc import Awaitable, Callable
 
 import httpx
 
-from openheim import safejson
 from openheim.errors import PlatformError
+from openheim.formats import safejson
 
 log = logging.getLogger(__name__)
 

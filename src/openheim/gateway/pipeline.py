@@ -26,8 +26,8 @@ from openheim.gateway.inbound import Inbound, Platform
 from openheim.gateway.ratelimit import RateLimiter
 from openheim.gateway.state import Conversation, GatewayState
 from openheim.gateway.turn import TurnResult, run_turn
+from openheim.redaction.secrets import redact
 from openheim.runtime import Runtime, SessionHost, approvals, commands, prompt_commands
-from openheim.secrets import redact
 
 log = logging.getLogger(__name__)
 

@@ -13,10 +13,10 @@ from urllib.parse import urlsplit
 from openheim.config.load import Settings
 from openheim.config.schema import GatewayEntry
 from openheim.errors import ConfigError
+from openheim.formats.urls import is_loopback
 from openheim.gateway.inbound import Platform
 from openheim.gateway.state import GatewayState
-from openheim.secrets import register_secret
-from openheim.urls import is_loopback
+from openheim.redaction.secrets import register_secret
 
 PLATFORMS = ("telegram", "discord", "whatsapp")
 DEFAULT_RATE_LIMIT = 20

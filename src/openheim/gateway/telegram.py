@@ -11,8 +11,8 @@ from typing import Any
 
 import httpx
 
-from openheim import safejson
 from openheim.errors import PlatformError
+from openheim.formats import safejson
 from openheim.gateway.http import Sleep, request_with_retry, retry_after
 from openheim.gateway.inbound import Deliver, Inbound
 from openheim.gateway.state import GatewayState

@@ -26,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from openheim import safejson
+from openheim.formats import safejson
 from openheim.gateway.inbound import Deliver
 from openheim.gateway.telegram import normalise_update
 from openheim.gateway.whatsapp import normalise_webhook, signature_valid

@@ -21,14 +21,14 @@ from mcp.client._transport import Transport
 from mcp.client.streamable_http import streamable_http_client
 
 from mcp import Client, MCPError
-from openheim.child_env import child_env
 from openheim.config.schema import McpServerEntry
 from openheim.errors import ConfigError, ToolError
+from openheim.formats.urls import is_loopback
 from openheim.mcp.tools import build_tools
 from openheim.mcp.transport import ChildProcess, stdio_transport
-from openheim.secrets import register_secret
+from openheim.process.child_env import child_env
+from openheim.redaction.secrets import register_secret
 from openheim.tools.base import Tool
-from openheim.urls import is_loopback
 
 DEFAULT_STARTUP_TIMEOUT = 30.0
 DEFAULT_CALL_TIMEOUT = 120.0

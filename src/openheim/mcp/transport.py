@@ -1,6 +1,7 @@
 """The stdio transport: an MCP server as a child process in its own process group.
 
-The server is started by ``openheim.spawn``, so on Linux it also dies when openheim is killed
+The server is started by ``openheim.process.spawn``, so on Linux it also dies when openheim is
+killed
 with SIGKILL.
 
 The SDK's ``stdio_client`` signals the group only when the server outlives its grace period,
@@ -27,7 +28,7 @@ from anyio.streams.text import TextReceiveStream
 from mcp.client._transport import TransportStreams
 from mcp.shared.message import SessionMessage
 
-from openheim import spawn
+from openheim.process import spawn
 
 GRACE_S = 2.0
 """How long a server may take to exit after its stdin closes, and after SIGTERM."""

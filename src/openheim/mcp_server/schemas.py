@@ -16,14 +16,14 @@ from typing import Any
 from mcp_types import CallToolResult, TextContent
 
 from openheim.config.load import Settings
-from openheim.mcp_server.prompt import error_result
-from openheim.schema_check import (
+from openheim.formats.schema_check import (
     BadSchema,
     TooCostly,
     error_lines,
     load_schema,
     schema_errors,
 )
+from openheim.mcp_server.prompt import error_result
 
 MAX_DEPTH = 16
 """How deep ``json_example`` follows nested schemas (a recursive ``$ref`` stops here)."""

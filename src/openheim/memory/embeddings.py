@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from openheim import safejson
 from openheim.errors import ProviderHTTPError, ProviderProtocolError, ProviderUnavailable
+from openheim.formats import safejson
 
 if TYPE_CHECKING:
     import httpx

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from openheim.errors import ConfigError
-from openheim.fsutil import atomic_write
+from openheim.files.atomic import atomic_write
 from openheim.prompts.library import MAX_BYTES, PromptLibrary, check_name, parse_prompt
 
 SKELETON = """\

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from openheim.errors import ConfigError
+from openheim.files.hostile import NotReal, open_real_folder, read_real
 from openheim.prompts.template import Argument, all_arguments, parse_arguments, placeholders
-from openheim.real_files import NotReal, open_real_folder, read_real
 from openheim.skills.frontmatter import FrontmatterError, split_frontmatter, text_field
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")

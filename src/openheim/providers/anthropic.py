@@ -20,9 +20,9 @@ from typing import Any
 
 import httpx
 
-from openheim import safejson
 from openheim.errors import ProviderProtocolError
 from openheim.events import TextDelta, ThinkingDelta
+from openheim.formats import safejson
 from openheim.messages import ContentBlock, Message, TextBlock, ThinkingBlock, ToolUseBlock
 from openheim.providers.anthropic_wire import (
     API_VERSION,

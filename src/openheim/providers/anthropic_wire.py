@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeAlias
 
-from openheim import safejson
 from openheim.errors import ConfigError, ContextOverflow, ProviderError, ProviderHTTPError
+from openheim.formats import safejson
 from openheim.messages import (
     ContentBlock,
     FinishReason,

@@ -25,12 +25,12 @@ from typing import Any
 
 import httpx
 
-from openheim import safejson
 from openheim.errors import (
     ProviderError,
     ProviderHTTPError,
 )
 from openheim.events import TextDelta, ThinkingDelta
+from openheim.formats import safejson
 from openheim.messages import (
     ContentBlock,
     FinishReason,

@@ -19,7 +19,6 @@ from typing import Any
 
 import httpx
 
-from openheim import safejson
 from openheim.errors import (
     ContextOverflow,
     ProviderError,
@@ -28,6 +27,7 @@ from openheim.errors import (
     ProviderUnavailable,
     StreamCut,
 )
+from openheim.formats import safejson
 
 REDACTED = "[redacted]"
 _MAX_SERVER_TEXT = 500

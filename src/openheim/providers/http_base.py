@@ -16,9 +16,9 @@ from typing import Any, ClassVar, Self
 
 import httpx
 
-from openheim import safejson
 from openheim._version import __version__
 from openheim.errors import ConfigError, ProviderError, ProviderProtocolError, StreamCut
+from openheim.formats import safejson
 from openheim.providers.base import ProviderSettings, StreamItem
 from openheim.providers.http import (
     MAX_ERROR_BODY,

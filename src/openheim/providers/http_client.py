@@ -21,8 +21,8 @@ from urllib.request import Request
 import httpx
 
 from openheim.errors import ConfigError
+from openheim.formats.urls import is_loopback
 from openheim.providers.transport import AsyncioTransport
-from openheim.urls import is_loopback
 
 
 def ssl_context() -> ssl.SSLContext:

@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from openheim.formats.regex import utf8
 from openheim.providers.base import ToolSpec
-from openheim.regex import utf8
 
 CACHE_SIZE = 256
 """Tool lists kept encoded per wire format (a server's sessions share a handful)."""

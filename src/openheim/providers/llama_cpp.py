@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from openheim.errors import ConfigError, ContextOverflow, ProviderError
 from openheim.events import TextDelta
+from openheim.formats.regex import utf8
 from openheim.messages import FinishReason, Message, TextBlock, ThinkingBlock, Usage
 from openheim.providers.base import (
     ENVELOPE_FENCE,
@@ -46,7 +47,6 @@ from openheim.providers.local_models import (
     find_model,
     fitting_context,
 )
-from openheim.regex import utf8
 
 if TYPE_CHECKING:
     from llama_cpp import Llama

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from openheim.fsutil import atomic_write
+from openheim.files.atomic import atomic_write
 
 if TYPE_CHECKING:
     from llama_cpp import Llama

@@ -34,9 +34,9 @@ from typing import Any
 
 import httpx
 
-from openheim.child_env import child_env
 from openheim.errors import ConfigError, ProviderUnavailable, StreamCut
 from openheim.events import Notice
+from openheim.process.child_env import child_env
 from openheim.providers.base import ModelRequest, ProviderSettings, StreamItem
 from openheim.providers.llama_cpp import INSTALL_HINT
 from openheim.providers.llama_server_command import check_settings, server_argv

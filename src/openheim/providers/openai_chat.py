@@ -17,8 +17,8 @@ from typing import Any
 
 import httpx
 
-from openheim import safejson
 from openheim.events import TextDelta, ThinkingDelta
+from openheim.formats import safejson
 from openheim.messages import (
     ContentBlock,
     FinishReason,

@@ -1,6 +1,6 @@
 """A managed child server: its own process group, a log file, and a guaranteed end.
 
-``ServerProcess`` starts a command through ``openheim.spawn``: in a new session (so signals
+``ServerProcess`` starts a command through ``openheim.process.spawn``: in a new session (so signals
 meant for openheim's terminal, Ctrl-C included, do not reach it, and it can be killed with
 everything it started) and, on Linux, bound to die with openheim even when openheim is
 SIGKILLed. It writes its stdout and stderr to a log file, and reads the last lines back for
@@ -25,8 +25,8 @@ import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from openheim import spawn
 from openheim.errors import ConfigError
+from openheim.process import spawn
 
 STOP_GRACE = 3.0
 """Seconds a server gets to exit after SIGTERM before its group is SIGKILLed."""

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny, Resolver, unanswered
-from openheim.real_files import read_regular
+from openheim.files.hostile import read_regular
+from openheim.redaction.secrets import SecretPolicy, redact, redact_data
 from openheim.runtime.titles import absolute_path, tool_action
-from openheim.secrets import SecretPolicy, redact, redact_data
 
 MAX_SHOWN = 4000
 """Characters of a call's arguments or diff a question shows; more is cut and ends with "…"."""

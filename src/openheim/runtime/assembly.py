@@ -23,13 +23,13 @@ from openheim.agents.profiles import AgentProfile
 from openheim.approval import ApprovalGate, Resolver
 from openheim.config.load import Settings
 from openheim.config.providers import LOCAL_KINDS
-from openheim.env_files import register_env_files
 from openheim.events import Notice, NoticeKind, SessionStarted
-from openheim.fsutil import atomic_write
+from openheim.files.atomic import atomic_write
 from openheim.loop import Agent
 from openheim.messages import Message
-from openheim.prompt import PromptBuilder
+from openheim.prompts.builder import PromptBuilder
 from openheim.providers.base import ProviderSettings
+from openheim.redaction.env_files import register_env_files
 from openheim.runtime.clients import Lease
 from openheim.runtime.compaction import attach, compacting
 from openheim.runtime.confinement import confinement

@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 
 from openheim.errors import ConfigError, SandboxError
-from openheim.secrets import SecretPolicy
+from openheim.redaction.secrets import SecretPolicy
 from openheim.tools.builtin.fs import BINARY_PROBE, looks_binary, not_plain, open_regular
 from openheim.tools.sandbox import PathSandbox
 

@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from openheim.errors import SandboxError, UndoRefused
-from openheim.fsutil import atomic_write
-from openheim.secrets import redact
+from openheim.files.atomic import atomic_write
+from openheim.redaction.secrets import redact
 from openheim.tools.builtin.fs import HardLinkError, not_plain, open_regular_at
 from openheim.tools.pathwalk import PathWalk, stopped
 

@@ -22,10 +22,10 @@ from typing import Any, Literal
 
 from openheim.errors import ConfigError
 from openheim.events import compaction_line, event_to_dict
+from openheim.redaction.secrets import redact_data
 from openheim.runtime.compaction import pin_prompt, pinned_line
 from openheim.runtime.session import Session
 from openheim.runtime.undo import undo_arguments
-from openheim.secrets import redact_data
 
 Surface = Literal["repl", "tui", "acp", "ws", "gateway"]
 SURFACES: tuple[Surface, ...] = ("repl", "tui", "acp", "ws", "gateway")

@@ -42,8 +42,8 @@ from openheim.providers.base import (
 )
 from openheim.providers.context import estimate_tokens, turn_starts
 from openheim.providers.windows import context_window
+from openheim.redaction.secrets import redact, redact_message
 from openheim.runtime.summary import summarise
-from openheim.secrets import redact, redact_message
 from openheim.store.compactions import Compaction, Method
 
 if TYPE_CHECKING:

@@ -20,9 +20,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TypeVar, cast
 
-from openheim.child_env import child_env
 from openheim.config.load import Settings
-from openheim.secrets import SecretPolicy
+from openheim.process.child_env import child_env
+from openheim.redaction.secrets import SecretPolicy
 from openheim.tools.sandbox import PathSandbox
 from openheim.tools.shell_sandbox import SandboxMode, ShellSandbox
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from openheim.messages import Message
-from openheim.secrets import redact_message
+from openheim.redaction.secrets import redact_message
 
 if TYPE_CHECKING:
     from openheim.store.base import SessionStore

@@ -1,6 +1,7 @@
 """Hooks: the user's commands run at points of a session (``[hooks]`` in config).
 
-Each hook is ``/bin/sh -c COMMAND`` in the work dir, started and supervised by ``openheim.spawn``
+Each hook is ``/bin/sh -c COMMAND`` in the work dir, started and supervised by
+``openheim.process.spawn``
 with the scrubbed child environment (``child_env``) plus ``OPENHEIM_HOOK_*`` variables, and the
 event's JSON payload on stdin. A hook ends with its whole process group: SIGKILL at its timeout,
 on a cancel and once it exited (what it left running, given ``LINGER_GRACE`` first if it still
@@ -29,10 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from openheim import safejson, spawn
 from openheim.config.schema import HookEntry
 from openheim.events import Notice
-from openheim.secrets import redact
+from openheim.formats import safejson
+from openheim.process import spawn
+from openheim.redaction.secrets import redact
 
 log = logging.getLogger(__name__)
 

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 from openheim.config.load import Settings
 from openheim.messages import Message, TextBlock
-from openheim.prompts import NamedPrompt, PromptLibrary, prompts_for
 from openheim.prompts.commands import expand_template_command, templates
+from openheim.prompts.library import NamedPrompt, PromptLibrary
+from openheim.prompts.project import prompts_for
 from openheim.runtime.attach import Attacher, mentions
 from openheim.runtime.commands import NAMES
 from openheim.skills import SkillInfo, SkillsManager, expand_skill, skills_for

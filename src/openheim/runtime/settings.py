@@ -15,8 +15,8 @@ from typing import Any
 from openheim.config.load import DEFAULT_MAX_ITERATIONS, Settings, openheim_home
 from openheim.config.schema import McpServerEntry, MemoryEntry, ProviderEntry
 from openheim.errors import ConfigError
-from openheim.secrets import register_secret
-from openheim.typed import TypeCheckError, from_mapping
+from openheim.formats.typed import TypeCheckError, from_mapping
+from openheim.redaction.secrets import register_secret
 
 APPROVAL_MODES = ("ask", "auto", "deny")
 

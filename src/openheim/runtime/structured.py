@@ -20,11 +20,17 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from functools import cached_property
 from typing import Any
 
-from openheim import safejson
 from openheim.errors import ConfigError, OpenheimError
 from openheim.events import Event, Finished
+from openheim.formats import safejson
+from openheim.formats.schema_check import (
+    BadSchema,
+    TooCostly,
+    check_schema,
+    error_lines,
+    schema_errors,
+)
 from openheim.messages import Message, TextBlock, Usage
-from openheim.schema_check import BadSchema, TooCostly, check_schema, error_lines, schema_errors
 from openheim.tools.base import Capabilities, Tool, ToolContext, ToolOutput
 
 SUBMIT = "submit"

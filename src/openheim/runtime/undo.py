@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from openheim.errors import ConfigError, SandboxError, UndoRefused
-from openheim.fsutil import atomic_write_at
+from openheim.files.atomic import atomic_write_at
 from openheim.messages import Message, ToolResultBlock
 from openheim.runtime.checkpoints import (
     Checkpoint,

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from openheim.errors import ConfigError
+from openheim.formats.tomlfile import read_toml, typed_table
 from openheim.safety.rules import EFFECTS, Rule, RuleSet, parse_rule
-from openheim.tomlfile import read_toml, typed_table
 
 PERMISSIONS_FILE = "permissions.toml"
 _HEADER = (
@@ -98,7 +98,7 @@ def load_rules(
 
 def add_rule(path: Path, rule: Rule) -> bool:
     """Add ``rule`` to the file (created if missing); False when it was already there."""
-    from openheim.tomledit import array_in, load_document, save_document, toml_string
+    from openheim.formats.tomledit import array_in, load_document, save_document, toml_string
 
     if rule in read_rules(path):
         return False
@@ -110,7 +110,7 @@ def add_rule(path: Path, rule: Rule) -> bool:
 
 def remove_rule(path: Path, rule: Rule) -> bool:
     """Remove ``rule`` from the file (every entry that says it); False when it was not there."""
-    from openheim.tomledit import array_in, load_document, save_document
+    from openheim.formats.tomledit import array_in, load_document, save_document
 
     if rule not in read_rules(path):
         return False

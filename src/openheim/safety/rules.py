@@ -19,7 +19,8 @@ A rule is ``EFFECT KIND PATTERN``, the effect ``allow`` or ``deny``:
     when the pattern matches every name directly in it (``secrets/*``, ``secrets/**``), so
     ``deny path "secrets/**"`` covers listing or searching ``secrets`` itself. Symlinks are
     resolved too: a deny rule matches if either spelling does, an allow rule only if both do.
-    A glob is matched with RE2 (``openheim.regex``), in time linear in the path. A rule without
+    A glob is matched with RE2 (``openheim.formats.regex``), in time linear in the path. A rule
+    without
     wildcards *names* its path (``literal_path_pattern``); only such a rule allows a change to a
     protected path (``protected``).
 
@@ -39,7 +40,7 @@ from typing import Literal, TypeAlias, cast
 
 from openheim.approval import ApprovalRequest
 from openheim.errors import ConfigError, SandboxError
-from openheim.regex import LinearRegex, PatternError, compile_linear, escape
+from openheim.formats.regex import LinearRegex, PatternError, compile_linear, escape
 from openheim.safety.protected import folded
 from openheim.safety.shell_words import Command, ShellParseError, parse, quote
 from openheim.safety.wrappers import expand

@@ -27,8 +27,8 @@ from typing import Any
 
 from openheim.errors import OpenheimError, SessionNotFound
 from openheim.messages import ImageBlock, Message, TextBlock
+from openheim.redaction.secrets import SecretPolicy
 from openheim.runtime import SessionOptions, approvals, attach, models, prompt_commands
-from openheim.secrets import SecretPolicy
 from openheim.server.context import ServerContext
 from openheim.server.frames import BadRequest, opt_str, req_str, str_list
 from openheim.server.hub import Live, Subscriber

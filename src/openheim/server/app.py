@@ -23,7 +23,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket
 
 from openheim.errors import OpenheimError
-from openheim.secrets import redact
+from openheim.redaction.secrets import redact
 from openheim.server.context import ServerContext
 from openheim.server.guard import Guard, Policy
 from openheim.server.openapi import openapi_document

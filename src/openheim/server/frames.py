@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from openheim import safejson
+from openheim.formats import safejson
 
 CHANNELS = ("agent", "fs", "system")
 

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from openheim.child_env import child_env
-from openheim.secrets import SecretPolicy
+from openheim.process.child_env import child_env
+from openheim.redaction.secrets import SecretPolicy
 from openheim.server import fs_ops
 from openheim.server.context import ServerContext
 from openheim.server.frames import BadRequest, req_str

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from openheim.errors import SandboxError
-from openheim.secrets import SecretPolicy, redact
+from openheim.redaction.secrets import SecretPolicy, redact
 from openheim.tools.base import ToolContext
 from openheim.tools.builtin.fs import open_regular, write_bytes_at
 from openheim.tools.pathwalk import LIST_FLAGS

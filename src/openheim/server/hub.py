@@ -29,8 +29,8 @@ from openheim.approval import Allow, ApprovalRequest, Ask, Deny
 from openheim.errors import OpenheimError, SessionBusy, SessionNotFound
 from openheim.events import Event, Failed, event_to_dict
 from openheim.messages import Message
+from openheim.redaction.secrets import redact_data
 from openheim.runtime import Runtime, Session, SessionHost, SessionOptions, approvals
-from openheim.secrets import redact_data
 from openheim.server.redacting import EventRedactor
 from openheim.server.writer import FrameWriter
 from openheim.store import SessionStore

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from openheim.events import Event, TextDelta, ThinkingDelta, event_to_dict
-from openheim.secrets import redact_data
-from openheim.secrets_stream import StreamRedactor
+from openheim.redaction.secrets import redact_data
+from openheim.redaction.stream import StreamRedactor
 
 _NAMES = {TextDelta: "text_delta", ThinkingDelta: "thinking_delta"}
 """The ``type`` of each delta's dict, as ``event_to_dict`` writes it."""

@@ -34,7 +34,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 from openheim._version import __version__
 from openheim.errors import OpenheimError
 from openheim.mailbox import Mailbox
-from openheim.secrets import redact
+from openheim.redaction.secrets import redact
 from openheim.server.agent import AgentChannel
 from openheim.server.context import ServerContext
 from openheim.server.frames import BadRequest, parse_frame, reply_id

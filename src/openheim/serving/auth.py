@@ -21,7 +21,7 @@ from pathlib import Path
 
 from openheim.config.load import Settings
 from openheim.errors import ConfigError
-from openheim.real_files import read_regular
+from openheim.files.hostile import read_regular
 
 TOKEN_ENV = "OPENHEIM_SERVER_TOKEN"
 TOKEN_FILE = "server-token"

@@ -2,7 +2,8 @@
 
 ``skills_for(settings)`` (or ``SkillsManager`` directly) finds them: the user's
 ``data_dir/skills``, the project's ``.openheim/skills`` and ``.agents/skills/<name>/SKILL.md``.
-``load_skill_tool`` lets the model read one by name, ``openheim.prompt.PromptBuilder`` lists
+``load_skill_tool`` lets the model read one by name, ``openheim.prompts.builder.PromptBuilder``
+lists
 them in the system prompt, and ``expand_skill`` runs one as a slash command (``/name ...``).
 """
 

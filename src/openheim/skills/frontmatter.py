@@ -14,7 +14,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from openheim import tomlfile
+from openheim.formats import tomlfile
 
 _FENCES = ("+++", "---")
 _KEY = re.compile(r"([A-Za-z_][\w.-]*)\s*:(?:\s+(.*))?")

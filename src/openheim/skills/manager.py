@@ -228,7 +228,7 @@ class SkillsManager:
                 self._warn(f"skipped skill file {path}: {err}")
 
     def _scan_untrusted(self, folder: _Folder, root: Path) -> list[tuple[str, Path, _Parsed]]:
-        """An untrusted project's skills: its own real files only (``openheim.real_files``)."""
+        """An untrusted project's skills: its own real files only (``openheim.files.hostile``)."""
         from openheim.skills.frontmatter import FrontmatterError
         from openheim.skills.untrusted import read_untrusted
 

@@ -2,7 +2,7 @@
 
 ``.openheim/skills`` (flat: ``NAME.md``) and ``.agents/skills`` (nested: ``NAME/SKILL.md``) are
 opened from the project root one folder at a time with ``O_NOFOLLOW``, and each file the same
-way (``openheim.real_files``): a symlink anywhere on the way, a hard link, a FIFO or a file over
+way (``openheim.files.hostile``): a symlink anywhere on the way, a hard link, a FIFO or a file over
 ``MAX_BYTES`` is skipped with a warning naming it. A cloned repository can so never offer another
 file of the user's as a skill, whose text would reach the model. The user's folder and a trusted
 project's follow symlinks inside the folder: the user chose them.
@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from openheim.real_files import NotReal, open_real_folder, open_real_subfolder, read_real
+from openheim.files.hostile import NotReal, open_real_folder, open_real_subfolder, read_real
 
 MAX_BYTES = 256 * 1024
 SKILL_FILE = "SKILL.md"

@@ -1,6 +1,6 @@
 """Export a session as JSON (round-trippable through ``import_json``) or as Markdown to read.
 
-Both are redacted (``openheim.secrets``): sessions stored before redaction existed, or
+Both are redacted (``openheim.redaction.secrets``): sessions stored before redaction existed, or
 imported from Rust Openheim history, may still hold secrets.
 
 The JSON document is ``{"format": "openheim.session", "version": 1, "session": {...},
@@ -29,7 +29,7 @@ from openheim.messages import (
     ToolUseBlock,
     Usage,
 )
-from openheim.secrets import redact, redact_data, redact_message
+from openheim.redaction.secrets import redact, redact_data, redact_message
 from openheim.store.base import SessionRecord, SessionStore
 from openheim.store.tables import storable
 

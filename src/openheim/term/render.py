@@ -2,7 +2,8 @@
 activity (with ``--tool-output``, the results' text too) to stderr (``TextRenderer``), or every
 event as a JSON line (``JsonRenderer``).
 
-Everything written is redacted (``openheim.secrets``). Text and thinking deltas pass through
+Everything written is redacted (``openheim.redaction.secrets``). Text and thinking deltas pass
+through
 a ``StreamRedactor`` each, so a secret the model streams across several deltas is recognised
 too: the renderer holds back a tail that may be part of one and shows it, redacted, before
 the next event of another kind.
@@ -29,8 +30,8 @@ from openheim.events import (
     event_to_dict,
     notice_line,
 )
-from openheim.secrets import redact, redact_data
-from openheim.secrets_stream import StreamRedactor
+from openheim.redaction.secrets import redact, redact_data
+from openheim.redaction.stream import StreamRedactor
 
 _MAX_ARGS_SHOWN = 120
 

@@ -14,16 +14,16 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol
 
-from openheim.child_env import child_env
 from openheim.errors import ArgumentError, ConfigError, ToolError
 from openheim.events import FileDiff
+from openheim.formats.typed import TypeCheckError, from_mapping, json_schema
 from openheim.messages import ImageBlock, ToolUseBlock
+from openheim.process.child_env import child_env
 from openheim.providers.base import ToolSpec
-from openheim.secrets import SecretPolicy
+from openheim.redaction.secrets import SecretPolicy
 from openheim.tools.client_io import ClientIO
 from openheim.tools.sandbox import PathSandbox
 from openheim.tools.shell_sandbox import ShellSandbox
-from openheim.typed import TypeCheckError, from_mapping, json_schema
 
 log = logging.getLogger(__name__)
 

@@ -22,8 +22,8 @@ from collections.abc import Callable
 from functools import cache
 from typing import Annotated, Any, overload
 
+from openheim.formats.typed import field_info, object_schema
 from openheim.tools.base import Capabilities, Tool, ToolContext, ToolKind, ToolOutput
-from openheim.typed import field_info, object_schema
 
 _ARG_LINE = re.compile(r"^\s*(\w+)(?:\s*\([^)]*\))?:\s*(.*)$")
 

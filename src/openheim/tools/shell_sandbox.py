@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from openheim import spawn
+from openheim.process import spawn
 
 SandboxMode = Literal["auto", "require", "off"]
 SHELL = "/bin/sh"

@@ -22,8 +22,8 @@ from textual.worker import Worker
 from openheim.chat.history import InputHistory, history_for
 from openheim.errors import OpenheimError
 from openheim.events import CostUpdate, Event, TextDelta, UsageUpdate
+from openheim.redaction.secrets import redact
 from openheim.runtime import commands
-from openheim.secrets import redact
 from openheim.term import exit_codes
 from openheim.tui.approval import QueueResolver
 from openheim.tui.pickers import Picker

@@ -25,7 +25,7 @@ from textual.widget import Widget
 from textual.widgets import Collapsible, Static
 
 from openheim.events import FileDiff, ToolResult
-from openheim.secrets import redact
+from openheim.redaction.secrets import redact
 
 KEY_ARGUMENTS = ("path", "command", "pattern", "url", "query", "name", "file_path", "agent")
 MAX_RESULT = 20_000

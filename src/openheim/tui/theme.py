@@ -8,7 +8,7 @@ from pathlib import Path
 import tomlkit
 
 from openheim.errors import ConfigError
-from openheim.tomledit import load_document, save_document
+from openheim.formats.tomledit import load_document, save_document
 
 
 def save_theme(config: Path, name: str) -> None:

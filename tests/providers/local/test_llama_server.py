@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from openheim.child_env import child_env
 from openheim.errors import ProviderUnavailable
 from openheim.events import Notice
+from openheim.process.child_env import child_env
 from openheim.providers import create_provider
 from openheim.providers.llama_server import LlamaServerProvider
 from openheim.providers.local_models import shipped_model_path

@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from openheim.child_env import child_env
 from openheim.errors import ConfigError
+from openheim.process.child_env import child_env
 from openheim.providers import llama_server as llama_server_module
 from openheim.providers.llama_server import LlamaServerProvider
 from openheim.providers.llama_server_command import server_argv

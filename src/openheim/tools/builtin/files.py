@@ -2,7 +2,8 @@
 
 Paths go through the sandbox, and each file is then reached again from a descriptor of the
 work dir, one folder at a time (``fs.py``). Reads stream the file, so a huge file costs no more
-memory than the window shown; writes are atomic (``openheim.fsutil.atomic_write_at``) and keep a
+memory than the window shown; writes are atomic (``openheim.files.atomic.atomic_write_at``) and
+keep a
 file's mode.
 
 When the session's client (``ToolContext.client``, an ACP editor) advertises it, the text is read

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import BinaryIO, Literal
 
 from openheim.errors import SandboxError, ToolError
-from openheim.fsutil import atomic_write_at
+from openheim.files.atomic import atomic_write_at
 from openheim.tools.pathwalk import LIST_FLAGS
 from openheim.tools.sandbox import PathSandbox
 

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from openheim.regex import LinearRegex, compile_linear
+from openheim.formats.regex import LinearRegex, compile_linear
 
 CHUNK_BYTES = 64 * 1024
 MAX_LINE_BYTES = 1024 * 1024

@@ -5,7 +5,8 @@
 absolute pattern or a ``..`` component is refused, since it would name a place the walk never
 visits. ``may_contain`` lets a walk skip folders that cannot hold a match.
 
-A glob is translated to an RE2 expression (``openheim.regex``), so matching takes time linear in
+A glob is translated to an RE2 expression (``openheim.formats.regex``), so matching takes time
+linear in
 the path whatever the pattern: ``*a*a*a*a*a*b`` against a long name of ``a`` cannot hang.
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from openheim.errors import ToolError
-from openheim.regex import LinearRegex, PatternError, compile_linear, escape
+from openheim.formats.regex import LinearRegex, PatternError, compile_linear, escape
 
 
 class GlobPattern:

@@ -6,7 +6,7 @@ matching the secret policy (``ToolContext.is_secret``; a note counts them). File
 are opened from a descriptor of the work dir, one component at a time (``fs.walk``,
 ``fs.open_regular``).
 
-The pattern is RE2 syntax (``openheim.regex``), matched in time linear in the text, and the
+The pattern is RE2 syntax (``openheim.formats.regex``), matched in time linear in the text, and the
 search runs in a worker with a time limit (``bounded.py``): it checks between files and between
 chunks of a file whether the call was cancelled or the time is up, and then ends with what it
 found and a note saying it stopped.
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Annotated
 
 from openheim.errors import ToolError
-from openheim.regex import PatternError
+from openheim.formats.regex import PatternError
 from openheim.tools.base import ToolContext, ToolKind
 from openheim.tools.builtin.bounded import Budget, run_bounded
 from openheim.tools.builtin.fs import (

@@ -12,7 +12,7 @@
 * When the shell exits but a background process still holds the output pipes, it gets a short
   grace period, then its group is killed too. Owning the pipes means the call always returns,
   even if a grandchild escaped the group with ``setsid``.
-* The shell is started by ``openheim.spawn``, so on Linux it also dies if openheim is killed
+* The shell is started by ``openheim.process.spawn``, so on Linux it also dies if openheim is killed
   outright (SIGKILL); the processes it started are then not killed (no group kill can run), and
   end only when they exit by themselves or on their closed output pipe.
 
@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
-from openheim import spawn
 from openheim.errors import ToolError
+from openheim.process import spawn
 from openheim.tools.base import Capabilities, Tool, ToolContext, ToolKind, ToolOutput
 from openheim.tools.client_io import CommandResult
 from openheim.tools.shell_sandbox import SHELL, confine, unavailable

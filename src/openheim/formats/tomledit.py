@@ -16,7 +16,7 @@ from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import Array, InlineTable, String, Table
 
 from openheim.errors import ConfigError
-from openheim.fsutil import atomic_write
+from openheim.files.atomic import atomic_write
 
 
 def load_document(path: Path, header: Sequence[str] = ()) -> TOMLDocument:

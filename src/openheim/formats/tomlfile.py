@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from openheim.errors import ConfigError
-from openheim.typed import TypeCheckError, from_mapping
+from openheim.formats.typed import TypeCheckError, from_mapping
 
 T = TypeVar("T")
 

@@ -1,4 +1,5 @@
-"""``openheim.regex``: RE2 patterns, the literal escaping shared with Python's ``re``, matching
+"""``openheim.formats.regex``: RE2 patterns, the literal escaping shared with Python's ``re``,
+matching
 of names that are not valid UTF-8, and the ``lines`` mode used by ``search``."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ import re
 
 import pytest
 
-from openheim.regex import PatternError, compile_linear, escape, utf8
+from openheim.formats.regex import PatternError, compile_linear, escape, utf8
 
 EVERY_CHARACTER = "".join(map(chr, range(1, 128))) + "é€\U0001f600"
 

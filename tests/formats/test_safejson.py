@@ -1,4 +1,4 @@
-"""``openheim.safejson``: nesting is measured before decoding, in linear time, strings and
+"""``openheim.formats.safejson``: nesting is measured before decoding, in linear time, strings and
 escapes respected; too deep is a one-line ``ValueError``, never a ``RecursionError``."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from openheim.safejson import MAX_DEPTH, TooDeep, check_depth, loads
+from openheim.formats.safejson import MAX_DEPTH, TooDeep, check_depth, loads
 
 
 def deep(depth: int, open_: str = "[", close: str = "]") -> str:

@@ -29,9 +29,9 @@ from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped]
 from referencing import Registry
 from referencing.exceptions import NoSuchResource, Unresolvable
 
-from openheim import safejson
 from openheim.errors import ConfigError
-from openheim.schema_keywords import DEADLINE, BadPattern, TooSlow, regex, timed_class
+from openheim.formats import safejson
+from openheim.formats.schema_keywords import DEADLINE, BadPattern, TooSlow, regex, timed_class
 
 SCHEMA_MAX_DEPTH = 64
 SCHEMA_MAX_NODES = 20_000

@@ -1,4 +1,5 @@
-"""``openheim.jsonedit``: JSON and JSONC scanned into spans, one member set or dropped, every other
+"""``openheim.formats.jsonedit``: JSON and JSONC scanned into spans, one member set or dropped,
+every other
 byte kept; a text that does not parse is refused with its line and column."""
 
 from __future__ import annotations
@@ -7,7 +8,14 @@ import json
 
 import pytest
 
-from openheim.jsonedit import JsonSyntax, drop_member, get_member, parse, set_member, value_of
+from openheim.formats.jsonedit import (
+    JsonSyntax,
+    drop_member,
+    get_member,
+    parse,
+    set_member,
+    value_of,
+)
 
 PATH = ("mcp", "ours")
 

@@ -11,7 +11,7 @@ import re
 import weakref
 from typing import NamedTuple
 
-from openheim.secrets import REDACTOR, Hit, Redactor, replace_hits
+from openheim.redaction.secrets import REDACTOR, Hit, Redactor, replace_hits
 
 
 class StreamRedactor:

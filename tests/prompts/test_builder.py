@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from openheim import prompt as prompt_module
 from openheim.config.trust import set_trust
 from openheim.errors import ConfigError
-from openheim.prompt import (
+from openheim.prompts import builder as prompt_module
+from openheim.prompts.builder import (
     DEFAULT_IDENTITY,
     IDENTITY_WARNED,
     PromptBuilder,
     find_project_instructions,
 )
-from openheim.prompt import search_folders as folders_of
+from openheim.prompts.builder import search_folders as folders_of
 from openheim.skills import SkillsManager
 
 
@@ -111,7 +111,7 @@ def test_a_missing_system_md_gives_the_default_and_no_warning(
     fresh.mkdir()
     told: list[str] = []
     prompt = PromptBuilder(data_dir=fresh, cwd=repo, warn=told.append)
-    with caplog.at_level(logging.DEBUG, logger="openheim.prompt"):
+    with caplog.at_level(logging.DEBUG, logger="openheim.prompts.builder"):
         assert DEFAULT_IDENTITY in prompt.build()
         assert DEFAULT_IDENTITY in builder(fresh, repo).build()  # the default teller logs
     assert told == [] and caplog.records == []
@@ -124,7 +124,7 @@ def test_an_empty_system_md_gives_the_default_and_one_warning(
     data = tmp_path / "data"
     write(data / "system.md", "  \n")
     prompt = builder(data, repo)
-    with caplog.at_level(logging.WARNING, logger="openheim.prompt"):
+    with caplog.at_level(logging.WARNING, logger="openheim.prompts.builder"):
         first = prompt.build()
         prompt.build()
     assert DEFAULT_IDENTITY in first
@@ -141,7 +141,7 @@ def test_an_empty_system_md_is_warned_about_once_per_data_dir(
     first_dir, other_dir = tmp_path / "one", tmp_path / "two"
     write(first_dir / "system.md", "")
     write(other_dir / "system.md", "\n")
-    with caplog.at_level(logging.WARNING, logger="openheim.prompt"):
+    with caplog.at_level(logging.WARNING, logger="openheim.prompts.builder"):
         builder(first_dir, repo).build()
         monkeypatch.setattr(prompt_module, "_WARNED", set())  # as if in a new process
         assert DEFAULT_IDENTITY in builder(first_dir, repo).build()

@@ -4,7 +4,8 @@ bounded time, and a wall-time bound on every keyword.
 ``jsonschema`` matches ``pattern``, ``patternProperties`` (and the properties that
 ``additionalProperties`` leaves over) with Python's backtracking ``re``: ``^(a+)+$`` against
 34 ``a`` and a ``!`` holds the interpreter for minutes. Here they match with RE2
-(``openheim.regex``), linear in the text. ``uniqueItems`` compares every pair of items, 20,000
+(``openheim.formats.regex``), linear in the text. ``uniqueItems`` compares every pair of items,
+20,000
 objects took half a minute; here each item gets a hashable canonical key, so it is linear too.
 Every keyword, stock or not, first checks the deadline ``timed_classes`` was given, so a schema
 whose ``anyOf`` branches multiply the work stops with ``TooSlow`` instead of running on.
@@ -21,7 +22,7 @@ from typing import Any
 from jsonschema import validators  # type: ignore[import-untyped]
 from jsonschema.exceptions import ValidationError  # type: ignore[import-untyped]
 
-from openheim.regex import LinearRegex, PatternError, compile_linear, utf8
+from openheim.formats.regex import LinearRegex, PatternError, compile_linear, utf8
 
 Keyword = Callable[[Any, Any, Any, Mapping[str, Any]], Iterator[ValidationError] | None]
 

@@ -1,4 +1,4 @@
-"""``openheim.spawn``: the one place that starts child processes, and what it promises.
+"""``openheim.process.spawn``: the one place that starts child processes, and what it promises.
 
 The source scan keeps it the one place: a new way of starting a process anywhere else in
 ``src/`` fails here, so no spawn site can forget that its children must die with openheim.
@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 import openheim
-from openheim import spawn
-from openheim.child_env import child_env
+from openheim.process import spawn
+from openheim.process.child_env import child_env
 
 SRC = Path(openheim.__file__).parent
-ALLOWED = {"spawn.py"}
+ALLOWED = {"process/spawn.py"}
 """Modules (relative to ``src/openheim``) that may start processes themselves."""
 STARTERS = {
     "subprocess": {"Popen", "run", "call", "check_call", "check_output", "getoutput"},
@@ -110,7 +110,7 @@ def test_only_openheim_spawn_starts_processes() -> None:
         if str(path.relative_to(SRC)) not in ALLOWED
         and (sites := spawn_sites(path.read_text(encoding="utf-8")))
     }
-    assert offenders == {}, "start child processes through openheim.spawn"
+    assert offenders == {}, "start child processes through openheim.process.spawn"
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from openheim import codecache
-from openheim.codecache import CodeCache
+from openheim.process import codecache
+from openheim.process.codecache import CodeCache
 
 
 @pytest.fixture(autouse=True)
@@ -90,7 +90,7 @@ def test_an_unwritable_folder_is_no_error(tmp_path: Path) -> None:
 
 HOOKED = """
 import dataclasses, inspect, sys
-from openheim import codecache
+from openheim.process import codecache
 assert dataclasses.exec is codecache.cached_exec
 assert "exec(" in inspect.getsource(dataclasses)  # the source still found through our loader
 
@@ -108,7 +108,7 @@ except dataclasses.FrozenInstanceError:
 """
 
 
-INSTALL = "from openheim import codecache\ncodecache.install()"
+INSTALL = "from openheim.process import codecache\ncodecache.install()"
 
 
 @pytest.mark.parametrize("first", [INSTALL, f"import dataclasses\n{INSTALL}"])

@@ -19,8 +19,8 @@ import re
 import stat
 from pathlib import Path
 
-from openheim.child_env import is_secret_name
-from openheim.secrets import MIN_SECRET_LENGTH, REDACTOR, Redactor
+from openheim.process.child_env import is_secret_name
+from openheim.redaction.secrets import MIN_SECRET_LENGTH, REDACTOR, Redactor
 
 ENV_FILES = ".env*"
 MAX_ENV_FILE_BYTES = 256 * 1024

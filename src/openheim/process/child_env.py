@@ -6,7 +6,7 @@ A child gets:
    toolchain locations, openheim's own settings) and those the user allows (config key
    ``shell_env_allow``, the ``allow`` argument; ``"*"`` allows everything else);
 2. but never one whose name looks like it holds a secret (``is_secret_name``) or whose value
-   holds a known secret value or key format (``openheim.secrets``), allowed or not;
+   holds a known secret value or key format (``openheim.redaction.secrets``), allowed or not;
 3. plus ``extra``: variables the caller declares for this child (an MCP server's configured
    ``env``), passed as given because the user wrote them for it.
 
@@ -20,7 +20,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 
-from openheim.secrets import REDACTOR
+from openheim.redaction.secrets import REDACTOR
 
 SAFE_BASE: tuple[str, ...] = (
     "PATH",

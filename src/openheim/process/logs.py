@@ -2,7 +2,7 @@
 
 Headless commands log to stderr; interactive surfaces log to ``data_dir/openheim.log`` so the
 screen stays clean. Every line, whatever logger or library produced it (exception tracebacks
-included), passes the process-wide redactor of ``openheim.secrets``: each API key config
+included), passes the process-wide redactor of ``openheim.redaction.secrets``: each API key config
 resolution hands out (``register_secret``) and every common key format become ``[REDACTED]``.
 """
 
@@ -12,8 +12,8 @@ import logging
 import os
 from pathlib import Path
 
-from openheim.secrets import redact
-from openheim.secrets import register_secret as register_secret
+from openheim.redaction.secrets import redact
+from openheim.redaction.secrets import register_secret as register_secret
 
 _LEVELS = ("debug", "info", "warning", "error", "critical")
 DEFAULT_LEVEL = "warning"

@@ -1,4 +1,4 @@
-"""``openheim.schema_check`` against hostile schemas and values: nothing is fetched or read
+"""``openheim.formats.schema_check`` against hostile schemas and values: nothing is fetched or read
 through a reference, regexes match in linear time, every check ends in bounded time, and every
 refusal is one line.
 
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from openheim.errors import ConfigError
-from openheim.schema_check import (
+from openheim.formats.schema_check import (
     SCHEMA_MAX_DEPTH,
     VALUE_MAX_DEPTH,
     VALUE_MAX_NODES,

@@ -51,7 +51,7 @@ class _Loader:
 
     @staticmethod
     def exec_module(module: types.ModuleType) -> None:
-        module.__doc__ = "httpx's command line, loaded on first use (openheim.httpx_cli)."
+        module.__doc__ = "httpx's command line, loaded on first use (openheim.process.httpx_cli)."
         module.__dict__.update(main=_main, __getattr__=_attribute)
 
 

@@ -11,11 +11,11 @@ import pytest
 
 from openheim.agents import load_profiles
 from openheim.errors import ConfigError
+from openheim.formats.tomlfile import MAX_DEPTH, TooDeep, check_nesting, loads, read_toml
 from openheim.skills import SkillsManager
 from openheim.skills.frontmatter import FrontmatterError, split_frontmatter
 from openheim.term import exit_codes
 from openheim.testing import FakeLLMServer, FakeReply
-from openheim.tomlfile import MAX_DEPTH, TooDeep, check_nesting, loads, read_toml
 from tests.cli.test_cli import configure, openheim
 
 DEEP = 5000

@@ -1,0 +1,1 @@
+"""Process plumbing: starting children, their environment, logging and start-up speed."""
