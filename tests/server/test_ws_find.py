@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from openheim.server import fs
 from openheim.server.fs import MAX_FOUND
 from openheim.testing import FakeLLMServer
 from tests.server.support import served
@@ -78,3 +79,19 @@ async def test_a_bad_query_is_refused_in_one_line(
         "hint": "send the text typed after @ as query",
         "id": rid,
     }
+
+
+async def test_typing_reuses_one_walk_until_it_is_stale(
+    work: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (work / "old.txt").write_text("x")
+    with FakeLLMServer() as llm:
+        async with served(home, work, llm) as server, server.socket() as ws:
+            monkeypatch.setattr(fs, "FOUND_FRESH", 3600.0)
+            first = await ws.call("fs", type="find", query="")
+            (work / "new.txt").write_text("x")
+            reused = await ws.call("fs", type="find", query="")
+            monkeypatch.setattr(fs, "FOUND_FRESH", 0.0)
+            walked = await ws.call("fs", type="find", query="")
+    assert first["paths"] == reused["paths"] == ["old.txt"]
+    assert walked["paths"] == ["new.txt", "old.txt"]

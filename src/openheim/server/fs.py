@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,9 @@ MAX_WATCHES = 16
 MAX_FOUND = 50
 """Paths a ``find`` answers at most, best matches first."""
 MAX_QUERY = 200
+FOUND_FRESH = 2.0
+"""Seconds the files ``find`` walked stay in use: a picker asks at every key typed, and a big
+work dir is walked once per burst of typing, not once per key."""
 _FIND = "send the text typed after @ as query"
 CHANGE_NAMES = {1: "added", 2: "modified", 3: "deleted"}
 
@@ -42,6 +46,8 @@ class FsChannel:
         self.context = context
         self.send = send
         self.watches: dict[str, tuple[asyncio.Task[None], asyncio.Event]] = {}
+        self._files: tuple[float, list[str]] = (-FOUND_FRESH, [])
+        """When ``find`` last walked the work dir, and the files it found."""
 
     @functools.cached_property
     def tool_ctx(self) -> ToolContext:
@@ -105,9 +111,13 @@ class FsChannel:
     def _find(self, query: str) -> list[str]:
         """The work dir's files an ``@`` mention may name (as ``chat.files`` finds them: not
         ignored by git, no secret, no symlink) that best match ``query``."""
-        settings = self.context.settings
-        policy = SecretPolicy.from_config(settings.deny_read, home=settings.home)
-        return fuzzy(query, work_files(settings.work_dir, policy), MAX_FOUND)
+        walked, names = self._files
+        if time.monotonic() - walked >= FOUND_FRESH:
+            settings = self.context.settings
+            policy = SecretPolicy.from_config(settings.deny_read, home=settings.home)
+            names = work_files(settings.work_dir, policy)
+            self._files = (time.monotonic(), names)
+        return fuzzy(query, names, MAX_FOUND)
 
     def _watch(self, raw: str) -> dict[str, Any]:
         folder = self.tool_ctx.sandbox.resolve(raw, self.tool_ctx.cwd)
