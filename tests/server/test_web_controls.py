@@ -116,6 +116,36 @@ async def test_an_approval_shows_its_title_reason_and_diff_and_the_result_its_hu
     assert '"six": 6' in (work / ".vscode" / "tasks.json").read_text()
 
 
+HOSTILE = [
+    "<img src=x onerror=window.pwned=1>",
+    "<script>window.pwned=1</script>",
+    '"><svg onload=window.pwned=1>',
+    "<a href='javascript:window.pwned=1'>x</a>",
+]
+
+
+async def test_an_approval_and_the_picker_show_hostile_text_as_text(
+    home: Path, work: Path, browser: Browser, artefacts: Path
+) -> None:
+    (work / f"{HOSTILE[0]}.md").write_text("x\n")
+    content = "\n".join(HOSTILE) + "\n"
+    write = FakeToolCall("write_file", {"path": "page.html", "content": content})
+    with FakeLLMServer([FakeReply(tool_calls=[write]), "ok"]) as llm:
+        async with served(home, work, llm) as server, logged_in(browser, server) as page:
+            await page.fill("#prompt", "Write it")
+            await page.press("#prompt", "Enter")
+            card = page.locator(".approval")
+            await expect(card.locator("pre.diff .add")).to_have_text([f"+{h}" for h in HOSTILE])
+            await card.locator("details.args summary").click()
+            await expect(card.locator("pre.arguments")).to_contain_text(HOSTILE[1])
+            await page.locator("#prompt").press_sequentially("@img")
+            await expect(page.locator("#picker li")).to_have_text([f"{HOSTILE[0]}.md"])
+            await page.screenshot(path=artefacts / "controls-09-hostile.png")
+            made = "#conversation img, #conversation script, #conversation svg, #picker img"
+            assert await page.locator(made).count() == 0
+            assert await page.evaluate("window.pwned") is None
+
+
 async def test_the_at_picker_lists_filters_chooses_and_closes(
     home: Path, work: Path, browser: Browser, artefacts: Path
 ) -> None:
