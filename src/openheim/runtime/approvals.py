@@ -172,10 +172,15 @@ def edit_diff(request: ApprovalRequest) -> str:
     after = None if before is None else _after(request.tool, before, args)
     if before is None or after is None:
         return ""
-    import difflib  # only when a question is asked: ``run`` imports no more than it uses
+    return unified(before, after, raw)
+
+
+def unified(before: str, after: str, name: str) -> str:
+    """A unified diff (three lines of context) from ``before`` to ``after`` of file ``name``."""
+    import difflib  # only when a diff is shown: ``run`` imports no more than it uses
 
     diff = difflib.unified_diff(
-        before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{raw}", f"b/{raw}"
+        before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{name}", f"b/{name}"
     )
     return "".join(diff)
 

@@ -141,6 +141,7 @@ class AgentChannel:
     async def _prompt(self, data: dict[str, Any]) -> dict[str, Any]:
         live = self._live(data)
         live.start(self._message(data))
+        self.context.busy.started(live)
         return {"type": "ok"}
 
     def _message(self, data: dict[str, Any]) -> Message:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from openheim.config.load import Settings
 from openheim.runtime import Runtime
+from openheim.server.busy import BusyBoard
 from openheim.server.collector import Collector
 from openheim.server.hub import Hub
 from openheim.serving.auth import Auth
@@ -68,6 +69,8 @@ class ServerContext:
     sets one; an app embedded in another program leaves the collector alone)."""
     backlog: Backlog = field(default_factory=Backlog)
     """The frames queued for every WebSocket client together (``server.ws``)."""
+    busy: BusyBoard = field(default_factory=BusyBoard)
+    """Who is told when a session's turn begins or ends (``server.busy``)."""
     acp: AcpBridge | None = None
     """What serves ``/acp``, handed in by whoever composes the server (``openheim serve``
     hands it ACP's); None: the app has no ``/acp``."""

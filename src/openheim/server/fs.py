@@ -1,7 +1,8 @@
 """The ``fs`` channel of ``/ws``: the work dir's files, through the tools' sandbox.
 
 Requests: ``list`` (``path``, ``recursive``), ``read``, ``write`` (``content``), ``mkdir``,
-``delete``, ``rename`` (``to``), ``watch`` and ``unwatch`` (``path``). Every reply echoes the
+``delete``, ``rename`` (``to``), ``find`` (``query``: the files an ``@`` mention may name that
+best match it, for the page's picker), ``watch`` and ``unwatch`` (``path``). Every reply echoes the
 request's ``id``. A watched folder pushes ``fs_event`` frames (``changes``: each an ``added``,
 ``modified`` or ``deleted`` path, relative to the work dir; never a change behind a symlink that
 leads out) until it is unwatched or the connection ends. The operations themselves are in
@@ -13,10 +14,12 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from openheim.chat.files import fuzzy, work_files
 from openheim.process.child_env import child_env
 from openheim.redaction.secrets import SecretPolicy
 from openheim.server import fs_ops
@@ -26,6 +29,13 @@ from openheim.tools.base import ToolContext
 from openheim.tools.sandbox import PathSandbox
 
 MAX_WATCHES = 16
+MAX_FOUND = 50
+"""Paths a ``find`` answers at most, best matches first."""
+MAX_QUERY = 200
+FOUND_FRESH = 2.0
+"""Seconds the files ``find`` walked stay in use: a picker asks at every key typed, and a big
+work dir is walked once per burst of typing, not once per key."""
+_FIND = "send the text typed after @ as query"
 CHANGE_NAMES = {1: "added", 2: "modified", 3: "deleted"}
 
 
@@ -36,6 +46,8 @@ class FsChannel:
         self.context = context
         self.send = send
         self.watches: dict[str, tuple[asyncio.Task[None], asyncio.Event]] = {}
+        self._files: tuple[float, list[str]] = (-FOUND_FRESH, [])
+        """When ``find`` last walked the work dir, and the files it found."""
 
     @functools.cached_property
     def tool_ctx(self) -> ToolContext:
@@ -81,14 +93,31 @@ class FsChannel:
             to = req_str(data, "to")
             path = await asyncio.to_thread(fs_ops.rename, ctx, raw, to)
             return {"type": "renamed", "path": path}
+        if op == "find":
+            query = data.get("query", "")
+            if not isinstance(query, str) or len(query) > MAX_QUERY:
+                raise BadRequest("query must be a string of at most 200 characters", _FIND)
+            found = await asyncio.to_thread(self._find, query)
+            return {"type": "found", "query": query, "paths": found}
         if op == "watch":
             return self._watch(raw)
         if op == "unwatch":
             return self._unwatch(raw)
         raise BadRequest(
             f"unknown fs request {op!r}",
-            "use list, read, write, mkdir, delete, rename, watch or unwatch",
+            "use list, read, write, mkdir, delete, rename, find, watch or unwatch",
         )
+
+    def _find(self, query: str) -> list[str]:
+        """The work dir's files an ``@`` mention may name (as ``chat.files`` finds them: not
+        ignored by git, no secret, no symlink) that best match ``query``."""
+        walked, names = self._files
+        if time.monotonic() - walked >= FOUND_FRESH:
+            settings = self.context.settings
+            policy = SecretPolicy.from_config(settings.deny_read, home=settings.home)
+            names = work_files(settings.work_dir, policy)
+            self._files = (time.monotonic(), names)
+        return fuzzy(query, names, MAX_FOUND)
 
     def _watch(self, raw: str) -> dict[str, Any]:
         folder = self.tool_ctx.sandbox.resolve(raw, self.tool_ctx.cwd)

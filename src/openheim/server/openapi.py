@@ -39,6 +39,8 @@ SESSION = _obj(
         "cost": _nullable("number"), "message_count": INT,
     }
 )  # fmt: skip
+LISTED = _obj({**SESSION["properties"], "busy": BOOL})
+"""A session as the list shows it: ``busy`` while a turn runs in it."""
 CONFIG = _obj(
     {
         "version": STR, "provider": _nullable("string"), "model": _nullable("string"),
@@ -89,7 +91,7 @@ def _session_op(summary: str, schema: dict[str, Any]) -> dict[str, Any]:
 def _sessions() -> dict[str, Any]:
     op = _get(
         "stored sessions, newest first",
-        _obj({"sessions": _list(SESSION), "next": _nullable("number")}),
+        _obj({"sessions": _list(LISTED), "next": _nullable("number")}),
         _400="a bad limit or cursor",
     )
     op["parameters"] = [

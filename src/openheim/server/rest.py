@@ -120,15 +120,26 @@ async def list_sessions(request: Request) -> Response:
     before = _float(query.get("before"))
     if "before" in query and before is None:
         return error(400, "before must be a number", "pass the last session's updated_at")
-    store = ctx(request).store
+    context = ctx(request)
+    store = context.store
     text = query.get("q", "").strip()
     if text:
         hits = store.search(text, limit=limit)
-        records = [store.get(hit.session_id) for hit in hits]
-        return JSONResponse({"sessions": [_record(r) for r in _unique(records)], "next": None})
+        records = _unique([store.get(hit.session_id) for hit in hits])
+        return JSONResponse({"sessions": _rows(context, records), "next": None})
     records = store.list(limit=limit, before=before)
     following = records[-1].updated_at if len(records) == limit else None
-    return JSONResponse({"sessions": [_record(r) for r in records], "next": following})
+    return JSONResponse({"sessions": _rows(context, records), "next": following})
+
+
+def _rows(context: ServerContext, records: list[SessionRecord]) -> list[dict[str, Any]]:
+    """The listed sessions, each with ``busy``: whether a turn runs in it now."""
+    return [{**_record(r), "busy": _busy(context, r.id)} for r in records]
+
+
+def _busy(context: ServerContext, key: str) -> bool:
+    live = context.hub.get(key)
+    return live is not None and live.busy
 
 
 async def get_session(request: Request) -> Response:

@@ -1,9 +1,11 @@
 """``/ws``: one WebSocket carrying the ``agent``, ``fs`` and ``system`` channels.
 
-The server first sends ``{"channel": "system", "data": {"type": "connected", ...}}``. Each
-client frame is answered on its channel with its ``id`` echoed. A frame over the size limit,
-not JSON or not a ``{channel, data}`` object gets an ``error`` on the ``system`` channel and
-the connection stays open.
+The server first sends ``{"channel": "system", "data": {"type": "connected", ...}}``. A client
+that sent the system request ``watch_busy`` then gets a ``session_busy`` system frame
+(``session_id``, ``busy``) whenever a turn begins or ends in any open session
+(``server.busy``). Each client frame is answered on its channel with its ``id`` echoed. A
+frame over the size limit, not JSON or not a ``{channel, data}`` object gets an ``error`` on
+the ``system`` channel and the connection stays open.
 
 Frames to the client keep their order whichever task produced them. A frame produced while
 nothing waits to be sent (most of a streaming session's frames) is sent at the end of the
@@ -218,11 +220,30 @@ class Connection:
         except WebSocketDisconnect:
             return
         finally:
+            self.context.busy.listeners.discard(self.busy_changed)
             self.agent.detach_all()
             self.fs.close()
             self._close()  # what is still queued cannot reach the client any more
             with contextlib.suppress(Exception):
                 await writer
+
+    def _system(self, request: dict[str, Any]) -> dict[str, Any]:
+        """``ping``, or ``watch_busy``: from now on, a ``session_busy`` frame for each turn
+        that begins or ends in any open session (only clients that ask: each such change
+        goes to every one of them)."""
+        kind = request.get("type")
+        if kind == "ping":
+            return {"type": "pong"}
+        if kind == "watch_busy":
+            self.context.busy.listeners.add(self.busy_changed)
+            return {"type": "watching_busy"}
+        raise BadRequest(
+            f"unknown system request {kind!r}", "the system channel answers ping and watch_busy"
+        )
+
+    def busy_changed(self, session_id: str, busy: bool) -> None:
+        """A turn began or ended in an open session: a ``session_busy`` system frame."""
+        self.send("system", {"type": "session_busy", "session_id": session_id, "busy": busy})
 
     async def take(self, text: str | None, data: bytes | None) -> None:
         """Answer one frame."""
@@ -249,7 +270,7 @@ class Connection:
             elif channel == "fs":
                 reply = await self.fs.handle(request)
             else:
-                reply = _system(request)
+                reply = self._system(request)
         except BadRequest as err:
             self._error(channel, rid, err.message, err.hint)
             return
@@ -271,13 +292,6 @@ class Connection:
 
 def _smaller() -> str:
     return "send smaller frames ([server] max_frame_bytes)"
-
-
-def _system(request: dict[str, Any]) -> dict[str, Any]:
-    kind = request.get("type")
-    if kind == "ping":
-        return {"type": "pong"}
-    raise BadRequest(f"unknown system request {kind!r}", "the system channel answers ping")
 
 
 async def accept(websocket: WebSocket) -> None:

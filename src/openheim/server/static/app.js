@@ -1,8 +1,10 @@
-// The page: sessions sidebar, conversation, model picker, cancel, compact and undo, usage
-// footer and the file tree with its read-only viewer, all over REST and the /ws channels (the login cookie
-// authenticates both).
+// The page: sessions sidebar (a busy mark on each session running a turn; a toggle on a narrow
+// screen), conversation, model picker, cancel, compact and undo, usage footer, the file tree
+// with its read-only viewer and the prompt box (Enter sends, Shift+Enter adds a line, @ picks a
+// file), all over REST and the /ws channels (the login cookie authenticates both).
 
 import { Conversation } from "./conversation.js";
+import { FilePicker } from "./picker.js";
 import { Socket } from "./socket.js";
 
 const $ = (id) => document.getElementById(id);
@@ -26,23 +28,49 @@ const socket = new Socket(onFrame, onSocketState);
 
 function setBusy(busy) {
   state.busy = busy;
-  $("cancel").disabled = !busy;
-  $("send").disabled = busy;
-  $("compact").disabled = busy;
-  $("undo").disabled = busy;
   $("status").textContent = busy ? "working…" : "";
+  updateControls();
+}
+
+// Compact and Undo need an open session with no turn running; Send needs no turn running.
+function updateControls() {
+  $("cancel").disabled = !state.busy;
+  $("send").disabled = state.busy;
+  $("compact").disabled = state.busy || !state.session;
+  $("undo").disabled = state.busy || !state.session;
 }
 
 function onSocketState(status) {
   $("status").textContent = status === "connected" ? "" : "reconnecting…";
   if (status === "connected" && state.session) attach(state.session, state.seq);
   if (status === "connected") $("send").disabled = state.busy;
+  if (status === "connected") watchBusy();
+}
+
+// Ask for the busy marks of every session, then list the sessions again (a turn may have
+// begun or ended while the socket was down).
+async function watchBusy() {
+  try {
+    await socket.request("system", { type: "watch_busy" });
+    await loadSessions();
+  } catch (err) {
+    conversation.notice(err.message, "error");
+  }
 }
 
 function onFrame(channel, data) {
   if (channel === "agent" && data.session_id === state.session) agentFrame(data);
   else if (channel === "fs" && data.type === "fs_event") loadFiles();
   else if (channel === "system" && data.type === "error") conversation.notice(data.message, "error");
+  else if (channel === "system" && data.type === "session_busy") markBusy(data.session_id, data.busy);
+}
+
+// A turn began or ended in a session: its mark in the list follows.
+// A session not listed yet (a new one) is listed again, with its mark.
+function markBusy(id, busy) {
+  const li = [...$("sessions").children].find((item) => item.dataset.id === id);
+  if (li) li.classList.toggle("busy", busy);
+  else if (busy) loadSessions();
 }
 
 function agentFrame(frame) {
@@ -91,6 +119,7 @@ async function openSession(id) {
   state.session = id;
   state.seq = stored.seq;
   $("title").textContent = stored.session.title || id;
+  updateControls();
   $("model").value = stored.session.model;
   showTotals(stored.session.usage, stored.session.cost);
   await attach(id, state.seq);
@@ -105,6 +134,7 @@ async function newSession() {
   state.seq = 0;
   $("title").textContent = "New session";
   setBusy(false);
+  showSidebar(false);
   await loadSessions();
 }
 
@@ -141,6 +171,11 @@ async function loadSessions() {
     const li = document.createElement("li");
     li.dataset.id = s.id;
     li.dataset.title = s.title || "";
+    li.classList.toggle("busy", s.busy);
+    const mark = document.createElement("span");
+    mark.className = "busy-mark";
+    mark.title = "A turn is running in this session";
+    mark.setAttribute("aria-label", "busy");
     const name = document.createElement("span");
     name.className = "name";
     name.textContent = s.title || s.id;
@@ -150,8 +185,8 @@ async function loadSessions() {
     remove.textContent = "✕";
     remove.title = "Delete this session";
     remove.addEventListener("click", (e) => { e.stopPropagation(); deleteSession(s.id); });
-    li.append(name, remove);
-    li.addEventListener("click", () => openSession(s.id));
+    li.append(mark, name, remove);
+    li.addEventListener("click", () => { showSidebar(false); openSession(s.id); });
     list.append(li);
   }
   markActive();
@@ -164,6 +199,7 @@ async function deleteSession(id) {
     state.session = null;
     conversation.clear();
     $("title").textContent = "No session";
+    updateControls();
   }
   await loadSessions();
 }
@@ -235,12 +271,33 @@ async function loadFiles() {
   await listFolder(".", $("files"));
 }
 
+// On a narrow screen the sidebar is a panel over the page, shown by the ☰ toggle.
+function showSidebar(shown) {
+  document.body.classList.toggle("sidebar-open", shown);
+  $("sidebar-toggle").setAttribute("aria-expanded", String(shown));
+}
+
+async function findFiles(query) {
+  const found = await socket.request("fs", { type: "find", query });
+  return found.paths;
+}
+
+// Enter sends and Shift+Enter adds a line; a key that finishes an IME composition sends
+// nothing. The @ picker, when open, takes its keys first.
+function promptKey(e, picker) {
+  if (picker.key(e)) return;
+  if (e.key !== "Enter" || e.shiftKey || e.isComposing || e.keyCode === 229) return;
+  e.preventDefault();
+  if (!$("send").disabled) send(e);
+}
+
 async function start() {
   socket.connect();
   $("composer").addEventListener("submit", send);
-  $("prompt").addEventListener("keydown", (e) => {
-    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) send(e);
-  });
+  const picker = new FilePicker($("prompt"), $("picker"), findFiles);
+  $("prompt").addEventListener("keydown", (e) => promptKey(e, picker));
+  $("sidebar-toggle").addEventListener("click", () =>
+    showSidebar(!document.body.classList.contains("sidebar-open")));
   $("cancel").addEventListener("click", () => socket.request("agent", { type: "cancel", session_id: state.session }));
   $("new-session").addEventListener("click", newSession);
   $("compact").addEventListener("click", () => sessionAction("compact"));

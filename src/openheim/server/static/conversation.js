@@ -1,6 +1,8 @@
 // The conversation pane: stored messages, then live events as they stream in (Markdown text,
 // thinking, tool calls with their results and diffs, approval prompts, notices).
 
+import { approvalNode, markResolved } from "./approvals.js";
+import { diffNode } from "./diff.js";
 import { escapeHtml, renderMarkdown } from "./markdown.js";
 
 function el(tag, cls, html) {
@@ -8,15 +10,6 @@ function el(tag, cls, html) {
   if (cls) node.className = cls;
   if (html !== undefined) node.innerHTML = html;
   return node;
-}
-
-function diffHtml(diff) {
-  const old = (diff.old_text || "").split("\n");
-  const now = diff.new_text.split("\n");
-  const lines = [];
-  for (const line of old) if (!now.includes(line)) lines.push(`<span class="del">- ${escapeHtml(line)}</span>`);
-  for (const line of now) if (!old.includes(line)) lines.push(`<span class="add">+ ${escapeHtml(line)}</span>`);
-  return `<pre class="diff">${lines.join("\n")}</pre>`;
 }
 
 export class Conversation {
@@ -89,39 +82,21 @@ export class Conversation {
     if (!node) return;
     node.className = `tool ${event.status}`;
     node.querySelector(".state").textContent = event.status;
-    if (event.diff) node.insertAdjacentHTML("beforeend", diffHtml(event.diff));
+    if (event.diff && event.diff.unified) node.append(diffNode(event.diff.unified));
     else if (event.content) node.append(el("pre", "output", escapeHtml(event.content.slice(0, 4000))));
     this.scroll();
   }
 
   approval(frame) {
     const turn = this.assistant();
-    const reasons = frame.reasons.length ? `<div>${escapeHtml(frame.reasons.join("; "))}</div>` : "";
-    const node = el("div", "approval");
-    node.dataset.approval = frame.approval_id;
-    node.innerHTML = `<div><strong>${escapeHtml(frame.title || frame.tool)}</strong></div>${reasons}` +
-      `<pre>${escapeHtml(JSON.stringify(frame.arguments, null, 2))}</pre>` +
-      (frame.detail ? `<pre class="diff">${escapeHtml(frame.detail)}</pre>` : "") +
-      `<input class="reason" type="text" maxlength="500" placeholder="Reason for the model (when rejecting)">` +
-      `<div class="buttons"></div>`;
-    const reason = node.querySelector("input.reason");
-    for (const choice of frame.choices) {
-      const label = (frame.labels && frame.labels[choice]) || choice;
-      const button = el("button", choice.startsWith("reject") ? "secondary" : "", escapeHtml(label));
-      button.type = "button";
-      button.dataset.choice = choice;
-      button.addEventListener("click", () =>
-        this.onAnswer(frame.approval_id, choice, choice.startsWith("reject") ? reason.value : ""));
-      node.lastChild.append(button);
-    }
-    turn.node.append(node);
+    turn.node.append(approvalNode(frame, this.onAnswer));
     turn.textNode = null;
     this.scroll();
   }
 
   resolved(approvalId, choice) {
     const node = this.root.querySelector(`[data-approval="${approvalId}"]`);
-    if (node) node.querySelector(".buttons").textContent = `Answered: ${choice}`;
+    if (node) markResolved(node, choice);
   }
 
   notice(text, cls = "notice") {
