@@ -9,13 +9,17 @@ from pathlib import Path
 from textual import events
 from textual.pilot import Pilot
 
+from openheim.chat.history import history_for
+from openheim.runtime import SessionOptions
 from openheim.store import open_store
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from openheim.tui.app import ChatApp
 from openheim.tui.items import NoticeItem, WelcomeItem
 from openheim.tui.pickers import Picker
-from tests.tui.conftest import MakeApp
+from tests.providers.test_windows import gguf
+from tests.tui.conftest import MakeApp, load
 from tests.tui.drive import lines, running, send, settle, type_line, wait_for
+from tests.tui.support import configure
 
 
 def stored(home: Path) -> list[tuple[str, int]]:
@@ -213,3 +217,28 @@ async def test_characters_typed_fast_after_at_go_to_the_picker(
         await pilot.press("enter")
         await wait_for(pilot, lambda: not isinstance(app.screen, Picker), "the pick")
         assert app.prompt_input.text == "@main.py "
+
+
+async def test_the_footer_shows_a_local_models_own_context_window(
+    home: Path, work: Path, server: FakeLLMServer, tmp_path: Path
+) -> None:
+    model = gguf(tmp_path / "small.gguf", 8192)
+    mine = f'kind = "llama_cpp"\ndefault_model = "small"\nmodel_path = "{model}"'
+    configure(home, server, extra=f"[providers.mine]\n{mine}")
+    settings = load(home, work, approval="auto", work_dir=str(work), provider="mine")
+    app = ChatApp(settings, SessionOptions(), history_for(home))
+    async with running(app):
+        assert "0 / 8.2k ctx" in app.status_bar.line()
+
+
+async def test_switching_away_from_an_empty_session_keeps_nothing(
+    make_app: MakeApp, home: Path
+) -> None:
+    (home / "skills").mkdir()
+    (home / "skills" / "review.md").write_text('+++\ndescription = "Review code"\n+++\nLook.\n')
+    app = make_app()
+    async with running(app) as pilot:
+        await send(pilot, app, ":skill review")
+        assert app.chat.options.skills == ("review",) and app.chat.session.id is not None
+        await quit_app(pilot, app)
+    assert stored(home) == []
