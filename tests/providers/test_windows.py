@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import struct
+from pathlib import Path
 
 import pytest
 
@@ -55,3 +57,48 @@ def test_the_requested_model_replaces_the_configured_one() -> None:
     settings = dataclasses.replace(BASE, model="gpt-4.1")
     assert context_window(settings, "gpt-3.5-turbo") == 16_385
     assert context_window(settings) == 1_047_576
+
+
+def gguf(path: Path, context: int) -> Path:
+    """A GGUF header that says its architecture and trained context (no tensors)."""
+
+    def text(value: str) -> bytes:
+        return struct.pack("<Q", len(value)) + value.encode()
+
+    entries = [
+        text("general.architecture") + struct.pack("<I", 8) + text("llama"),
+        text("llama.context_length") + struct.pack("<II", 4, context),
+    ]
+    path.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, len(entries)) + b"".join(entries))
+    return path
+
+
+@pytest.mark.parametrize("kind", ["llama_cpp", "llama_server"])
+def test_a_local_model_without_n_ctx_has_the_context_its_file_says(
+    tmp_path: Path, kind: str
+) -> None:
+    model = gguf(tmp_path / "small.gguf", 8192)
+    assert window(kind=kind, model="small", model_path=str(model)) == 8192
+
+
+def test_a_local_model_found_by_name_in_the_models_folder(tmp_path: Path) -> None:
+    (tmp_path / "models").mkdir()
+    gguf(tmp_path / "models" / "tiny-Q8_0.gguf", 4096)
+    assert window(kind="llama_cpp", model="tiny", data_dir=tmp_path) == 4096
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("missing.gguf", None),  # no such file
+        ("broken.gguf", b"GGUF\x03"),  # a header cut short
+        ("other.gguf", b"not a model"),  # no GGUF file at all
+    ],
+)
+def test_an_unreadable_local_model_falls_back_to_the_default(
+    tmp_path: Path, name: str, content: bytes | None
+) -> None:
+    if content is not None:
+        (tmp_path / name).write_bytes(content)
+    path = str(tmp_path / name)
+    assert window(kind="llama_cpp", model_path=path, data_dir=tmp_path) == DEFAULT_CONTEXT_WINDOW

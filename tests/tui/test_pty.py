@@ -1,6 +1,7 @@
 """End to end: the real ``openheim`` in a pseudo-terminal, its screen read through pyte: a
 prompt typed, the streamed answer seen, then Ctrl+C twice quits with the terminal restored;
-SIGTERM does the same."""
+SIGTERM does the same; Ctrl+C clears a draft first, and quitting names the session to resume
+(only one with messages)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from openheim.store import open_store
 from openheim.testing import FakeLLMServer, FakeReply
 from tests.tui.pty_screen import PtyScreen
 from tests.tui.support import child_env, configure
@@ -98,3 +100,52 @@ def test_the_plain_repl_on_a_terminal(home: Path, work: Path, server: FakeLLMSer
     finally:
         term.close()
     assert ALT_SCREEN_OFF not in term.raw  # no UI: the REPL never took the screen
+
+
+def test_ctrl_c_clears_a_draft_and_quitting_names_the_session_to_resume(
+    home: Path, work: Path, server: FakeLLMServer
+) -> None:
+    server.add("hello back")
+    term = start(home, work, server, "chat")
+    try:
+        term.wait_for("/help lists the commands")  # the welcome line
+        term.type("hi\r")
+        term.wait_for("hello back")
+        term.wait_gone("tok/s")
+        term.type("a draft to drop")
+        term.wait_for("a draft to drop")
+        term.type("\x03")
+        term.wait_gone("a draft to drop")  # cleared, and the UI goes on
+        assert "again to quit" not in term.text()
+        term.type("\x03")
+        term.wait_for("press Ctrl+C again to quit")
+        term.type("\x03")
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+    store = open_store(home)
+    try:
+        (record,) = store.list()
+    finally:
+        store.close()
+    after = term.raw.rpartition(ALT_SCREEN_OFF)[2].decode(errors="replace")
+    assert f"resume this session with: openheim chat --session {record.id}" in after
+
+
+def test_quitting_a_session_with_nothing_said_stores_nothing(
+    home: Path, work: Path, server: FakeLLMServer
+) -> None:
+    term = start(home, work, server, "chat")
+    try:
+        term.wait_for("/help lists the commands")
+        term.type(":quit\r")
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+    after = term.raw.rpartition(ALT_SCREEN_OFF)[2].decode(errors="replace")
+    assert "resume" not in after
+    store = open_store(home)
+    try:
+        assert store.list() == []
+    finally:
+        store.close()

@@ -62,6 +62,17 @@ def context_text(chat: Chat, last: Usage | None) -> str:
     return f"{tokens(used)} / {tokens(window)} ctx" if window else f"{tokens(used)} ctx"
 
 
+def welcome_text(chat: Chat) -> str:
+    """The line a chat opens with: the model, the work folder, and how to get help."""
+    work = chat.settings.work_dir
+    home = Path.home()
+    shown = f"~/{work.relative_to(home)}" if work.is_relative_to(home) and work != home else work
+    return (
+        f"openheim · {chat.provider}/{chat.session.model} · work folder {shown} · "
+        "/help lists the commands · @ attaches a file · Ctrl+C cancels"
+    )
+
+
 def cost_text(chat: Chat) -> str:
     """The session's tokens and cost so far."""
     meter = chat.session.agent.meter
@@ -86,10 +97,11 @@ async def memory_text(settings: Settings, query: str, limit: int = 20) -> str:
 
 
 def sessions_of(settings: Settings, limit: int = 50) -> list[SessionRecord]:
-    """The latest stored sessions, newest first."""
+    """The latest stored sessions that hold messages, newest first (a session open with
+    nothing said yet has nothing to restore)."""
     store = open_store(settings.data_dir)
     try:
-        return store.list(limit=limit)
+        return [record for record in store.list(limit=limit) if record.message_count]
     finally:
         store.close()
 

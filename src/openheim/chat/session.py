@@ -13,7 +13,7 @@ import dataclasses
 from openheim.approval import Resolver
 from openheim.config.load import Settings
 from openheim.config.providers import provider_entries
-from openheim.errors import ConfigError
+from openheim.errors import ConfigError, SessionBusy, SessionNotFound, StoreError
 from openheim.messages import Message
 from openheim.redaction.secrets import SecretPolicy
 from openheim.runtime import (
@@ -93,10 +93,28 @@ class Chat:
         _, self._session = await self._host.open(CHAT, self.options, resolver=self.resolver)
         return self._session
 
-    async def close(self) -> None:
-        """Close the session (a running prompt is cancelled; its lease is released)."""
+    async def close(self) -> str | None:
+        """Close the session (a running prompt is cancelled; its lease is released); the id of
+        the stored session left to resume. One closed with no message is removed from the
+        store: there is nothing in it to resume, and it would crowd the session list."""
+        session_id = self._session.id if self._session is not None else None
         self._session = None
         await self._host.close(CHAT)
+        return None if session_id is None else self._kept(session_id)
+
+    def _kept(self, session_id: str) -> str | None:
+        """``session_id`` when it holds messages; else None, and it is removed (unless
+        another process holds it now)."""
+        store = open_store(self.settings.data_dir)
+        try:
+            if store.get(session_id).message_count:
+                return session_id
+            store.delete(session_id)
+        except (SessionNotFound, SessionBusy, StoreError):
+            pass  # gone already, or another process took it up: leave it be
+        finally:
+            store.close()
+        return None
 
     async def new(self) -> Session:
         """A new session with the same model and startup skills; approvals start afresh."""
@@ -142,9 +160,9 @@ class Chat:
         await self._reopen(dataclasses.replace(self.options, skills=(*self.options.skills, name)))
 
     async def _reopen(self, options: SessionOptions) -> None:
-        """Close the session and resume it with ``options`` (a new one if it is not stored)."""
-        resume = self.session.id
-        await self.close()
+        """Close the session and resume it with ``options`` (a new one if it is not stored or
+        was empty)."""
+        resume = await self.close()  # None when it was empty: a new one then
         self.options = dataclasses.replace(options, resume=resume, continue_latest=False)
         await self.open()
 

@@ -1,10 +1,12 @@
 """``ChatApp``: the Textual chat. The conversation view above, the input box and the footer
 below; every turn is a worker that reads the session's events into the view.
 
-Keys: Ctrl+C cancels the running turn (the history stays valid), a second Ctrl+C within
-``DOUBLE_PRESS`` seconds quits and the footer says so; PgUp/PgDn, the mouse wheel and
-``j``/``k`` (in the conversation) scroll; Esc closes overlays. Quitting, SIGTERM or a crash
-close the session (its lease is released) and Textual restores the terminal.
+A welcome line opens the conversation (model, work folder, how to get help). Keys: Ctrl+C
+clears a draft when no turn runs, else cancels the running turn (the history stays valid); a
+second Ctrl+C within ``DOUBLE_PRESS`` seconds quits and the footer says so; PgUp/PgDn, the
+mouse wheel and ``j``/``k`` (in the conversation) scroll; Esc closes overlays. Quitting,
+SIGTERM or a crash close the session (its lease is released) and Textual restores the
+terminal; a session with messages is then named with the command that resumes it.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from openheim.redaction.secrets import redact
 from openheim.runtime import commands
 from openheim.term import exit_codes
 from openheim.tui.approval import QueueResolver
+from openheim.tui.items import WelcomeItem
+from openheim.tui.palette import Palette, entries_of
 from openheim.tui.pickers import Picker
 from openheim.tui.prompt_input import PromptInput
 from openheim.tui.status import StatusBar
@@ -40,9 +44,10 @@ DOUBLE_PRESS = 2.0
 CSS = """
 #conversation { height: 1fr; padding: 0 1; }
 #input { height: auto; max-height: 10; border: tall $accent; }
+#palette { height: auto; max-height: 12; border: none; background: $panel; padding: 0 1; }
 #status { height: 1; background: $panel; color: $text-muted; padding: 0 1; }
 .user { color: $accent; text-style: bold; margin-top: 1; }
-.notice { color: $text-muted; }
+.notice, .welcome { color: $text-muted; }
 .notice.warning, .notice.retry { color: $warning; }
 .notice.error, .notice.stop { color: $error; }
 .output { color: $text; margin: 0 0 1 0; }
@@ -89,12 +94,16 @@ class ChatApp(App[int]):
         self.conversation = Conversation()
         self.status_bar = StatusBar()
         self.prompt_input = PromptInput(history, self._complete)
+        self.palette = Palette()
+        self.prompt_input.palette = self.palette
         self.turn: Worker[None] | None = None
         self._last_interrupt = -DOUBLE_PRESS
         self._files: list[str] | None = None
         self._chat_closed = False
         self.failure: str | None = None
         """Why the session could not open (printed once the terminal is restored)."""
+        self.resume_id: str | None = None
+        """The stored session with messages the chat left (named once the terminal is back)."""
         if settings.theme and settings.theme in self.available_themes:
             self.theme = settings.theme
 
@@ -112,6 +121,7 @@ class ChatApp(App[int]):
 
     def compose(self) -> ComposeResult:
         yield self.conversation
+        yield self.palette
         yield self.prompt_input
         yield self.status_bar
 
@@ -135,8 +145,12 @@ class ChatApp(App[int]):
             self.failure = f"openheim: error: {redact(str(err))}"
             self.exit(code, return_code=code, message=self.failure)
             return
+        from openheim.chat.info import welcome_text
+
+        await self.conversation.add(WelcomeItem(welcome_text(self._chat)))
         for notice in session.notices:
             await self.conversation.show(notice)
+        self.palette.entries = entries_of(self._chat)
         self.update_status()
         if self.first:
             self.submit(self.first)
@@ -204,8 +218,13 @@ class ChatApp(App[int]):
             self.update_status()
 
     def action_interrupt(self) -> None:
-        """Ctrl+C: cancel the running turn; a second press within 2 s quits."""
+        """Ctrl+C: with no turn running, clear the draft if there is one; else cancel the
+        running turn; a second press within 2 s quits."""
         now = time.monotonic()
+        if not self.busy and self.prompt_input.text:
+            self.prompt_input.load_text("")
+            self._last_interrupt = -DOUBLE_PRESS  # a press to clear never counts towards quit
+            return
         if now - self._last_interrupt < DOUBLE_PRESS:
             self.request_quit()
             return
@@ -234,7 +253,7 @@ class ChatApp(App[int]):
         """Close the session once, whichever way the app ends."""
         if not self._chat_closed and self._chat is not None:
             self._chat_closed = True
-            await self._chat.close()
+            self.resume_id = await self._chat.close()
 
     async def on_unmount(self) -> None:
         """The app ends without ``action_quit`` (a crash): close the session all the same."""
@@ -285,11 +304,21 @@ class ChatApp(App[int]):
     def on_prompt_input_mention_started(self, message: PromptInput.MentionStarted) -> None:
         self.run_worker(self._pick_file(), group="picker")
 
+    def on_palette_picked(self, message: Palette.Picked) -> None:
+        self.prompt_input.use_command(message.name)
+        self.prompt_input.focus()
+
     async def _pick_file(self) -> None:
         if not self.ready:
+            self.prompt_input.end_mention()
             return
         choices = [(path, path) for path in self.files()]
-        picked = await self.push_screen_wait(Picker("attach a file", choices))
+        picker = Picker("attach a file", choices)
+        self.prompt_input.mention_to(picker.type_text)
+        try:
+            picked = await self.push_screen_wait(picker)
+        finally:
+            self.prompt_input.end_mention()
         if picked is not None:
             self.prompt_input.insert_mention(picked)
         self.prompt_input.focus()
@@ -299,4 +328,6 @@ def run_app(settings: Settings, options: Callable[[], SessionOptions], first: st
     """Run the chat UI in this terminal until it quits; its exit code."""
     app = ChatApp(settings, options, history_for(settings.data_dir), first)
     app.run()
+    if app.resume_id is not None:
+        print(f"resume this session with: openheim chat --session {app.resume_id}")
     return app.return_code or 0

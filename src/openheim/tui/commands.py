@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 KEYS = """keys:
   Enter send · Shift+Enter / Ctrl+J newline · Ctrl+U clear · Up/Down history · Tab complete
-  @ attach a file · Ctrl+C cancel the turn, twice quit · Ctrl+Q quit
+  / command palette (Up/Down, Tab or Enter complete) · @ attach a file
+  Ctrl+C clear the draft, else cancel the turn, twice quit · Ctrl+Q quit
   PgUp/PgDn, wheel, j/k (in the conversation) scroll · Esc close an overlay"""
 
 
@@ -98,9 +99,12 @@ async def _pick_session(app: ChatApp) -> Outcome | None:
 
 
 async def _pick_model(app: ChatApp) -> Outcome | None:
+    """The models to pick from, the current one marked and highlighted."""
     pairs = info.model_choices(app.chat.settings)
-    choices = [(f"{p}/{m}", f"{p}/{m}") for p, m in pairs]
-    picked = await app.push_screen_wait(Picker("model", choices))
+    current = f"{app.chat.provider}/{app.chat.session.model}"
+    values = [f"{p}/{m}" for p, m in pairs]
+    choices = [(v, f"● {v} (current)" if v == current else f"  {v}") for v in values]
+    picked = await app.push_screen_wait(Picker("model", choices, selected=current))
     if picked is None:
         return Outcome()
     return await execute(app.chat, _invoke("models", picked), "tui")

@@ -289,3 +289,11 @@ def result_parts(result: ToolResult) -> list[Static]:
         diff = redact(diff_text(result.diff))
         parts.append(Static(Syntax(diff, "diff", word_wrap=True), classes="diff"))
     return parts
+
+
+class WelcomeItem(Static):
+    """The line the conversation opens with: model, work folder and how to get help (no
+    notice: nothing happened)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(Text(redact(text)), classes="welcome")

@@ -1,5 +1,6 @@
 """A picker: a filter line over a list, fuzzy-matched as one types; Enter picks, Esc closes.
-Sessions, models, themes and files are picked with it."""
+Sessions, models, themes and files are picked with it. It may open on a chosen entry (the
+current model) and take text typed before it was up (``type_text``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Sequence
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.css.query import NoMatches
 from textual.markup import escape
 from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
@@ -21,17 +23,38 @@ class Picker(ModalScreen[str | None]):
 
     BINDINGS = [Binding("escape", "close", "close"), Binding("down", "down", show=False)]
 
-    def __init__(self, title: str, choices: Sequence[tuple[str, str]]) -> None:
+    def __init__(
+        self, title: str, choices: Sequence[tuple[str, str]], selected: str | None = None
+    ) -> None:
+        """``selected``: the value highlighted when the picker opens (default: the first)."""
         super().__init__(classes="picker")
         self.heading = title
         self.choices = list(choices)
+        self.selected = selected
+        self.query_text = ""
+        """What was typed for the filter before the picker was composed."""
         self._labels = {label: value for value, label in self.choices}
 
     def compose(self) -> ComposeResult:
         with Vertical(id="picker-box"):
             yield Static(self.heading, id="picker-title")
-            yield Input(placeholder="type to filter", id="picker-filter")
-            yield OptionList(*self._options(""), id="picker-list")
+            yield Input(self.query_text, placeholder="type to filter", id="picker-filter")
+            yield OptionList(*self._options(self.query_text), id="picker-list")
+
+    def on_mount(self) -> None:
+        listing = self.query_one(OptionList)
+        values = [option.id for option in listing.options]
+        if not self.query_text and self.selected in values:
+            listing.highlighted = values.index(self.selected)
+
+    def type_text(self, text: str) -> None:
+        """Add ``text`` to the filter, as if typed there."""
+        try:
+            field = self.query_one(Input)
+        except NoMatches:  # not composed yet: the filter starts with it
+            self.query_text += text
+            return
+        field.insert_text_at_cursor(text)
 
     def _options(self, query: str) -> list[Option]:
         labels = fuzzy(query, [label for _, label in self.choices], limit=200)

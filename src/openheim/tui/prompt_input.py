@@ -1,7 +1,8 @@
 """The input box: Enter sends; Shift+Enter or Ctrl+J inserts a newline (bracketed paste
 inserts multi-line text as it is); Ctrl+U clears; Up/Down on the first/last line walk the
-input history; Tab completes commands, skill names and ``@`` paths; typing ``@`` opens the
-file picker."""
+input history; Tab completes commands, skill names and ``@`` paths; ``/`` at the start opens
+the command palette, whose keys come first while it is open; typing ``@`` opens the file
+picker, and what is typed before the picker is up goes to it, not into the input."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from textual.message import Message
 from textual.widgets import TextArea
 
 from openheim.chat.history import InputHistory
+from openheim.tui import palette
 
 
 class PromptInput(TextArea):
@@ -30,19 +32,32 @@ class PromptInput(TextArea):
         super().__init__(id="input", soft_wrap=True, show_line_numbers=False, compact=True)
         self.inputs = history
         self.complete = complete
+        self.palette: palette.Palette | None = None
+        self._mention: list[str] | None = None
+        """Characters typed after ``@`` before the file picker took them (None: no picker)."""
+        self._mention_sink: Callable[[str], None] | None = None
 
     async def _on_key(self, event: events.Key) -> None:
-        handled = self._handle(event.key, event.character)
+        mention = self._mention is not None and event.is_printable and bool(event.character)
+        handled = self._to_mention(event.character or "") if mention else self._handle(event.key)
         if handled:
             event.prevent_default()
             event.stop()
             return
         await super()._on_key(event)
         if event.character == "@":
+            self._mention = []
             self.post_message(self.MentionStarted())
 
-    def _handle(self, key: str, character: str | None) -> bool:
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        if self.palette is not None:
+            self.palette.filter(self.text)
+
+    def _handle(self, key: str) -> bool:
         """Do what ``key`` means here; False leaves it to the text area."""
+        shown = self.palette
+        if shown is not None and shown.open and key in palette.KEYS and self._palette_key(key):
+            return True
         if key == "enter":
             text = self.text
             if text.strip():
@@ -64,6 +79,49 @@ class PromptInput(TextArea):
             self._complete()
             return True
         return False
+
+    def _palette_key(self, key: str) -> bool:
+        """Up/Down move in the palette, Esc closes it, Tab and Enter complete its entry
+        (Enter on a command typed out in full sends it: False)."""
+        assert self.palette is not None
+        if key in ("up", "down"):
+            self.palette.move(-1 if key == "up" else 1)
+            return True
+        if key == "escape":
+            self.palette.close()
+            return True
+        name = self.palette.chosen()
+        if name is None or (key == "enter" and self.text.strip().lower() == f"/{name}"):
+            return False
+        self.use_command(name)
+        return True
+
+    def use_command(self, name: str) -> None:
+        """``/name `` in the input, ready for its argument."""
+        self.load_text(f"/{name} ")
+        self.move_cursor(self.document.end)
+
+    def mention_to(self, sink: Callable[[str], None]) -> None:
+        """The file picker is up: what was typed after ``@`` goes to ``sink``, and so does
+        anything typed before the picker has the keyboard."""
+        if self._mention:
+            sink("".join(self._mention))
+        self._mention = []
+        self._mention_sink = sink
+
+    def end_mention(self) -> None:
+        """The picker is closed (or never opened: what was typed lands in the input)."""
+        left = "".join(self._mention or []) if self._mention_sink is None else ""
+        self._mention, self._mention_sink = None, None
+        if left:
+            self.insert(left)
+
+    def _to_mention(self, character: str) -> bool:
+        if self._mention_sink is not None:
+            self._mention_sink(character)
+        elif self._mention is not None:
+            self._mention.append(character)
+        return True
 
     def _recall(self, text: str | None) -> bool:
         if text is not None:

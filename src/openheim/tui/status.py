@@ -1,6 +1,7 @@
 """The footer: provider/model, context used against the window, the session's tokens and
-cost, a busy indicator with tokens per second while an answer streams, and hints such as
-"press Ctrl+C again to quit"."""
+cost (from its usage meter, when the model's prices are known), a busy indicator with the
+turn's elapsed time and tokens per second while it runs (redrawn four times a second), and
+hints such as "press Ctrl+C again to quit"."""
 
 from __future__ import annotations
 
@@ -61,10 +62,19 @@ class StatusBar(Static):
             parts.append(f"${self.cost:.4f}")
         if self.busy_since is not None:
             spin = SPINNER[self._frame % len(SPINNER)]
-            parts.append(f"{spin} {self.rate():.0f} tok/s")
+            elapsed = elapsed_text(time.monotonic() - self.busy_since)
+            parts.append(f"{spin} {elapsed} · {self.rate():.0f} tok/s")
         if self.hint:
             parts.append(self.hint)
         return " · ".join(p for p in parts if p)
 
     def refresh_line(self) -> None:
         self.update(Text(self.line()))
+
+
+def elapsed_text(seconds: float) -> str:
+    """``7s``, ``2m 05s``: how long a turn has run, in whole seconds."""
+    whole = int(max(seconds, 0))
+    if whole < 60:
+        return f"{whole}s"
+    return f"{whole // 60}m {whole % 60:02d}s"
