@@ -27,7 +27,7 @@ from openheim.gateway.ratelimit import RateLimiter
 from openheim.gateway.state import Conversation, GatewayState
 from openheim.gateway.turn import TurnResult, run_turn
 from openheim.redaction.secrets import redact
-from openheim.runtime import Runtime, SessionHost, approvals, commands, prompt_commands
+from openheim.runtime import Runtime, SessionHost, commands, prompt_commands
 
 log = logging.getLogger(__name__)
 
@@ -303,8 +303,8 @@ class Gateway:
             text = "Stopped."
         else:
             text = result.text or f"(no answer: {result.stop_reason})"
-        warning = approvals.closing_warning(result.denied)
-        await self._queue_reply(message, f"{text}\n\n({warning})" if warning else text)
+        closing = "\n".join(result.closing)
+        await self._queue_reply(message, f"{text}\n\n{closing}" if closing else text)
 
     async def _run(self, message: Inbound, text: str, cancel: asyncio.Event) -> TurnResult:
         """Prompt ``text`` (``message``'s, a skill or template expanded) in its conversation."""
