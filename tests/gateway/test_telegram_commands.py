@@ -71,7 +71,8 @@ async def test_help_new_and_model(
     assert [s.text for s in sent[1:]] == [
         "first",
         "Started a new conversation.",
-        "Unknown model 'gpt-9'. Available: fake-model, fake-small.",
+        "unknown model 'gpt-9' for provider 'fake' (known: fake-model, fake-small) "
+        "(pick one of those, or add it to models in [gateway])",
         "Model set to fake-small.",
         "fresh",
     ]
