@@ -1,6 +1,6 @@
 """The approval vocabulary: each choice's decision and the reason the model is told, what a
-person may type, the plain title, redacted arguments and the diff, the headless refusal and the
-closing warning."""
+person may type, the plain title, redacted arguments and the diff, and the closing warning (the
+headless refusal: ``tests/runtime/test_headless.py``)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from openheim.runtime.approvals import (
     answer,
     choice_named,
     closing_warning,
-    headless_refusal,
     question,
     title,
     typed_answer,
@@ -174,15 +173,6 @@ def test_a_staged_changes_detail_is_its_diff() -> None:
 def test_long_arguments_are_cut() -> None:
     asked = question(write(content="x" * 10_000), Ask())
     assert len(asked.arguments) < 4100 and asked.arguments.endswith("…")
-
-
-async def test_the_headless_refusal_says_why_and_where() -> None:
-    refused = await headless_refusal("the chat gateway")(write(), Ask(JARGON))
-    assert isinstance(refused, Deny) and not refused.always
-    assert refused.reason == (
-        f"write_file needs approval ({JARGON}) and there is no one to ask in this session "
-        "(the chat gateway runs headless: no one to ask)"
-    )
 
 
 @pytest.mark.parametrize(

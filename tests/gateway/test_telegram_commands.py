@@ -23,12 +23,16 @@ async def test_a_tool_call_that_would_ask_is_denied(
             await fake.message(ANN, "write a file")
             sent = await fake.wait_sent(1)
         result = llm.requests[1].last_tool_result
+    rule = "openheim permissions add 'allow path \"owned.txt\"'"
     assert sent[0].text == (
         "I was not allowed.\n\n"
-        "(1 tool call was denied; the answer above may describe work that was refused)"
+        "1 tool call needed approval and no one could be asked. To let such calls run: run "
+        'openheim in a terminal to be asked or set approval = "auto" in [gateway], or add this '
+        f"rule:\n  {rule}\n"
+        "1 tool call was denied; the answer above may describe work that was refused"
     )
     assert not (work / "owned.txt").exists()
-    assert result is not None and "the chat gateway runs headless: no one to ask" in result
+    assert result is not None and "there is no one to ask in this session" in result
 
 
 async def test_a_call_an_allow_rule_covers_runs(
@@ -67,7 +71,8 @@ async def test_help_new_and_model(
     assert [s.text for s in sent[1:]] == [
         "first",
         "Started a new conversation.",
-        "Unknown model 'gpt-9'. Available: fake-model, fake-small.",
+        "unknown model 'gpt-9' for provider 'fake' (known: fake-model, fake-small) "
+        "(pick one of those, or add it to models in [gateway])",
         "Model set to fake-small.",
         "fresh",
     ]

@@ -156,7 +156,7 @@ async def test_reject_always_with_a_reason_is_told_and_flagged(
     assert "will reject calls like it" in told(fake, 1)
     assert "saying: write notes.md instead" in told(fake, 1)
     assert text_of(result).endswith(
-        "[2 tool calls were denied; the answer above may describe work that was refused]"
+        "]\n2 tool calls were denied; the answer above may describe work that was refused"
     )
 
 

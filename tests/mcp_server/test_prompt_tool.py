@@ -164,8 +164,8 @@ async def test_a_call_the_policy_asks_about_is_refused_headless(
         )
     assert text_of(result).startswith("could not write")
     assert not (work / "a.txt").exists()
-    told = [m for m in fake.requests[1].messages if m.get("role") == "tool"]
-    assert "no one to ask" in told[0]["content"] and "mcp serve" in told[0]["content"]
+    told = [m["content"] for m in fake.requests[1].messages if m.get("role") == "tool"]
+    assert "no one to ask" in told[0] and "openheim permissions add" in told[0]
     assert seen == ["model call 1", "tool write_file", "model call 2"]
 
 

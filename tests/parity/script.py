@@ -48,13 +48,17 @@ LINK = "it is a hard link (2 names)"
 ATTACHED = f'read @notes.txt\n\n<file path="notes.txt">\nthe word is {SECRET_WORD}\n</file>'
 """The prompt ``read @notes.txt`` sends (``runtime.attach``)."""
 
+UNLISTED = "unknown model 'fake-huge' for provider 'fake' (known: "
+"""How the refusal of a switch to a model not offered starts on every surface
+(``runtime.models``); the list of every offered model follows (the one in use first)."""
+
 STEPS: tuple[Step, ...] = (
     Step("skill", (TYPED[0],), ("sent", SENT[0])),
     Step("template", (TYPED[1],), ("sent", SENT[1])),
     Step("mention", ("read @notes.txt",), ("sent", ATTACHED)),
     Step("hard-link", ("read @linked.txt",), ("refused", f"refused to attach @linked.txt: {LINK}")),
     Step("listed model", ("/models fake-large", "hi"), ("model", "fake-large")),
-    Step("unlisted model", ("/models fake-huge",), ("refused", "unknown model 'fake-huge'")),
+    Step("unlisted model", ("/models fake-huge",), ("refused", UNLISTED)),
     Step("refused write", (WRITE,), ("denied", "rejected by the person asked")),
 )
 """The script, in the order every surface runs it."""

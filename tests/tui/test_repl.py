@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import IO
 
+import pytest
+
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from openheim.testing.fake_replies import RecordedRequest
 from tests.prompt_commands import SENT, TYPED, install
@@ -245,15 +247,39 @@ def test_skill_and_template_commands_reach_the_model_expanded(home: Path, work: 
     assert [r.body["messages"][-1]["content"] for r in server.requests] == list(SENT)
 
 
-def test_a_refused_write_ends_with_the_closing_warning(home: Path, work: Path) -> None:
+def test_a_refused_write_ends_with_the_closing_lines_of_run(home: Path, work: Path) -> None:
+    """As ``openheim run`` prints them: how to let the call run, then the warning; a later
+    answer with nothing denied adds none."""
     call = FakeToolCall("write_file", {"path": "out.txt", "content": "x\n"})
-    with FakeLLMServer([FakeReply(tool_calls=[call]), "I wrote out.txt"]) as server:
+    replies: list[FakeReply | str] = [FakeReply(tool_calls=[call]), "I wrote out.txt", "noted"]
+    with FakeLLMServer(replies) as server:
         configure(home, server)
-        done = chat(home, work, "write out.txt\n")
+        done = chat(home, work, "write out.txt\nthanks\n")
     assert done.returncode == 0, done.stderr
     assert not (work / "out.txt").exists()
-    assert "I wrote out.txt" in done.stdout
-    warning = "1 tool call was denied; the answer above may describe work that was refused"
-    assert done.stderr.splitlines()[-1] == f"openheim: {warning}"
+    assert done.stdout.splitlines()[-2:] == ["I wrote out.txt", "noted"]
+    rule = "openheim permissions add 'allow path \"out.txt\"'"
+    assert done.stderr.splitlines()[-3:] == [
+        "openheim: 1 tool call needed approval and no one could be asked. To let such calls "
+        "run: run openheim in a terminal to be asked or pass --approve auto, or add this rule:",
+        f"  {rule}",
+        "openheim: 1 tool call was denied; the answer above may describe work that was refused",
+    ]
     told = next(m for m in server.requests[1].messages if m.get("role") == "tool")["content"]
-    assert "no one to ask" in told and "openheim permissions add" in told
+    assert "no one to ask" in told and rule in told
+
+
+@pytest.mark.parametrize(
+    ("flags", "shown"), [pytest.param((), False, id="default"), (("--tool-output",), True)]
+)
+def test_tool_output_writes_each_result_under_its_line(
+    home: Path, work: Path, flags: tuple[str, ...], shown: bool
+) -> None:
+    (work / "notes.txt").write_text("the word is pineapple\n")
+    call = FakeToolCall("read_file", {"path": "notes.txt"})
+    with FakeLLMServer([FakeReply(tool_calls=[call]), "read it"]) as server:
+        configure(home, server)
+        done = chat(home, work, "read notes.txt\n", *flags)
+    assert done.returncode == 0, done.stderr
+    assert "  ✓ read_file: completed" in done.stderr
+    assert ("    the word is pineapple" in done.stderr.splitlines()) is shown

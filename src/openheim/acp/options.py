@@ -51,11 +51,9 @@ def set_model(settings: Settings, session: Session, model: str) -> None:
     invalid params, with the models it does."""
     try:
         models.switch_model(settings, session, model)
-    except ConfigError:
+    except ConfigError as err:
         known = models.session_models(settings, session)
-        raise RequestError.invalid_params(
-            {"reason": f"unknown model {model[:80]!r}", "models": known}
-        ) from None
+        raise RequestError.invalid_params({"reason": str(err), "models": known}) from None
 
 
 def config_options(

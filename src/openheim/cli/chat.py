@@ -29,7 +29,7 @@ def chat_command(args: argparse.Namespace) -> int:
     options = functools.partial(session_options, args)
     first = " ".join(args.prompt) or None
     if args.no_tui or not (sys.stdin.isatty() and sys.stdout.isatty()):
-        return asyncio.run(_repl(settings, options(), first))
+        return asyncio.run(_repl(settings, options(), first, tool_output=args.tool_output))
     try:
         from openheim.tui.app import run_app
     except ImportError:
@@ -54,23 +54,32 @@ def session_options(args: argparse.Namespace) -> SessionOptions:
     )
 
 
-async def _repl(settings: Settings, options: SessionOptions, first: str | None) -> int:
-    from openheim.approval import Resolver
+async def _repl(
+    settings: Settings, options: SessionOptions, first: str | None, *, tool_output: bool
+) -> int:
+    """The plain REPL; with no controlling terminal to ask on, calls needing approval are
+    refused (``runtime.headless``), and each answer after one ends with how to let it run."""
     from openheim.chat.history import history_for
     from openheim.chat.session import Chat
-    from openheim.cli.refusal import HeadlessRefusals
     from openheim.repl.app import Repl
+    from openheim.runtime import headless
     from openheim.term.approve import TerminalResolver, open_terminal
 
     terminal = open_terminal()
     cancel = asyncio.Event()
-    resolver: Resolver = (
-        TerminalResolver(terminal, cancel) if terminal is not None else HeadlessRefusals()
-    )
+    refusals = headless.HeadlessRefusals()  # counts nothing when a terminal answers
+    resolver = TerminalResolver(terminal, cancel) if terminal is not None else refusals
     try:
         chat = Chat(settings, options, resolver)
+        history = history_for(settings.data_dir)
         repl = Repl(
-            chat, sys.stdin.fileno(), sys.stdout, sys.stderr, history_for(settings.data_dir)
+            chat,
+            sys.stdin.fileno(),
+            sys.stdout,
+            sys.stderr,
+            history,
+            tool_output=tool_output,
+            refusals=refusals,
         )
         return await repl.run(first)
     finally:

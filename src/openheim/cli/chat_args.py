@@ -18,6 +18,11 @@ def add_chat_arguments(chat: argparse.ArgumentParser) -> None:
     chat.add_argument("--work-dir", help="directory the agent may touch (default: cwd)")
     chat.add_argument("--approve", choices=["ask", "auto", "deny"], help="approval mode")
     chat.add_argument("--no-tui", action="store_true", help="a plain line REPL instead of the UI")
+    chat.add_argument(
+        "--tool-output",
+        action="store_true",
+        help="plain REPL: also write tool results on stderr (the UI shows them in tool items)",
+    )
 
 
 def add_resume_flags(which: argparse._MutuallyExclusiveGroup) -> None:

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any, cast
 
 from openheim.cli.prompts import run_prompt
-from openheim.cli.refusal import HeadlessRefusals, summary
 from openheim.cli.settings import settings_from_flags
 from openheim.cli.stop import SignalStop
 from openheim.config.load import Settings
@@ -19,7 +18,7 @@ from openheim.errors import ConfigError, OpenheimError
 from openheim.events import Finished
 from openheim.providers.base import NamedTool, ToolChoice
 from openheim.redaction.secrets import SecretPolicy, redact
-from openheim.runtime import PromptRun, Runtime, Session, SessionOptions, policy
+from openheim.runtime import PromptRun, Runtime, Session, SessionOptions, headless, policy
 from openheim.term import exit_codes
 from openheim.term.approve import TerminalResolver, open_terminal
 from openheim.term.render import JsonRenderer, TextRenderer
@@ -116,7 +115,7 @@ async def _run(
     )
     cancel = asyncio.Event()
     terminal = open_terminal()
-    refusals = HeadlessRefusals() if terminal is None else None
+    refusals = headless.HeadlessRefusals()  # counts nothing when a terminal answers
     resolver = TerminalResolver(terminal, cancel) if terminal is not None else refusals
     opened = False
     with SignalStop(cancel) as stop:
@@ -131,7 +130,7 @@ async def _run(
                         render(event)
                         if isinstance(event, Finished):
                             _remember(settings, session, mode.remember)
-                            lines = summary(event.denied, refusals)
+                            lines = refusals.closing(event.denied, "openheim: ")
                             sys.stderr.writelines(f"{line}\n" for line in lines)
                             code = exit_codes.for_stop(
                                 event.stop_reason, event.denied, event.reason

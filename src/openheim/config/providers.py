@@ -227,11 +227,15 @@ def offered_models(entry: ProviderEntry, current: str | None = None) -> list[str
     return list(dict.fromkeys(m for m in listed if m))
 
 
-def unknown_model(provider: str, model: str, known: list[str]) -> ConfigError:
-    """The refusal of ``model``, which ``provider`` does not offer, with the ones it does."""
+def unknown_model(
+    provider: str, model: str, known: list[str], table: str | None = None
+) -> ConfigError:
+    """The refusal of ``model``, which ``provider`` does not offer, with the ones it does;
+    ``table`` is where the list is kept (``[providers.NAME]`` unless a surface keeps its own,
+    as the gateway's ``[gateway]``)."""
     return ConfigError(
         f"unknown model {model[:80]!r} for provider {provider!r} (known: {', '.join(known)})",
-        hint=f"pick one of those, or add it to models in [providers.{provider}]",
+        hint=f"pick one of those, or add it to models in {table or f'[providers.{provider}]'}",
     )
 
 

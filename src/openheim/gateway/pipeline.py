@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from openheim.errors import OpenheimError, SessionNotFound
+from openheim.errors import ConfigError, OpenheimError, SessionNotFound
 from openheim.gateway.auth import Authoriser
 from openheim.gateway.format import render
 from openheim.gateway.inbound import Inbound, Platform
@@ -27,7 +27,7 @@ from openheim.gateway.ratelimit import RateLimiter
 from openheim.gateway.state import Conversation, GatewayState
 from openheim.gateway.turn import TurnResult, run_turn
 from openheim.redaction.secrets import redact
-from openheim.runtime import Runtime, SessionHost, approvals, commands, prompt_commands
+from openheim.runtime import Runtime, SessionHost, commands, models, prompt_commands
 
 log = logging.getLogger(__name__)
 
@@ -242,14 +242,19 @@ class Gateway:
         return "Stopping."
 
     def _model(self, stored: Conversation, name: str) -> str:
-        models = list(self._choice.models)
-        if not models:
+        """``/model``: the model in use and the others offered, or a switch to ``name``; a
+        model the gateway's ``models`` do not list is refused as on every surface."""
+        offered = list(self._choice.models)
+        if not offered:
             return "Changing the model is not enabled here."
+        current = stored.model or offered[0]
         if not name:
-            current = stored.model or models[0]
-            return f"Model: {current}. Available: {', '.join(models)}."
-        if name not in models:
-            return f"Unknown model {name!r}. Available: {', '.join(models)}."
+            return f"Model: {current}. Available: {', '.join(offered)}."
+        provider = self._sessions.runtime.settings.provider or ""
+        try:
+            models.check_listed(provider, current, name, offered, "[gateway]")
+        except ConfigError as err:
+            return str(err)
         self._state.save(Conversation(stored.key, stored.session_id, name))
         return f"Model set to {name}."
 
@@ -303,8 +308,8 @@ class Gateway:
             text = "Stopped."
         else:
             text = result.text or f"(no answer: {result.stop_reason})"
-        warning = approvals.closing_warning(result.denied)
-        await self._queue_reply(message, f"{text}\n\n({warning})" if warning else text)
+        closing = "\n".join(result.closing)
+        await self._queue_reply(message, f"{text}\n\n{closing}" if closing else text)
 
     async def _run(self, message: Inbound, text: str, cancel: asyncio.Event) -> TurnResult:
         """Prompt ``text`` (``message``'s, a skill or template expanded) in its conversation."""

@@ -1,8 +1,8 @@
 """One headless agent turn of a conversation: the conversation's open session (its stored
 session resumed, or a new one, when none is open), the message prompted, the final text
 returned; the session stays open for the conversation's next message. A tool call the approval
-policy would ask about is refused, since no one can be asked; what the policy allows (by mode
-or rules) runs."""
+policy would ask about is refused, since no one can be asked (``runtime.headless``); what the
+policy allows (by mode or rules) runs."""
 
 from __future__ import annotations
 
@@ -11,21 +11,19 @@ from dataclasses import dataclass
 
 from openheim.events import Finished, ToolResult
 from openheim.messages import StopReason
-from openheim.runtime import SessionHost, SessionOptions, approvals
-
-refuse = approvals.headless_refusal("the chat gateway")
-"""The resolver of a gateway session: every call the policy asks about is refused."""
+from openheim.runtime import SessionHost, SessionOptions, headless
 
 
 @dataclass(frozen=True)
 class TurnResult:
-    """How a turn ended: its final text and stop reason, the session it ran in, and how many
-    tool calls were denied."""
+    """How a turn ended: its final text and stop reason, the session it ran in, how many
+    tool calls were denied, and the closing lines that say so (``runtime.headless``)."""
 
     text: str
     stop_reason: StopReason
     session_id: str | None
     denied: int = 0
+    closing: tuple[str, ...] = ()
 
 
 async def run_turn(
@@ -43,7 +41,8 @@ async def run_turn(
     options = SessionOptions(resume=session_id, model=model, agent=agent)
     finished: Finished | None = None
     denied = 0
-    async with sessions.use(key, options, resolver=refuse) as session:
+    refusals = headless.HeadlessRefusals(headless.AUTO_GATEWAY)  # this turn's own
+    async with sessions.use(key, options, resolver=refusals) as session:
         async with session.prompt(text, cancel=cancel) as events:
             async for event in events:
                 if isinstance(event, Finished):
@@ -52,4 +51,5 @@ async def run_turn(
                     denied += 1
         sid = session.id
     assert finished is not None  # a run always ends with exactly one Finished
-    return TurnResult(finished.text, finished.stop_reason, sid, denied)
+    closing = tuple(refusals.closing(denied))
+    return TurnResult(finished.text, finished.stop_reason, sid, denied, closing)

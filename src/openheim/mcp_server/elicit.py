@@ -7,7 +7,7 @@ choices: once, always, reject or reject_always, and a reason for the model when 
 of the session. A client that declined, cancelled or failed to answer refuses the call. A
 client without the capability, or a connection that cannot carry a request to the client
 during a call (the 2026 protocol era, which asks through input-required results instead), gets
-the headless resolver (``prompt.refuse``): fail closed.
+no resolver, so the run refuses such calls headless (``runtime.headless``): fail closed.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from mcp_types import ClientCapabilities, ElicitationCapability
 from pydantic import BaseModel, Field
 
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny, Resolver
-from openheim.mcp_server.prompt import refuse
 from openheim.runtime import approvals
 
 log = logging.getLogger(__name__)
@@ -40,14 +39,14 @@ class ApprovalAnswer(BaseModel):
     )
 
 
-def resolver_for(ctx: Context) -> Resolver:
+def resolver_for(ctx: Context) -> Resolver | None:
     """Elicitation when the client supports it and the connection can carry a request to the
-    client while the tool call runs, else the headless refusal."""
+    client while the tool call runs, else None (the run refuses headless)."""
     session = ctx.request_context.session
     wanted = ClientCapabilities(elicitation=ElicitationCapability())
     if session.check_client_capability(wanted) and session.can_send_request:
         return Elicitor(ctx)
-    return refuse
+    return None
 
 
 class Elicitor:

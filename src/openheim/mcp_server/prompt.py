@@ -23,7 +23,7 @@ from mcp_types import CallToolResult, TextContent
 from openheim.approval import Resolver
 from openheim.errors import OpenheimError
 from openheim.events import CostUpdate, Event, Finished, IterationStart, ToolCall
-from openheim.runtime import PromptRun, Runtime, Session, SessionHost, SessionOptions, approvals
+from openheim.runtime import PromptRun, Runtime, Session, SessionHost, SessionOptions, headless
 
 Progress = Callable[[float, str], Awaitable[None]]
 """Reports progress: a count that grows, and a line that says what happens."""
@@ -38,10 +38,6 @@ class PromptCall:
     agent: str | None = None
     model: str | None = None
     cwd: str | None = None
-
-
-refuse = approvals.headless_refusal("openheim mcp serve")
-"""The resolver of a headless run: every call the policy asks about is refused."""
 
 
 def error_result(message: str) -> CallToolResult:
@@ -68,10 +64,11 @@ class PromptRunner:
         await self.sessions.aclose()
 
     async def __call__(
-        self, call: PromptCall, progress: Progress, resolver: Resolver = refuse
+        self, call: PromptCall, progress: Progress, resolver: Resolver | None = None
     ) -> CallToolResult:
-        """Run ``call`` in a new or stored session, approvals settled by ``resolver``; errors
-        come back as ``isError`` results."""
+        """Run ``call`` in a new or stored session, approvals settled by ``resolver`` (none:
+        no one can be asked, and such calls are refused, ``runtime.headless``); errors come
+        back as ``isError`` results."""
         if not call.prompt.strip():
             return error_result("the prompt is empty: pass the task as `prompt`")
         if call.session_id:
@@ -82,12 +79,13 @@ class PromptRunner:
             agent=call.agent,
             cwd=_cwd(self.runtime, call.cwd),
         )
+        refusals = headless.HeadlessRefusals()  # this call's own
         try:
-            async with self.sessions.use(None, options, resolver=resolver) as session:
+            async with self.sessions.use(None, options, resolver=resolver or refusals) as session:
                 outcome = await self._run(session, call.prompt, progress)
         except OpenheimError as err:
             return error_result(f"openheim: {err}")
-        return _result(outcome, session.id)
+        return _result(outcome, session.id, refusals.closing(outcome.finished.denied))
 
     async def _ended(self, session_id: str) -> None:
         """Wait for this server's runs of the session (an id or its prefix) to end."""
@@ -161,9 +159,9 @@ def _progress_line(event: Event) -> str | None:
     return None
 
 
-def _result(outcome: Outcome, session_id: str | None) -> CallToolResult:
-    """The final text for reading, and text, stop reason, session id, usage and cost as
-    structured content."""
+def _result(outcome: Outcome, session_id: str | None, closing: list[str]) -> CallToolResult:
+    """The final text for reading, ending with the ``closing`` lines when calls were denied,
+    and text, stop reason, session id, usage and cost as structured content."""
     finished = outcome.finished
     usage = finished.usage
     structured = {
@@ -180,8 +178,7 @@ def _result(outcome: Outcome, session_id: str | None) -> CallToolResult:
         f"\n\n[stop reason: {finished.stop_reason}; session id: {session_id or 'not saved'}; "
         f"{spent}]"
     )
-    warning = approvals.closing_warning(finished.denied)
-    footer += f"\n[{warning}]" if warning else ""
+    footer += "".join(f"\n{line}" for line in closing)
     return CallToolResult(
         content=[TextContent(type="text", text=finished.text + footer)],
         structured_content=structured,

@@ -20,7 +20,7 @@ from openheim.chat.history import InputHistory
 from openheim.chat.session import Chat
 from openheim.errors import OpenheimError
 from openheim.events import Event, Finished, ToolCall, ToolResult
-from openheim.runtime import approvals, commands
+from openheim.runtime import commands, headless
 from openheim.term import exit_codes
 from openheim.term.render import TextRenderer
 
@@ -29,10 +29,20 @@ DOUBLE_PRESS = 2.0
 
 class Repl:
     """A chat on line streams: ``source`` gives the typed lines, ``out`` the answers, ``err``
-    the session line, notices and tool activity."""
+    the session line, notices and tool activity (with each result's text when
+    ``tool_output``). ``refusals`` is the chat's resolver when no one can be asked: the
+    closing lines after a prompt then say how to let the refused calls run."""
 
     def __init__(
-        self, chat: Chat, source: int, out: TextIO, err: TextIO, history: InputHistory
+        self,
+        chat: Chat,
+        source: int,
+        out: TextIO,
+        err: TextIO,
+        history: InputHistory,
+        *,
+        tool_output: bool = False,
+        refusals: headless.HeadlessRefusals | None = None,
     ) -> None:
         self.chat = chat
         self.source = source
@@ -41,7 +51,8 @@ class Repl:
         self.err = err
         self.history = history
         self.verbose = True
-        self._render = TextRenderer(out, err)
+        self._render = TextRenderer(out, err, tool_output=tool_output)
+        self._refusals = refusals or headless.HeadlessRefusals()
         self._quit = asyncio.Event()
         self._turn: asyncio.Task[None] | None = None
         self._last_interrupt = 0.0
@@ -122,13 +133,15 @@ class Repl:
             self._quit.set()
 
     async def _send(self, text: str) -> None:
-        """One prompt; its events rendered as they come, then the closing warning on ``err``
-        when calls were denied (the answer may describe work that was refused)."""
+        """One prompt; its events rendered as they come, then, when calls were denied, the
+        closing lines on ``err`` as ``openheim run`` prints them: how to let the refused calls
+        run, and that the answer may describe work that was refused."""
         async with self.chat.prompt(text) as events:
             async for event in events:
                 self._show(event)
-                if isinstance(event, Finished) and event.denied:
-                    self.err.write(f"openheim: {approvals.closing_warning(event.denied)}\n")
+                if isinstance(event, Finished):
+                    lines = self._refusals.closing(event.denied, "openheim: ")
+                    self.err.writelines(f"{line}\n" for line in lines)
                     self.err.flush()
 
     def _show(self, event: Event) -> None:

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         attach,
         checkpoints,
         commands,
+        headless,
         models,
         policy,
         prompt_commands,
@@ -55,6 +56,7 @@ _USER_LAYER = (
     "attach",
     "checkpoints",
     "commands",
+    "headless",
     "models",
     "policy",
     "prompt_commands",
@@ -65,8 +67,9 @@ _USER_LAYER = (
     "tools",
     "undo",
 )
-"""The submodules surfaces use as namespaces: commands, approvals, attachments, models, titles,
-replay, undo and checkpoints, policy, structured output, subagents and tool selection."""
+"""The submodules surfaces use as namespaces: commands, approvals and the headless refusal,
+attachments, models, titles, replay, undo and checkpoints, policy, structured output, subagents
+and tool selection."""
 
 __all__ = [
     "ApprovalCallback",
@@ -80,6 +83,7 @@ __all__ = [
     "attach",
     "checkpoints",
     "commands",
+    "headless",
     "models",
     "open_session",
     "policy",

@@ -7,9 +7,9 @@ reject and reject always; a rejection may carry the person's own words for the m
 question has a plain title ("Allow write_file to write notes.txt?"), the risks found, the
 arguments with secrets redacted, and the diff an edit would write.
 
-Headless surfaces (``run`` with no terminal, the REPL with none, the chat gateway, ``mcp
-serve``) refuse through ``headless_refusal`` and end a run that had calls denied with
-``closing_warning``, so an answer describing refused work is flagged.
+Every surface ends a run that had calls denied with ``closing_warning``, so an answer
+describing refused work is flagged; the surfaces with no one to ask refuse through
+``runtime.headless``, which adds how to let such calls run.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from openheim.approval import Allow, ApprovalRequest, Ask, Deny, Resolver, unanswered
+from openheim.approval import Allow, ApprovalRequest, Ask, Deny
 from openheim.files.hostile import read_regular
 from openheim.redaction.secrets import SecretPolicy, redact, redact_data
 from openheim.runtime.titles import absolute_path, tool_action
@@ -218,16 +218,6 @@ def _after(tool: str, before: str, args: Mapping[str, Any]) -> str | None:
     if not isinstance(old, str) or not isinstance(new, str) or old not in before:
         return None
     return before.replace(old, new) if args.get("replace_all") else before.replace(old, new, 1)
-
-
-def headless_refusal(where: str) -> Resolver:
-    """The resolver of a surface with no one to ask: every call the policy asks about is
-    refused, and the model is told why and that ``where`` runs headless."""
-
-    async def refuse(request: ApprovalRequest, ask: Ask) -> Allow | Deny:
-        return Deny(f"{unanswered(request, ask)} ({where} runs headless: no one to ask)")
-
-    return refuse
 
 
 def closing_warning(denied: int) -> str:

@@ -5,8 +5,10 @@ a session of it runs now (``config.providers.offered_models``). A running sessio
 only to one of those, on every surface (ACP's model option, ``/ws`` ``set_model``, the chat's
 ``:models``; the gateway's ``/model`` offers its own ``models``, and the gateway does not start
 when one of those is not offered). Anything else (a model the provider does not list,
-``--help``) is refused with the list, before it reaches the provider. ``run --model`` picks by
-the same catalogue when the provider lists its models (``config.providers.resolve_provider``).
+``--help``) is refused with the list, before it reaches the provider, in the same words on
+every surface (``unknown_model``; ``check_listed`` for the gateway's own list). ``run
+--model`` picks by the same catalogue when the provider lists its models
+(``config.providers.resolve_provider``).
 """
 
 from __future__ import annotations
@@ -47,6 +49,15 @@ def check_offered(
                 hint=f"list only models the provider offers, or add it to models in "
                 f"[providers.{provider}]",
             )
+
+
+def check_listed(provider: str, current: str, model: str, listed: list[str], table: str) -> None:
+    """Refuse ``model`` when a surface's own list of models (``listed``, kept in ``table``:
+    the gateway's ``models``) does not name it, in the words of every surface's refusal, with
+    the list (``current``, the model in use, first)."""
+    if model not in listed:
+        known = [current, *(m for m in listed if m != current)] if current in listed else listed
+        raise unknown_model(provider, model, known, table)
 
 
 def switch_model(settings: Settings, session: Session, model: str) -> None:

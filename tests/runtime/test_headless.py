@@ -1,5 +1,5 @@
-"""The wording of refusals in ``openheim run``: the tool line, the refusal the model reads, and
-the summary at exit."""
+"""The wording of the headless refusal (``runtime.headless``): the tool line, the refusal the
+model reads, and the closing lines after a run with denied calls."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import io
 import pytest
 
 from openheim.approval import ApprovalRequest, Ask
-from openheim.cli.refusal import HeadlessRefusals, summary, ways_out
 from openheim.events import ToolResult
+from openheim.runtime.headless import AUTO_GATEWAY, HeadlessRefusals
 from openheim.term.render import TextRenderer
 
 WRITE = ApprovalRequest("c1", "write_file", {"path": "a.txt"}, False, "edit")
@@ -50,7 +50,12 @@ def test_the_tool_line_says_the_status_once(status: str, content: str, line: str
     ],
 )
 def test_the_ways_out_fit_the_question(ask: Ask, expected: str) -> None:
-    assert ways_out(ask) == expected
+    assert HeadlessRefusals().ways_out(ask) == expected
+
+
+def test_the_gateway_names_its_own_switch_to_auto() -> None:
+    ways = HeadlessRefusals(AUTO_GATEWAY).ways_out(Ask(auto_allows=True))
+    assert ways == 'run openheim in a terminal to be asked or set approval = "auto" in [gateway]'
 
 
 async def test_a_refusal_says_why_and_how_to_proceed() -> None:
@@ -62,14 +67,14 @@ async def test_a_refusal_says_why_and_how_to_proceed() -> None:
         "write_file needs approval (the approval mode is ask) "
         "and there is no one to ask in this session."
     )
-    assert second == f"To let it run: {ways_out(ask)}."
+    assert second == f"To let it run: {refusals.ways_out(ask)}."
 
 
 async def test_the_summary_lists_each_rule_once_and_ends_with_the_warning() -> None:
     refusals = HeadlessRefusals()
     for rules in (('allow path "a.txt"',), ('allow path "a.txt"',), ("allow tool x",)):
         await refusals(WRITE, Ask(rules=rules))
-    lines = summary(4, refusals)
+    lines = refusals.closing(4, "openheim: ")
     assert lines[0].startswith("openheim: 3 tool calls needed approval and no one could be asked")
     assert lines[0].endswith(
         "To let such calls run: run openheim in a terminal to be asked, or add these rules:"
@@ -83,10 +88,19 @@ async def test_the_summary_lists_each_rule_once_and_ends_with_the_warning() -> N
     )
 
 
-def test_no_summary_without_denials() -> None:
-    assert summary(0, HeadlessRefusals()) == []
-    assert summary(1, None) == [
-        "openheim: 1 tool call was denied; the answer above may describe work that was refused"
+def test_no_closing_lines_without_denials_and_only_the_warning_without_refusals() -> None:
+    assert HeadlessRefusals().closing(0) == []
+    assert HeadlessRefusals().closing(1) == [
+        "1 tool call was denied; the answer above may describe work that was refused"
+    ]
+
+
+async def test_closing_forgets_the_refusals_so_the_next_run_names_only_its_own() -> None:
+    refusals = HeadlessRefusals()
+    await refusals(WRITE, Ask(rules=('allow path "a.txt"',)))
+    assert len(refusals.closing(1)) == 3
+    assert refusals.closing(2) == [
+        "2 tool calls were denied; the answer above may describe work that was refused"
     ]
 
 
@@ -94,9 +108,9 @@ async def test_two_refusals_of_one_rule_say_two_calls_and_this_rule() -> None:
     refusals = HeadlessRefusals()
     for _ in range(2):
         await refusals(WRITE, Ask(rules=('allow path "a.txt"',)))
-    lines = summary(2, refusals)
+    lines = refusals.closing(2, "openheim: ")
     assert lines == [
-        "openheim: 2 tool calls needed approval and no one could be asked (no terminal). "
+        "openheim: 2 tool calls needed approval and no one could be asked. "
         "To let such calls run: run openheim in a terminal to be asked, or add this rule:",
         "  openheim permissions add 'allow path \"a.txt\"'",
         "openheim: 2 tool calls were denied; the answer above may describe work that was refused",
