@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 KEYS = """keys:
   Enter send · Shift+Enter / Ctrl+J newline · Ctrl+U clear · Up/Down history · Tab complete
-  @ attach a file · Ctrl+C cancel the turn, twice quit · Ctrl+Q quit
+  @ attach a file · Shift+Tab next approval mode · Ctrl+C cancel the turn, twice quit
+  Ctrl+Q quit
   PgUp/PgDn, wheel, j/k (in the conversation) scroll · Esc close an overlay"""
 
 

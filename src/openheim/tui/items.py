@@ -1,4 +1,4 @@
-"""The items of the conversation view: a user prompt, a streamed Markdown answer, a collapsed
+"""The items of the conversation view: a user prompt, a streamed Markdown answer, a
 thinking block, a tool call with its status and result (a coloured diff for file edits), and
 notices as distinct lines. Every text shown is redacted."""
 
@@ -228,11 +228,12 @@ def markdown(text: str) -> RichMarkdown:
 
 
 class ThinkingItem(Collapsible):
-    """The model's thinking, collapsed; its text grows while it streams."""
+    """The model's thinking (collapsed when replayed, open while it streams); its text grows
+    as it arrives."""
 
-    def __init__(self, text: str = "") -> None:
+    def __init__(self, text: str = "", collapsed: bool = True) -> None:
         self.body = Static(Text(redact(text)), classes="thinking-text")
-        super().__init__(self.body, title="thinking", collapsed=True, classes="thinking")
+        super().__init__(self.body, title="thinking", collapsed=collapsed, classes="thinking")
         self.text = text
 
     def feed(self, text: str) -> None:

@@ -1,7 +1,7 @@
 """The input box: Enter sends; Shift+Enter or Ctrl+J inserts a newline (bracketed paste
 inserts multi-line text as it is); Ctrl+U clears; Up/Down on the first/last line walk the
-input history; Tab completes commands, skill names and ``@`` paths; typing ``@`` opens the
-file picker."""
+input history; Tab completes commands, skill names and ``@`` paths; Shift+Tab asks for the
+next approval mode; typing ``@`` opens the file picker."""
 
 from __future__ import annotations
 
@@ -24,6 +24,9 @@ class PromptInput(TextArea):
 
     class MentionStarted(Message):
         """``@`` was typed: the app opens the file picker."""
+
+    class ModeCycled(Message):
+        """Shift+Tab was pressed: the app switches the session to the next approval mode."""
 
     def __init__(self, history: InputHistory, complete: Callable[[str, str], list[str]]) -> None:
         """``complete(head, word)``: what the last ``word`` may become after ``head``."""
@@ -55,6 +58,9 @@ class PromptInput(TextArea):
             return True
         if key == "ctrl+u":
             self.load_text("")
+            return True
+        if key == "shift+tab":
+            self.post_message(self.ModeCycled())
             return True
         if key == "up" and self.cursor_location[0] == 0:
             return self._recall(self.inputs.previous(self.text))
