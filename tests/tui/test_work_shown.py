@@ -10,6 +10,7 @@ import pytest
 from textual.widgets import Input, OptionList, Static
 
 from openheim.approval import Ask
+from openheim.events import ThinkingDelta
 from openheim.runtime.approvals import MODE_ASKS, why_asked
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from openheim.tui.app import ChatApp
@@ -110,7 +111,7 @@ async def test_thinking_streams_open_and_counts_in_the_rate(
         assert item.display is show
         assert not item.collapsed
         if show:
-            assert "weighing the options" in shown_text(item)
+            await wait_for(pilot, lambda: "weighing the options" in shown_text(item), "drawn")
         assert app.status_bar.rate() > 0
         assert " 0 tok/s" not in app.status_bar.line()
         await pilot.press("ctrl+c")
@@ -189,3 +190,23 @@ async def test_the_mode_stays_when_the_provider_is_switched(
         await settle(pilot, app)
         assert app.chat.approval_mode() == "ask"  # a new session starts afresh
         assert "approval ask" in footer(app)
+
+
+async def test_thinking_is_drawn_at_most_once_a_frame(
+    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = make_app()
+    async with running(app) as pilot:
+        view = app.conversation
+        await view.show(ThinkingDelta("first "))
+        [item] = view.query(ThinkingItem)
+        drawn: list[str] = []
+        update = item.body.update
+        monkeypatch.setattr(item.body, "update", lambda text: drawn.append(str(text)))
+        for n in range(500):  # a long thought, in one frame: one draw, not 500
+            await view.show(ThinkingDelta(f"w{n} "))
+        assert len(drawn) <= 1
+        monkeypatch.setattr(item.body, "update", update)
+        view.end_stream()  # what is held back is drawn at once
+        await pilot.pause()
+        assert shown_text(item.body).replace("\n", "").endswith("w499")

@@ -182,7 +182,7 @@ class Conversation(VerticalScroll):
             self.end_stream()
 
     async def _text(self, text: str) -> None:
-        self.thinking = None
+        self._end_thinking()
         if self.answer is None:
             self.answer = AnswerItem()
             await self.add(self.answer)
@@ -208,12 +208,18 @@ class Conversation(VerticalScroll):
                 item.collapsed = False
 
     def end_stream(self) -> None:
-        """End the streaming answer and thinking (what the answer holds back is drawn): the
-        next text starts new ones."""
-        self.thinking = None
+        """End the streaming answer and thinking (what they hold back is drawn): the next text
+        starts new ones."""
+        self._end_thinking()
         if self.answer is not None:
             self.answer.flush()
             self.answer = None
+
+    def _end_thinking(self) -> None:
+        """The thinking streamed is over: what it holds back is drawn."""
+        if self.thinking is not None:
+            self.thinking.flush()
+            self.thinking = None
 
     def set_verbose(self, verbose: bool) -> None:
         self.verbose = verbose
