@@ -1,7 +1,7 @@
 """End to end: the real ``openheim`` in a pseudo-terminal, its screen read through pyte: a
 prompt typed, the streamed answer seen, then Ctrl+C twice quits with the terminal restored;
 SIGTERM does the same; Ctrl+C clears a draft first, and quitting names the session to resume
-(only one with messages)."""
+(only one with messages); an approval shows its keys and takes a reason for the model."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from openheim.store import open_store
-from openheim.testing import FakeLLMServer, FakeReply
+from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from tests.tui.pty_screen import PtyScreen
 from tests.tui.support import child_env, configure
 
@@ -149,3 +149,30 @@ def test_quitting_a_session_with_nothing_said_stores_nothing(
         assert store.list() == []
     finally:
         store.close()
+
+
+def test_the_approval_keys_show_on_a_real_terminal(
+    home: Path, work: Path, server: FakeLLMServer
+) -> None:
+    call = FakeToolCall("write_file", {"path": "b.txt", "content": "new\n"})
+    server.add(FakeReply(tool_calls=[call]), "kept")
+    configure(home, server, extra='approval = "ask"')
+    argv = [sys.executable, "-m", "openheim", "chat"]
+    term = PtyScreen(argv, work, child_env(home), columns=100, lines=40)
+    try:
+        term.wait_for("fake/fake-model")
+        term.type("write b.txt\r")
+        term.wait_for("Allow write_file to write b.txt?")
+        for option in ("[y] allow once", "[a] allow always", "[n] reject", "[r] reject always"):
+            term.wait_for(option)
+        term.wait_for("[t] no, and tell the model why")
+        term.wait_for("asked because the approval mode is ask")
+        term.type("tyes, but keep it\r")  # typed fast: every key after t is the reason
+        term.wait_for("kept")
+        term.type("\x11")  # Ctrl+Q
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+    assert not (work / "b.txt").exists()
+    told = [m["content"] for m in server.requests[1].messages if m.get("role") == "tool"]
+    assert "saying: yes, but keep it" in told[0]

@@ -1,4 +1,4 @@
-"""What the conversation shows: thinking collapsed, notices (retries with their delay, an
+"""What the conversation shows: thinking as an open block, notices (retries with their delay, an
 abnormal stop), the busy footer, pasted text, narrow terminals and resizes."""
 
 from __future__ import annotations
@@ -32,13 +32,13 @@ from tests.tui.conftest import MakeApp
 from tests.tui.drive import lines, running, send, settle, shown_text, type_line, wait_for
 
 
-async def test_thinking_is_a_collapsed_block(make_app: MakeApp, server: FakeLLMServer) -> None:
+async def test_thinking_is_an_open_block(make_app: MakeApp, server: FakeLLMServer) -> None:
     server.add(FakeReply(reasoning="let me think about it", text="answer"))
     app = make_app()
     async with running(app) as pilot:
         await send(pilot, app, "think")
         [thinking] = app.conversation.query(ThinkingItem)
-        assert thinking.collapsed and thinking.text == "let me think about it"
+        assert not thinking.collapsed and thinking.text == "let me think about it"
         assert [a.text for a in app.conversation.query(AnswerItem)] == ["answer"]
 
 

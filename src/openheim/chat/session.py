@@ -3,7 +3,8 @@ session, a restored one, another model or agent, a skill activated).
 
 A chat holds one ``Session`` at a time, kept open by a ``SessionHost`` (in a task of its own,
 so the surface may open and close it from any task). Switching what a session is made of (provider,
-agent, skills) closes it and resumes the same stored session with the new choice.
+agent, skills) closes it and resumes the same stored session with the new choice, in the
+approval mode it had (a mode chosen during the session stays; a new session starts afresh).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from openheim.runtime import (
     attach,
     commands,
     models,
+    policy,
     prompt_commands,
     replay,
 )
@@ -161,10 +163,22 @@ class Chat:
 
     async def _reopen(self, options: SessionOptions) -> None:
         """Close the session and resume it with ``options`` (a new one if it is not stored or
-        was empty)."""
+        was empty), in the approval mode it had."""
+        mode = policy.approval_mode(self.session.agent.gate)
         resume = await self.close()  # None when it was empty: a new one then
         self.options = dataclasses.replace(options, resume=resume, continue_latest=False)
         await self.open()
+        if mode is not None:
+            policy.set_approval_mode(self.session.agent.gate, mode)
+
+    def approval_mode(self) -> str | None:
+        """The session's approval mode now (ask, auto or deny); None when it has none."""
+        return policy.approval_mode(self.session.agent.gate)
+
+    def next_approval_mode(self) -> str | None:
+        """Switch the session to the next approval mode (ask, auto, deny, then ask again) for
+        the rest of the session; the new mode, or None when the session has no mode."""
+        return policy.next_approval_mode(self.session.agent.gate)
 
     def prompt(self, text: str) -> PromptRun:
         """The typed ``text`` as a prompt: ``@path`` mentions attached (deny-read applies), a

@@ -87,6 +87,8 @@ class Settings:
     theme_color: str | None
     theme: str | None = None
     """The terminal UI's theme (``[tui] theme``)."""
+    show_thinking: bool = True
+    """Whether the terminal UI streams the model's thinking (``[tui] show_thinking``)."""
     prices: dict[str, PriceEntry] = field(default_factory=dict)
     max_cost: float | None = None
     max_tokens_per_session: int | None = None
@@ -249,6 +251,7 @@ def _finish(
         memory=config.memory or MemoryEntry(),
         theme_color=(config.tui.theme_color if config.tui else None) or config.theme_color,
         theme=config.tui.theme if config.tui else None,
+        show_thinking=not config.tui or config.tui.show_thinking is not False,
         prices=dict(config.prices),
         max_cost=config.max_cost,
         max_tokens_per_session=config.max_tokens_per_session,

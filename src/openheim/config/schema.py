@@ -90,6 +90,8 @@ class TuiEntry:
     theme_color: str | None = None
     theme: str | None = None
     """The terminal UI's theme by name (``openheim`` writes it when a theme is picked)."""
+    show_thinking: bool | None = None
+    """Whether the terminal UI streams the model's thinking as it arrives (default true)."""
 
 
 @dataclass(frozen=True)

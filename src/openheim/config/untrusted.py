@@ -78,7 +78,7 @@ PROVIDER_KEYS: dict[str, Trust] = {
     "server_command": R, "host": R, "port": R, "port_policy": R, "startup_timeout": R,
     "small": R, "tool_rounds": R, "prefix_cache_mb": R, "cli_path": R, "cli_env_allow": R,
 }  # fmt: skip
-TUI_KEYS: dict[str, Trust] = {"theme_color": A, "theme": A}
+TUI_KEYS: dict[str, Trust] = {"theme_color": A, "theme": A, "show_thinking": A}
 MCP_SERVER_KEYS = dict.fromkeys(
     ("command", "args", "env", "url", "cwd", "headers", "startup_timeout", "call_timeout"), R
 )

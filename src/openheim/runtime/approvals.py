@@ -4,8 +4,9 @@ gives the gate (with the reason the model is told), and the question as a person
 A surface draws these (keys in a terminal, buttons on the web page, ACP permission options, an
 MCP elicitation form); it never defines its own. The choices are allow once, allow always,
 reject and reject always; a rejection may carry the person's own words for the model. The
-question has a plain title ("Allow write_file to write notes.txt?"), the risks found, the
-arguments with secrets redacted, and the diff an edit would write.
+question has a plain title ("Allow write_file to write notes.txt?"), why the policy asks (in
+plain words, to show below the title), the risks found, the arguments with secrets redacted,
+and the diff an edit would write.
 
 Every surface ends a run that had calls denied with ``closing_warning``, so an answer
 describing refused work is flagged; the surfaces with no one to ask refuse through
@@ -123,6 +124,8 @@ class Question:
 
     title: str
     """Plain words: "Allow write_file to write notes.txt?" (a subagent's names it first)."""
+    why: str
+    """Why the policy asks, one line in plain words; empty when ``reasons`` say it (risks)."""
     reasons: tuple[str, ...]
     """The risks that made the gate ask, redacted; empty when only the mode asked."""
     arguments: str
@@ -136,6 +139,7 @@ def question(request: ApprovalRequest, ask: Ask) -> Question:
     shown = json.dumps(redact_data(dict(request.arguments)), indent=2, ensure_ascii=False)
     return Question(
         title=title(request, ask),
+        why=why_asked(ask),
         reasons=tuple(redact(reason) for reason in ask.reasons or request.reasons),
         arguments=clip(shown),
         diff=clip(redact(ask.detail or edit_diff(request))),
@@ -149,6 +153,22 @@ def title(request: ApprovalRequest, ask: Ask) -> str:
     what = f"{action[:1].lower()}{action[1:]}" if action else "run"
     label = ask.prompt.partition("]")[0] + "]" if ask.prompt.startswith(SUBAGENT) else ""
     return redact(f"{label} Allow {request.tool} to {what}?".strip())
+
+
+MODE_ASKS = "asked because the approval mode is ask and no permission rule allows this call"
+"""Why a call is asked when only the mode asks (``approval = "auto"`` would run it)."""
+
+
+def why_asked(ask: Ask) -> str:
+    """Why the policy asks, in plain words: nothing when risks were found (they are shown),
+    ``MODE_ASKS`` when only the mode asks, else the gate's own words (a hook's), redacted, on
+    one line and without a subagent's label."""
+    if ask.reasons:
+        return ""
+    if ask.auto_allows:
+        return MODE_ASKS
+    prompt = ask.prompt.partition("] ")[2] if ask.prompt.startswith(SUBAGENT) else ask.prompt
+    return clip(redact(" ".join(prompt.split())))
 
 
 SUBAGENT = "[subagent "

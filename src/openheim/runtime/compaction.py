@@ -3,7 +3,7 @@
 ``Compactor`` wraps a session's provider. Before each model call it estimates the request
 (``providers.context.estimate_tokens``); above ``threshold`` of the model's context window it
 compacts: the oldest whole turns (a turn starts at a user prompt, so every tool call stays with
-its result) are summarised by the model (``compaction_model``, default the session's) and the
+its result) are summarised by the model (``[compaction] model``, default the session's) and the
 summary takes their place at the head of the first turn kept. The system prompt, the tools,
 the latest turns and the user's pinned prompts (verbatim, ``pin_prompt``; the store keeps the
 pins) are always sent.

@@ -93,6 +93,6 @@ async def summarise(
         if not summary:
             raise ProviderProtocolError(
                 f"the model {model} wrote an empty summary",
-                hint="set compaction_model to a model that follows instructions",
+                hint="set [compaction] model to a model that follows instructions",
             )
     return summary or ""

@@ -23,7 +23,7 @@ from textual.worker import Worker
 
 from openheim.chat.history import InputHistory, history_for
 from openheim.errors import OpenheimError
-from openheim.events import CostUpdate, Event, TextDelta, UsageUpdate
+from openheim.events import CostUpdate, Event, TextDelta, ThinkingDelta, UsageUpdate
 from openheim.redaction.secrets import redact
 from openheim.runtime import commands
 from openheim.term import exit_codes
@@ -91,7 +91,7 @@ class ChatApp(App[int]):
         self._chat: Chat | None = None
         self.history = history
         self.first = first
-        self.conversation = Conversation()
+        self.conversation = Conversation(self.resolver.allowed, settings.show_thinking)
         self.status_bar = StatusBar()
         self.prompt_input = PromptInput(history, self._complete)
         self.palette = Palette()
@@ -164,6 +164,7 @@ class ChatApp(App[int]):
         bar, chat = self.status_bar, self.chat
         session = chat.session
         bar.model = f"{chat.provider}/{session.model}"
+        bar.mode = chat.approval_mode() or ""
         if last is not None or not bar.context:
             bar.context = context_text(chat, last.usage if last is not None else None)
         bar.usage = session.agent.meter.usage
@@ -210,12 +211,20 @@ class ChatApp(App[int]):
 
     async def _event(self, event: Event) -> None:
         await self.conversation.show(event)
-        if isinstance(event, TextDelta):
+        if isinstance(event, TextDelta | ThinkingDelta):
             self.status_bar.streamed_chars += len(event.text)
         elif isinstance(event, UsageUpdate):
             self.update_status(event)
         elif isinstance(event, CostUpdate):
             self.update_status()
+
+    def on_prompt_input_mode_cycled(self, message: PromptInput.ModeCycled) -> None:
+        """Shift+Tab: the next approval mode for the rest of the session, in the footer."""
+        if not self.ready:
+            return
+        if self.chat.next_approval_mode() is None:
+            self.notify("this session has no approval mode to change", severity="warning")
+        self.update_status()
 
     def action_interrupt(self) -> None:
         """Ctrl+C: with no turn running, clear the draft if there is one; else cancel the

@@ -1,8 +1,9 @@
 """Approvals in the terminal UI: one modal per request showing the runtime's question
-(``runtime.approvals``) and its choices: ``y`` allow once, ``a`` allow always, ``n`` reject,
-``r`` reject always, or arrows and Enter; Esc does not dismiss it. Below the choices a field
-takes the person's reason for the model: Tab to it, type, and Enter rejects with it (``n`` or
-``r`` chosen afterwards pass it on too).
+(``runtime.approvals``: its title, why the policy asks in dim text below, the risks, the
+arguments and the diff) and its choices: ``y`` allow once, ``a`` allow always, ``n`` reject,
+``r`` reject always, or arrows and Enter; Esc does not dismiss it. ``t`` ("no, and tell the
+model why") moves to the field below the choices (so does Tab): type the reason, and Enter
+rejects with it (``n`` or ``r`` chosen afterwards pass it on too).
 
 Requests of concurrent calls queue and are shown one at a time; a request whose turn was
 cancelled leaves the queue, or its modal closes. A subagent's request names it (its prompt
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.syntax import Syntax
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
@@ -37,6 +39,10 @@ def option_text(key: str, label: str) -> Text:
     return Text(f"[{key}] {label}")
 
 
+TELL = ("t", "no, and tell the model why")
+"""The key and label of rejecting with a reason: it opens the field for the reason."""
+
+
 class ApprovalScreen(ModalScreen[Answer]):
     """The question about one tool call: the tool, its arguments, why it is asked, the diff."""
 
@@ -51,11 +57,16 @@ class ApprovalScreen(ModalScreen[Answer]):
         self.question = approvals.question(request, ask)
         self.diff = self.question.diff
         """What an edit would change (empty for other calls)."""
+        self.telling = False
+        """Whether ``t`` was pressed and the reason's field not left since: every key typed
+        is part of the reason, even one that reaches the choices first."""
 
     def compose(self) -> ComposeResult:
         asked = self.question
         with Vertical(id="approval-box"):
             yield Static(Text(asked.title), id="approval-title")
+            if asked.why:
+                yield Static(Text(asked.why, style="dim"), id="approval-why-asked")
             with VerticalScroll(id="approval-detail"):
                 yield Static(Text(asked.arguments), id="approval-args")
                 for reason in asked.reasons:
@@ -63,10 +74,12 @@ class ApprovalScreen(ModalScreen[Answer]):
                 if asked.diff:
                     yield Static(Syntax(asked.diff, "diff", word_wrap=True), id="approval-diff")
             options = [Option(option_text(c.key, c.label), id=c.key) for c in approvals.CHOICES]
+            options.append(Option(option_text(*TELL), id=TELL[0]))
             yield OptionList(*options, id="approval-choices")
             yield Input(
-                placeholder="reason for the model (optional; Enter rejects with it)",
+                placeholder="why, for the model (t or Tab to type here; Enter rejects with it)",
                 max_length=approvals.MAX_REASON,
+                select_on_focus=False,  # what was typed before it took the keys is kept
                 id="approval-why",
             )
 
@@ -74,7 +87,37 @@ class ApprovalScreen(ModalScreen[Answer]):
         self.query_one(OptionList).focus()
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        self.action_choose(event.option.id or approvals.REJECT.key)
+        if event.option.id == TELL[0]:
+            self.action_tell()
+        else:
+            self.action_choose(event.option.id or approvals.REJECT.key)
+
+    def action_tell(self) -> None:
+        """ "No, and tell the model why": the field for the reason takes the keys."""
+        self.telling = True
+        self.set_focus(self.query_one(Input))
+
+    def on_key(self, event: events.Key) -> None:
+        """``t``, and every key after it: keys reach this screen in the order typed, before
+        any binding acts and before a change of focus takes effect, so keys typed fast after
+        ``t`` still reach the choices. Here they go to the reason (Enter rejects with it),
+        never to a choice."""
+        if not self.telling:
+            if event.key == TELL[0]:
+                event.stop()
+                self.action_tell()
+            return
+        if event.key == "enter":
+            event.stop()
+            self.dismiss(approvals.answer(approvals.REJECT, self.query_one(Input).value))
+        elif event.character and event.character.isprintable():
+            event.stop()
+            self.query_one(Input).insert_text_at_cursor(event.character)
+
+    def on_descendant_blur(self, event: events.DescendantBlur) -> None:
+        """Leaving the reason's field (Shift+Tab back to the choices): keys choose again."""
+        if isinstance(event.widget, Input):
+            self.telling = False
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
@@ -96,6 +139,9 @@ class QueueResolver:
         self._turn = asyncio.Lock()
         self.waiting = 0
         """Requests asked and not yet answered (the one shown included)."""
+        self.allowed: set[str] = set()
+        """The calls a person allowed whose result the view has not shown yet (by call id):
+        the view shows the result of an allowed edit expanded."""
 
     async def __call__(self, request: ApprovalRequest, ask: Ask) -> Answer:
         self.waiting += 1
@@ -117,7 +163,10 @@ class QueueResolver:
 
         self.app.push_screen(screen, settle)
         try:
-            return await answered
+            given = await answered
+            if isinstance(given, Allow):
+                self.allowed.add(request.tool_call_id)
+            return given
         except asyncio.CancelledError:  # the turn was cancelled: its question goes away
             if screen.is_attached:
                 screen.dismiss(None)

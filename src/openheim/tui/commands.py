@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 KEYS = """keys:
   Enter send · Shift+Enter / Ctrl+J newline · Ctrl+U clear · Up/Down history · Tab complete
   / command palette (Up/Down, Tab or Enter complete) · @ attach a file
-  Ctrl+C clear the draft, else cancel the turn, twice quit · Ctrl+Q quit
+  Shift+Tab next approval mode · Ctrl+C clear the draft, else cancel the turn, twice quit
+  Ctrl+Q quit
   PgUp/PgDn, wheel, j/k (in the conversation) scroll · Esc close an overlay"""
 
 

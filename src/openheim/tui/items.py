@@ -1,4 +1,4 @@
-"""The items of the conversation view: a user prompt, a streamed Markdown answer, a collapsed
+"""The items of the conversation view: a user prompt, a streamed Markdown answer, a
 thinking block, a tool call with its status and result (a coloured diff for file edits), and
 notices as distinct lines. Every text shown is redacted."""
 
@@ -228,15 +228,31 @@ def markdown(text: str) -> RichMarkdown:
 
 
 class ThinkingItem(Collapsible):
-    """The model's thinking, collapsed; its text grows while it streams."""
+    """The model's thinking (collapsed when replayed, open while it streams); its text grows
+    as it arrives, drawn at most once a ``FRAME`` (each draw lays out the whole text)."""
 
-    def __init__(self, text: str = "") -> None:
+    def __init__(self, text: str = "", collapsed: bool = True) -> None:
         self.body = Static(Text(redact(text)), classes="thinking-text")
-        super().__init__(self.body, title="thinking", collapsed=True, classes="thinking")
+        super().__init__(self.body, title="thinking", collapsed=collapsed, classes="thinking")
         self.text = text
+        self._drawn_at = 0.0
+        self._timer: Timer | None = None
 
     def feed(self, text: str) -> None:
+        """Add a delta: drawn now, or with the next frame if one was drawn just before."""
         self.text += text
+        wait = FRAME - (time.monotonic() - self._drawn_at)
+        if wait <= 0:
+            self.flush()
+        elif self._timer is None:
+            self._timer = self.set_timer(wait, self.flush)
+
+    def flush(self) -> None:
+        """Draw all the text taken."""
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        self._drawn_at = time.monotonic()
         self.body.update(Text(redact(self.text)))
 
 

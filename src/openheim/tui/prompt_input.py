@@ -1,8 +1,9 @@
 """The input box: Enter sends; Shift+Enter or Ctrl+J inserts a newline (bracketed paste
 inserts multi-line text as it is); Ctrl+U clears; Up/Down on the first/last line walk the
-input history; Tab completes commands, skill names and ``@`` paths; ``/`` at the start opens
-the command palette, whose keys come first while it is open; typing ``@`` opens the file
-picker, and what is typed before the picker is up goes to it, not into the input."""
+input history; Tab completes commands, skill names and ``@`` paths; Shift+Tab asks for the
+next approval mode; ``/`` at the start opens the command palette, whose keys come first while
+it is open; typing ``@`` opens the file picker, and what is typed before the picker is up goes
+to it, not into the input."""
 
 from __future__ import annotations
 
@@ -26,6 +27,9 @@ class PromptInput(TextArea):
 
     class MentionStarted(Message):
         """``@`` was typed: the app opens the file picker."""
+
+    class ModeCycled(Message):
+        """Shift+Tab was pressed: the app switches the session to the next approval mode."""
 
     def __init__(self, history: InputHistory, complete: Callable[[str, str], list[str]]) -> None:
         """``complete(head, word)``: what the last ``word`` may become after ``head``."""
@@ -70,6 +74,9 @@ class PromptInput(TextArea):
             return True
         if key == "ctrl+u":
             self.load_text("")
+            return True
+        if key == "shift+tab":
+            self.post_message(self.ModeCycled())
             return True
         if key == "up" and self.cursor_location[0] == 0:
             return self._recall(self.inputs.previous(self.text))

@@ -1,7 +1,7 @@
-"""The footer: provider/model, context used against the window, the session's tokens and
-cost (from its usage meter, when the model's prices are known), a busy indicator with the
-turn's elapsed time and tokens per second while it runs (redrawn four times a second), and
-hints such as "press Ctrl+C again to quit"."""
+"""The footer: provider/model, the approval mode, context used against the window, the
+session's tokens and cost (from its usage meter, when the model's prices are known), a busy
+indicator with the turn's elapsed time and tokens per second (thinking included) while it runs
+(redrawn four times a second), and hints such as "press Ctrl+C again to quit"."""
 
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ class StatusBar(Static):
     def __init__(self) -> None:
         super().__init__("", id="status")
         self.model = "opening the session…"
+        self.mode = ""
+        """The session's approval mode (Shift+Tab changes it)."""
         self.context = ""
         self.usage = Usage()
         self.cost: float | None = None
@@ -49,14 +51,15 @@ class StatusBar(Static):
             self.refresh_line()
 
     def rate(self) -> float:
-        """Tokens per second of the streaming answer (about four characters a token)."""
+        """Tokens per second of the streaming answer and thinking (about four characters a
+        token)."""
         if self.busy_since is None:
             return 0.0
         elapsed = max(time.monotonic() - self.busy_since, 1e-3)
         return self.streamed_chars / 4 / elapsed
 
     def line(self) -> str:
-        parts = [self.model, self.context]
+        parts = [self.model, f"approval {self.mode} (⇧Tab)" if self.mode else "", self.context]
         parts.append(f"{tokens(self.usage.total_tokens)} tok")
         if self.cost is not None:
             parts.append(f"${self.cost:.4f}")

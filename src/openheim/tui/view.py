@@ -1,6 +1,8 @@
 """The conversation view: events in, items out. Text deltas stream into the current answer,
-thinking into its collapsed block, each tool call becomes an item its result completes, and
-notices, retries, trimmed context and abnormal stops become lines of their own."""
+thinking into its own block, open while it streams (or hidden, with ``[tui] show_thinking =
+false``), each tool call becomes an item its result completes (an edit the person just allowed
+opens on its diff), and notices, retries, trimmed context and abnormal stops become lines of
+their own."""
 
 from __future__ import annotations
 
@@ -75,8 +77,12 @@ class Conversation(VerticalScroll):
 
     BINDINGS = [Binding("j", "scroll_down", show=False), Binding("k", "scroll_up", show=False)]
 
-    def __init__(self) -> None:
+    def __init__(self, approved: set[str] | None = None, show_thinking: bool = True) -> None:
+        """``approved``: the ids of calls a person allowed, shared with the approval queue (a
+        result shown leaves it); ``show_thinking``: stream the thinking open, or hide it."""
         super().__init__(id="conversation")
+        self.approved = approved if approved is not None else set()
+        self.show_thinking = show_thinking
         self.answer: AnswerItem | None = None
         self.thinking: ThinkingItem | None = None
         self.tools: dict[str, ToolItem] = {}
@@ -176,7 +182,7 @@ class Conversation(VerticalScroll):
             self.end_stream()
 
     async def _text(self, text: str) -> None:
-        self.thinking = None
+        self._end_thinking()
         if self.answer is None:
             self.answer = AnswerItem()
             await self.add(self.answer)
@@ -185,7 +191,8 @@ class Conversation(VerticalScroll):
     async def _thinking(self, text: str) -> None:
         if self.thinking is None:
             self.end_stream()
-            self.thinking = ThinkingItem()
+            self.thinking = ThinkingItem(collapsed=False)
+            self.thinking.display = self.show_thinking
             await self.add(self.thinking)
         self.thinking.feed(text)
 
@@ -195,14 +202,24 @@ class Conversation(VerticalScroll):
             item = ToolItem(event.id, event.name, {})
             await self.add(item)
         await item.finish(event)
+        if event.id in self.approved:
+            self.approved.discard(event.id)
+            if event.diff is not None:  # the edit just allowed: its diff in view
+                item.collapsed = False
 
     def end_stream(self) -> None:
-        """End the streaming answer and thinking (what the answer holds back is drawn): the
-        next text starts new ones."""
-        self.thinking = None
+        """End the streaming answer and thinking (what they hold back is drawn): the next text
+        starts new ones."""
+        self._end_thinking()
         if self.answer is not None:
             self.answer.flush()
             self.answer = None
+
+    def _end_thinking(self) -> None:
+        """The thinking streamed is over: what it holds back is drawn."""
+        if self.thinking is not None:
+            self.thinking.flush()
+            self.thinking = None
 
     def set_verbose(self, verbose: bool) -> None:
         self.verbose = verbose
