@@ -102,14 +102,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--sizes", type=int, nargs="*", default=list(SIZES))
     parser.add_argument("--prompt", default=PROMPT)
-    parser.add_argument("--no-required", action="store_true", help="leave out --tool-choice")
+    parser.add_argument(
+        "--no-required",
+        action="store_true",
+        help="leave out --tool-choice (the provider's default applies, as in a plain run)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="demo-sizes-home-") as folder:
         home = Path(folder)
         (home / "config.toml").write_text('default_provider = "local"\n')
         folders = [(str(n), make(NAMES[:n])) for n in args.sizes]
         folders += [("layout", make(REPO_LAYOUT)), ("root", Path.cwd())]
-        print(f"prompt {args.prompt!r}, --tool-choice {'auto' if args.no_required else 'required'}")
+        choice = "left out" if args.no_required else "required"
+        print(f"prompt {args.prompt!r}, --tool-choice {choice}")
         for label, work in folders:
             print(report(run(label, work, home, args.prompt, not args.no_required)), flush=True)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from openheim.envelope import envelope_request
-from openheim.envelope.answer import ANSWER, answer_turn
+from openheim.envelope.answer import ANSWER, answer_items, answer_turn
 from openheim.envelope.prompt import protocol_section
 from openheim.envelope.provider import NO_TOOLS_NOTICE, EnvelopeProvider
 from openheim.events import Notice, TextDelta
@@ -165,3 +165,30 @@ async def test_the_started_answer_is_part_of_the_reply(starts: bool, reply: str)
     assert isinstance(response, ModelResponse)
     assert response.message.text == reply
     assert inner.requests[-1].messages[-1].role == ("assistant" if starts else "user")
+    assert inner.requests[-1].answer_items == (("a", "b") if starts else ())
+
+
+LISTED = ToolUseBlock("t1", "list_dir", {"path": "docs"})
+GLOBBED = ToolUseBlock("t2", "glob", {"pattern": "*"})
+
+
+@pytest.mark.parametrize(
+    ("calls", "results", "items"),
+    [
+        ((LISTED,), (ToolResultBlock("t1", "a.md\nimg/\n[3 more]"),), ("a.md", "img/")),
+        ((LISTED,), (ToolResultBlock("t1", "[docs is empty]"),), ()),
+        ((LISTED,), (ToolResultBlock("t1", "no such folder", True),), ()),
+        ((GLOBBED,), (ToolResultBlock("t2", "a.md"),), ()),
+        ((LISTED, GLOBBED), (ToolResultBlock("t1", "a.md"), ToolResultBlock("t2", "a.md")), ()),
+    ],
+)
+def test_only_a_started_listing_answer_carries_the_listings_names(
+    calls: tuple[ToolUseBlock, ...], results: tuple[ToolResultBlock, ...], items: tuple[str, ...]
+) -> None:
+    """The names an answer may go on with are the entries of the one listing it starts."""
+    history = (Message.user("What is here?"), Message("assistant", calls), Message("user", results))
+    assert answer_items(history) == items
+    request = ModelRequest("m", history, tools=(READ,), tool_choice="none")
+    assert envelope_request(request, compact=True).answer_items == items
+    assert envelope_request(request).answer_items == ()
+    assert answer_items(history[:1]) == ()

@@ -6,7 +6,7 @@ from openheim.envelope import envelope_schema
 from openheim.envelope.parse import DELEGATE_TOOL, SKILL_TOOL
 from openheim.messages import Message
 from openheim.providers.base import ModelRequest, ToolChoice, ToolSpec
-from openheim.providers.llama_cpp import envelope_grammar
+from openheim.providers.llama_grammars import envelope_grammar
 
 READ = ToolSpec(
     "read_file",

@@ -76,6 +76,43 @@ def test_small_and_tool_rounds_defaults(
     assert (chosen.small, chosen.tool_rounds) == (small, rounds)
 
 
+@pytest.mark.parametrize(
+    ("table", "choice"),
+    [
+        ("", "required"),
+        ('tool_choice = "auto"', "auto"),
+        ('model_path = "/m/x.gguf"', "auto"),
+        ('default_model = "other.gguf"\ntool_choice = "required"', "required"),
+    ],
+)
+def test_the_shipped_model_must_call_a_tool_first(
+    home: Path, work: Path, table: str, choice: str
+) -> None:
+    """Left to choose, SmolLM2-135M called no tool when asked what files a folder holds."""
+    config = f'default_provider = "local"\n[providers.local]\n{table}\n'
+    assert resolved(home, work, config).tool_choice == choice
+
+
+@pytest.mark.parametrize(
+    ("extra", "flags", "first"),
+    [
+        ("", (), None),
+        ('tool_choice = "required"\n', (), "required"),
+        ('tool_choice = "required"\n', ("--tool-choice", "auto"), None),
+        ("", ("--tool-choice", "required"), "required"),
+    ],
+)
+def test_the_providers_tool_choice_applies_unless_the_run_names_one(
+    home: Path, work: Path, extra: str, flags: tuple[str, ...], first: str | None
+) -> None:
+    call = FakeToolCall("list_dir", {"path": "."})
+    with FakeLLMServer([FakeReply(tool_calls=[call]), FakeReply(text="a")]) as server:
+        configure(home, server, extra=extra)
+        done = openheim("run", "--no-session", *flags, "what is here?", home=home, cwd=work)
+        assert done.returncode == 0, done.stderr
+        assert [r.body.get("tool_choice") for r in server.requests] == [first, None]
+
+
 def test_the_shipped_model_decodes_greedily_and_briefly(home: Path, work: Path) -> None:
     shipped = resolved(home, work, 'default_provider = "local"\n')
     assert (shipped.temperature, shipped.max_tokens) == (0.0, 256)

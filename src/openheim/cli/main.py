@@ -208,9 +208,9 @@ def _add_run(run: argparse.ArgumentParser) -> None:
     run.add_argument("--skills", help="comma-separated skills to activate in this session")
     run.add_argument(
         "--tool-choice",
-        default="auto",
         metavar="CHOICE",
-        help="first model call: auto (default), required, none, or a tool name",
+        help="first model call: auto, required, none, or a tool name (default: the provider's "
+        "tool_choice, auto unless set)",
     )
     run.add_argument("--agent", help="run an agent profile (data_dir/agents/NAME.md) as the agent")
     run.add_argument(

@@ -89,9 +89,10 @@ def _output_schema(args: argparse.Namespace) -> dict[str, Any] | None:
     return schema
 
 
-def _tool_choice(raw: str) -> ToolChoice:
-    if raw in ("auto", "required", "none"):
-        return cast("ToolChoice", raw)
+def _tool_choice(raw: str | None) -> ToolChoice | None:
+    """``--tool-choice``; None (the provider's own) when not given."""
+    if raw is None or raw in ("auto", "required", "none"):
+        return cast("ToolChoice | None", raw)
     return NamedTool(raw)
 
 

@@ -11,6 +11,7 @@ import dataclasses
 import importlib.util
 import os
 from collections.abc import Mapping
+from typing import Literal
 from urllib.parse import urlsplit
 
 from openheim.config.load import Settings
@@ -54,6 +55,7 @@ CLI_TIMEOUT_SECS = 300.0
 SHIPPED_MODEL_TOOL_ROUNDS = 1
 SHIPPED_MODEL_TEMPERATURE = 0.0
 SHIPPED_MODEL_MAX_TOKENS = 256
+SHIPPED_MODEL_TOOL_CHOICE: Literal["auto", "required"] = "required"
 _KIND_BY_NAME = {"openai": "openai", "anthropic": "anthropic", "gemini": "gemini"}
 _KEYED_KINDS = {"openai", "anthropic", "gemini"}
 BASE_URL_VARS: dict[str, tuple[str, str]] = {
@@ -150,6 +152,7 @@ def resolve_provider(
         startup_timeout=entry.startup_timeout or 120.0,
         small=kind in LOCAL_KINDS if entry.small is None else entry.small,
         tool_rounds=_tool_rounds(kind, entry, model),
+        tool_choice=_tool_choice(kind, entry, model),
         prefix_cache_mb=256 if entry.prefix_cache_mb is None else entry.prefix_cache_mb,
         cli_path=entry.cli_path,
         cli_env_allow=tuple(entry.cli_env_allow),
@@ -167,6 +170,15 @@ def _tool_rounds(kind: str, entry: ProviderEntry, model: str) -> int | None:
     if entry.tool_rounds is not None or not _shipped(kind, entry, model):
         return entry.tool_rounds
     return SHIPPED_MODEL_TOOL_ROUNDS
+
+
+def _tool_choice(kind: str, entry: ProviderEntry, model: str) -> Literal["auto", "required"]:
+    """The configured ``tool_choice``; for the shipped SmolLM2-135M, ``required`` by default:
+    left to choose, it called no tool when asked what files a folder holds and wrote a made-up
+    list instead."""
+    if entry.tool_choice is not None:
+        return entry.tool_choice
+    return SHIPPED_MODEL_TOOL_CHOICE if _shipped(kind, entry, model) else "auto"
 
 
 def _max_tokens(kind: str, entry: ProviderEntry, model: str) -> int | None:

@@ -54,6 +54,7 @@ class ProviderEntry:
     startup_timeout: Seconds = None
     small: bool | None = None
     tool_rounds: Annotated[int | None, Bounds(1, 1000)] = None
+    tool_choice: Literal["auto", "required"] | None = None
     prefix_cache_mb: Annotated[int | None, Bounds(0, 1_000_000)] = None
     cli_path: str | None = None
     cli_env_allow: list[str] = field(default_factory=list)

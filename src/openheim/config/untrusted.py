@@ -76,7 +76,8 @@ PROVIDER_KEYS: dict[str, Trust] = {
     "reasoning_effort": R, "max_retries": R, "fallback": R, "tool_protocol": R,
     "model_path": R, "n_ctx": R, "n_threads": R, "seed": R, "temperature": R,
     "server_command": R, "host": R, "port": R, "port_policy": R, "startup_timeout": R,
-    "small": R, "tool_rounds": R, "prefix_cache_mb": R, "cli_path": R, "cli_env_allow": R,
+    "small": R, "tool_rounds": R, "tool_choice": R, "prefix_cache_mb": R, "cli_path": R,
+    "cli_env_allow": R,
 }  # fmt: skip
 TUI_KEYS: dict[str, Trust] = {"theme_color": A, "theme": A, "show_thinking": A}
 MCP_SERVER_KEYS = dict.fromkeys(

@@ -16,12 +16,15 @@ When the results are one listing with entries, the answer is also started for th
 turn ends with an assistant message holding the listing's opening (``The folder . holds 12
 entries: ``), which the provider continues and which is part of the reply. Asked for a sentence
 of its own, the model named 4 of 12 entries and wrote that sentence three times; continuing the
-opening, it copies the list (11 of 12, 36 of 50) and stops.
+opening, it copies the list (11 of 12, 36 of 50) and stops. The listing's names go with it
+(``answer_items``): a provider that can constrain decoding holds the continuation to them, so
+a name that is not in the folder cannot come up (unconstrained, with 30 entries it did).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from openheim.messages import Message, ToolResultBlock, ToolUseBlock
 
@@ -31,21 +34,34 @@ _FALLBACK = "The tool {name} returned:"
 _FAILED = "The tool {name} failed:"
 
 
+@dataclass(frozen=True)
+class _Turn:
+    """The last turn: where its request is, its calls by id, and their results."""
+
+    start: int
+    calls: Mapping[str, ToolUseBlock]
+    results: Sequence[ToolResultBlock]
+
+
 def answer_turn(messages: Sequence[Message]) -> tuple[Message, ...] | None:
     """The messages with their last turn told as one message (see the module docstring), or
     None when they do not end with tool results after a request."""
-    if not messages or not _has_results(messages[-1]):
+    turn = _last_turn(messages)
+    if turn is None:
         return None
-    start = next((i for i in range(len(messages) - 1, -1, -1) if _is_request(messages[i])), None)
-    if start is None:
-        return None
-    calls = {c.id: c for m in messages[start:] for c in m.tool_uses}
-    results = [b for m in messages[start:] for b in m.content if isinstance(b, ToolResultBlock)]
-    told = "\n\n".join(_told(result, calls) for result in results)
-    request = messages[start].text.strip()
-    turn = Message.user(f"{told}\n\n{ANSWER.format(request=request)}")
-    opening = _opening(results, calls)
-    return (*messages[:start], turn, *((Message.assistant(opening),) if opening else ()))
+    told = "\n\n".join(_told(result, turn.calls) for result in turn.results)
+    request = messages[turn.start].text.strip()
+    said = Message.user(f"{told}\n\n{ANSWER.format(request=request)}")
+    opening = _opening(turn)
+    return (*messages[: turn.start], said, *((Message.assistant(opening),) if opening else ()))
+
+
+def answer_items(messages: Sequence[Message]) -> tuple[str, ...]:
+    """The entries the answer that ``answer_turn`` starts may go on with: the listing's names
+    when it starts one (see ``ModelRequest.answer_items``), else ()."""
+    turn = _last_turn(messages)
+    listed = _listed(turn) if turn is not None else None
+    return tuple(listed[1]) if listed is not None else ()
 
 
 def answer_opening(messages: Sequence[Message]) -> str:
@@ -53,15 +69,33 @@ def answer_opening(messages: Sequence[Message]) -> str:
     return messages[-1].text if messages and messages[-1].role == "assistant" else ""
 
 
-def _opening(results: Sequence[ToolResultBlock], calls: Mapping[str, ToolUseBlock]) -> str:
-    """The listing's opening when the only result is a listing with entries, else ""."""
-    if len(results) != 1 or results[0].is_error:
-        return ""
-    call = calls.get(results[0].tool_use_id)
+def _last_turn(messages: Sequence[Message]) -> _Turn | None:
+    """The last turn, or None when the messages do not end with tool results after a request."""
+    if not messages or not _has_results(messages[-1]):
+        return None
+    start = next((i for i in range(len(messages) - 1, -1, -1) if _is_request(messages[i])), None)
+    if start is None:
+        return None
+    calls = {c.id: c for m in messages[start:] for c in m.tool_uses}
+    results = [b for m in messages[start:] for b in m.content if isinstance(b, ToolResultBlock)]
+    return _Turn(start, calls, results)
+
+
+def _listed(turn: _Turn) -> tuple[str, list[str]] | None:
+    """The folder and its entries when the turn's only result is a listing with entries."""
+    if len(turn.results) != 1 or turn.results[0].is_error:
+        return None
+    call = turn.calls.get(turn.results[0].tool_use_id)
     if call is None or call.name != "list_dir":
-        return ""
-    names, _ = _entries(results[0].content)
-    return f"{_holds(call.arguments.get('path') or '.', names)}: " if names else ""
+        return None
+    names, _ = _entries(turn.results[0].content)
+    return (call.arguments.get("path") or ".", names) if names else None
+
+
+def _opening(turn: _Turn) -> str:
+    """The listing's opening when the only result is a listing with entries, else ""."""
+    listed = _listed(turn)
+    return f"{_holds(*listed)}: " if listed is not None else ""
 
 
 def _told(result: ToolResultBlock, calls: Mapping[str, ToolUseBlock]) -> str:

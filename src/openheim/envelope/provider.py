@@ -18,7 +18,7 @@ import dataclasses
 from collections.abc import AsyncIterator, Iterable
 from typing import Literal
 
-from openheim.envelope.answer import answer_opening, answer_turn
+from openheim.envelope.answer import answer_items, answer_opening, answer_turn
 from openheim.envelope.fence import FenceSplitter, Segment, Text, split_text
 from openheim.envelope.parse import parse_reply
 from openheim.envelope.prompt import protocol_section, render_history, with_protocol
@@ -51,7 +51,8 @@ def protocol_for(kind: str, configured: str | None) -> Literal["native", "envelo
 def envelope_request(request: ModelRequest, *, compact: bool = False) -> ModelRequest:
     """The request the inner provider gets (see the module docstring); ``compact`` gives the
     protocol in its short form, for a small model; when such a model must answer from tool
-    results, its turn is told again as one message (``openheim.envelope.answer``)."""
+    results, its turn is told again as one message (``openheim.envelope.answer``), with the
+    listing's names as ``answer_items`` when its answer is started."""
     if not request.tools or request.tool_choice == "none":
         told = answer_turn(request.messages) if compact else None
         return dataclasses.replace(
@@ -60,6 +61,7 @@ def envelope_request(request: ModelRequest, *, compact: bool = False) -> ModelRe
             tools=(),
             tool_choice="none",
             envelope_schema=None,
+            answer_items=answer_items(request.messages) if told else (),
         )
     messages = render_history(request.messages)
     section = protocol_section(request.tools, request.tool_choice, compact=compact)
@@ -94,7 +96,8 @@ class EnvelopeProvider:
         sent = envelope_request(request, compact=self.compact)
         opening = answer_opening(sent.messages) if sent.tool_choice == "none" else ""
         if opening and not self.starts_answer:
-            sent, opening = dataclasses.replace(sent, messages=sent.messages[:-1]), ""
+            sent = dataclasses.replace(sent, messages=sent.messages[:-1], answer_items=())
+            opening = ""
         if opening:
             yield TextDelta(opening)
         async for item in self.inner.stream(sent):

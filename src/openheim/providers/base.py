@@ -62,6 +62,11 @@ class ModelRequest:
     """JSON schema of the action envelope, when tools travel as fenced JSON in the text (the
     envelope protocol): providers that can constrain decoding (llama.cpp) use it so every reply
     parses; others ignore it."""
+    answer_items: tuple[str, ...] = ()
+    """When the request ends with a started answer that lists them (a folder's entries), the
+    items the reply may go on with: providers that can constrain decoding (llama.cpp) hold it to
+    some of them, in their order, each once, joined by ``, `` and ended by ``.`` (see
+    ``openheim.providers.llama_grammars``); others ignore it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +169,9 @@ class ProviderSettings:
     tool_rounds: int | None = None
     """Rounds of tool calls per prompt after which the model is asked for its answer, with no
     tools offered (None: no such limit; ``max_iterations`` still applies)."""
+    tool_choice: Literal["auto", "required"] = "auto"
+    """The first model call's tool choice in each prompt, when the surface asks for none
+    (``run --tool-choice`` wins): ``required`` makes the first reply a tool call."""
     prefix_cache_mb: int = 256
     """``llama_cpp``: the most megabytes of evaluated prompt prefixes kept on disk (0: none)."""
     cli_path: str | None = None

@@ -10,7 +10,8 @@ Cancelling stops generation after at most one more token. llama.cpp's OpenMP thr
 passively (``OMP_WAIT_POLICY=PASSIVE`` unless the environment sets a policy): spinning, they
 made generation about ten times slower on a machine whose cores were busy with other work.
 With an envelope schema on the request, decoding is constrained by a grammar so every reply
-parses.
+parses; a started answer that lists a folder is held to the listing's names
+(``openheim.providers.llama_grammars``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import codecs
 import json
 import logging
 import os
-import re
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
@@ -34,13 +34,13 @@ from openheim.events import TextDelta
 from openheim.formats.regex import utf8
 from openheim.messages import FinishReason, Message, TextBlock, ThinkingBlock, Usage
 from openheim.providers.base import (
-    ENVELOPE_FENCE,
     ModelRequest,
     ModelResponse,
     ProviderSettings,
     StreamItem,
     closing_stream,
 )
+from openheim.providers.llama_grammars import request_grammar
 from openheim.providers.llama_prefix import Outcome, PrefixCache
 from openheim.providers.local_models import (
     default_threads,
@@ -173,7 +173,7 @@ class LlamaCppProvider:
                 request.max_tokens or self.settings.max_tokens or 2048, llm.n_ctx() - len(tokens)
             )
             run = _Generation(llm, tokens, stop, budget, self._sampling(request))
-            run.grammar = envelope_grammar(request)
+            run.grammar = request_grammar(request)
             run.prefix = _prefix(llm, request, tokens)
             run.cache = self._cache
             self.stats = run.stats  # counts as it goes, also for a call closed early
@@ -254,15 +254,20 @@ class _Generation:
             emit(None)
 
     def _generate(self, emit: Callable[[str | BaseException | None], None]) -> None:
+        """Generate until an end-of-generation token (any of the model's: SmolLM2 ends a
+        finished grammar with ``<|endoftext|>``, not its chat end), a stop string, the budget
+        or a cancel."""
+        import llama_cpp
+
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        eos = self.llm.token_eos()
+        vocab = self.llm._model.vocab
         window = max((len(s) for s in self.stop), default=0)
         tail = ""
         for token in self.llm.generate(self.tokens, grammar=self.grammar, **self.sampling):
             if self.cancel.is_set():
                 self.stats.tokens_after_cancel += 1
                 break
-            if token == eos:
+            if llama_cpp.llama_vocab_is_eog(vocab, token):
                 break
             self.stats.generated_tokens += 1
             piece = decoder.decode(self.llm.detokenize([token]))
@@ -355,17 +360,3 @@ def _prompt_tokens(llm: Llama, request: ModelRequest) -> tuple[list[int], list[s
     tokens = llm.tokenize(utf8(prompt), add_bos=add_bos, special=True)
     stop = formatted.stop if isinstance(formatted.stop, list) else [formatted.stop or eos]
     return tokens, [s for s in stop if s]
-
-
-def envelope_grammar(request: ModelRequest) -> LlamaGrammar | None:
-    """A grammar for "prose, then maybe one envelope block" (the block alone when required)."""
-    if request.envelope_schema is None:
-        return None
-    from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
-
-    body = json_schema_to_gbnf(json.dumps(dict(request.envelope_schema)))
-    body = re.sub(r"^root ::=", "envelope ::=", body, count=1, flags=re.MULTILINE)
-    block = f'"```{ENVELOPE_FENCE}\\n" envelope "\\n```"'
-    required = request.tool_choice != "auto"
-    root = f"root ::= {block}" if required else f"root ::= prose ({block})?\nprose ::= [^`]*"
-    return LlamaGrammar.from_string(f"{root}\n{body}", verbose=False)

@@ -28,7 +28,7 @@ from openheim.files.atomic import atomic_write
 from openheim.loop import Agent
 from openheim.messages import Message
 from openheim.prompts.builder import PromptBuilder
-from openheim.providers.base import ProviderSettings
+from openheim.providers.base import ProviderSettings, ToolChoice
 from openheim.redaction.env_files import register_env_files
 from openheim.runtime.clients import Lease
 from openheim.runtime.compaction import attach, compacting
@@ -135,7 +135,7 @@ async def open_session(
             max_iterations=(profile.max_iterations if profile else None) or settings.max_iterations,
             max_tokens=parts.chosen.max_tokens,
             meter=make_meter(settings),
-            tool_choice=options.tool_choice,
+            tool_choice=first_choice(options, parts.chosen),
             tool_rounds=parts.chosen.tool_rounds,
         )
         session = _session(agent, store, record, parts, notices)
@@ -176,7 +176,7 @@ async def _parts(
     skills = skills_for(settings, _teller(notices, "skills"))
     area = _staging_area(settings)
     spawner = Spawner(settings, stack, store, functools.partial(build_provider, lend=lend))
-    wanted = ToolRequest(options.tool_patterns, options.tool_choice, extra)
+    wanted = ToolRequest(options.tool_patterns, first_choice(options, chosen), extra)
     offered = await session_tools(
         settings,
         wanted,
@@ -200,6 +200,11 @@ async def _parts(
         sandbox, work_dir, env, secret_policy=policy, client=client, shell_sandbox=shell
     )
     return _Parts(chosen, profile, names, offered, area, spawner, system, context)
+
+
+def first_choice(options: SessionOptions, chosen: ProviderSettings) -> ToolChoice:
+    """The first model call's tool choice in each prompt: the session's, else the provider's."""
+    return options.tool_choice if options.tool_choice is not None else chosen.tool_choice
 
 
 def _system_prompt(

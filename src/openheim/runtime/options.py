@@ -37,8 +37,10 @@ class SessionOptions:
     model: str | None = None
     agent: str | None = None
     """Run this agent profile as the main agent (``--agent``; else ``default_agent``)."""
-    tool_choice: ToolChoice = "auto"
-    """For the first model call of each prompt: ``auto``, ``required``, ``none`` or a tool."""
+    tool_choice: ToolChoice | None = None
+    """For the first model call of each prompt: ``auto``, ``required``, ``none`` or a tool;
+    None takes the provider's own (its ``tool_choice`` key: ``auto`` unless set, ``required``
+    for the shipped SmolLM2)."""
     cwd: Path | None = None
     """The session's working directory (and sandbox root) instead of ``work_dir``; it must lie
     inside ``work_dir``."""

@@ -144,3 +144,32 @@ async def test_missing_model_file_is_a_clear_error(tmp_path: Path) -> None:
         async for _ in broken.stream(ask(Message.user("hi"))):
             pass
     await broken.aclose()
+
+
+HOSTILE_NAMES = ("README.md", 'q"uote.txt', "back\\slash", "café/", "📁", "] ::= x | y")
+
+
+async def test_a_started_listing_answer_names_only_listed_entries(
+    provider: LlamaCppProvider,
+) -> None:
+    """Asked to write names that are not in the listing, the model still gives only listed
+    ones (a folder's ``/`` may be left out), in their order, each once, and stops at the full
+    stop; any name parses."""
+    asked = Message.user("Write exactly this: pyproject.yaml, setup.py, main.rs, main.rs.")
+    messages = (asked, Message.assistant("The folder . holds 6 entries: "))
+    request = ModelRequest(
+        "SmolLM2-135M-Instruct",
+        messages,
+        system="Be brief.",
+        max_tokens=120,
+        tool_choice="none",
+        answer_items=HOSTILE_NAMES,
+    )
+    items = [i async for i in provider.stream(request)]
+    response = items[-1]
+    assert isinstance(response, ModelResponse) and response.finish == "end_turn"
+    text = response.message.text
+    assert text.endswith("."), text
+    given = text.removeprefix("\n")[:-1].split(", ")
+    picked = [HOSTILE_NAMES.index(n if n in HOSTILE_NAMES else f"{n}/") for n in given]
+    assert picked == sorted(set(picked)), text
