@@ -11,7 +11,8 @@ from pathlib import Path
 from playwright.async_api import Browser, Page, expect
 
 from openheim.testing import FakeLLMServer
-from tests.server.support import TOKEN, Served, served
+from tests.server.support import TOKEN, Served, served, write_config
+from tests.server.test_serve_cli import base_of, read_start, start, stop
 
 TIMEOUT_MS = 10_000
 UNKNOWN = "00000000-0000-4000-8000-000000000000"
@@ -99,3 +100,27 @@ async def test_a_form_from_another_site_gets_a_readable_page(
             await expect(message).to_contain_text("Open the address openheim serve printed")
             await page.screenshot(path=artefacts / "session-03-foreign-form.png")
             assert "allowed_origins" not in await page.content()
+
+
+async def test_a_restart_keeps_the_browser_logged_in(
+    home: Path, work: Path, browser: Browser, artefacts: Path
+) -> None:
+    with FakeLLMServer() as llm:
+        write_config(home, llm)
+        page = await new_page(browser)
+        for run, args in enumerate([(), (), ("--new-token",)]):
+            process = start(home, work, *args)
+            try:
+                lines = read_start(process)
+                base = base_of(lines)
+                if run == 0:
+                    await page.goto(lines[1].split(": ", 1)[1].strip())  # the login link
+                else:
+                    await page.goto(f"{base}/")
+                if run < 2:  # the cookie of run 1 logs in on run 2
+                    await expect(page.locator("#title")).to_have_text("No session")
+                else:  # a new token: the old cookie is refused
+                    await expect(page).to_have_url(f"{base}/login")
+                await page.screenshot(path=artefacts / f"session-04-restart-{run}.png")
+            finally:
+                stop(process)
