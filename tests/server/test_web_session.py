@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from playwright.async_api import Browser, Page, expect
+from playwright.async_api import Browser, BrowserContext, Page, expect
 
-from openheim.testing import FakeLLMServer
+from openheim.testing import FakeLLMServer, FakeReply
 from tests.server.support import TOKEN, Served, served, write_config
 from tests.server.test_serve_cli import base_of, read_start, start, stop
 
@@ -19,10 +19,15 @@ UNKNOWN = "00000000-0000-4000-8000-000000000000"
 OTHER = "http://other.example"
 
 
+async def new_context(browser: Browser) -> BrowserContext:
+    """A browser profile of its own (its own cookies) whose pages are tabs sharing them."""
+    context = await browser.new_context(viewport={"width": 1280, "height": 800})
+    context.set_default_timeout(TIMEOUT_MS)
+    return context
+
+
 async def new_page(browser: Browser) -> Page:
-    page = await browser.new_page(viewport={"width": 1280, "height": 800})
-    page.set_default_timeout(TIMEOUT_MS)
-    return page
+    return await (await new_context(browser)).new_page()
 
 
 async def log_in_with_link(page: Page, server: Served) -> None:
@@ -124,3 +129,88 @@ async def test_a_restart_keeps_the_browser_logged_in(
                 await page.screenshot(path=artefacts / f"session-04-restart-{run}.png")
             finally:
                 stop(process)
+
+
+PROMPT = "Tell me about the fox"
+SHOWN = "The quick brown fox"
+FOX = FakeReply(chunks=["The ", "quick ", "brown ", "fox ", "jumps ", "over."], hang_at=5)
+"""Streams its role chunk and four words, then stalls until cancelled: a turn mid-answer."""
+
+
+async def expect_turn_so_far(page: Page) -> None:
+    await expect(page.locator(".msg.user")).to_have_text([PROMPT])
+    await expect(page.locator(".msg.assistant .text")).to_have_text([SHOWN])
+    await expect(page.locator("#cancel")).to_be_enabled()
+
+
+async def test_a_second_tab_and_a_reload_show_the_whole_turn_so_far(
+    home: Path, work: Path, browser: Browser, artefacts: Path
+) -> None:
+    with FakeLLMServer([FOX]) as llm:
+        async with served(home, work, llm) as server:
+            context = await new_context(browser)
+            first = await context.new_page()
+            await log_in_with_link(first, server)
+            await send(first, PROMPT)
+            await expect(first.locator(".msg.assistant .text")).to_have_text(SHOWN)
+            second = await context.new_page()
+            await second.goto(f"{server.url}/#s={session_of(first)}")
+            await expect_turn_so_far(second)
+            await second.screenshot(path=artefacts / "session-05-second-tab-mid-answer.png")
+            await first.reload()
+            await expect_turn_so_far(first)
+            await first.screenshot(path=artefacts / "session-06-reloaded-mid-answer.png")
+            await second.click("#cancel")
+            for page in (first, second):
+                await expect(page.locator(".notice").last).to_have_text("cancelled")
+
+
+async def test_a_reload_mid_stream_shows_the_start_then_the_rest(
+    home: Path, work: Path, browser: Browser
+) -> None:
+    words = [f"w{i} " for i in range(100)]
+    with FakeLLMServer([FakeReply(chunks=words, chunk_delay=0.03)]) as llm:
+        async with served(home, work, llm) as server:
+            page = await new_page(browser)
+            await log_in_with_link(page, server)
+            await send(page, PROMPT)
+            answer = page.locator(".msg.assistant .text")
+            await expect(answer).to_contain_text("w3 ")
+            await page.reload()
+            await expect(answer).to_contain_text("w0 w1 w2 w3")
+            # every word once, in order: the replay and the live frames neither overlap nor gap
+            await expect(answer).to_have_text("".join(words).strip())
+            await expect(page.locator(".msg.user")).to_have_text([PROMPT])
+
+
+async def test_the_session_in_the_url(
+    home: Path, work: Path, browser: Browser, artefacts: Path
+) -> None:
+    with FakeLLMServer(["Hello there."]) as llm:
+        async with served(home, work, llm) as server:
+            context = await new_context(browser)
+            page = await context.new_page()
+            await log_in_with_link(page, server)
+            await send(page, "Say hello")
+            await expect(page.locator(".msg.assistant .text")).to_have_text("Hello there.")
+            session = session_of(page)
+            await page.reload()  # the reload reopens it
+            await expect(page.locator(".msg.assistant .text")).to_have_text("Hello there.")
+            assert session_of(page) == session
+            await page.goto(f"{server.url}/")
+            await expect(page.locator("#title")).to_have_text("No session")
+            await page.goto(f"{server.url}/#s={session}")  # a link opens it
+            await expect(page.locator(".msg.user")).to_have_text(["Say hello"])
+            await page.screenshot(path=artefacts / "session-07-opened-by-link.png")
+            await page.goto(f"{server.url}/#s=not-a-session")  # the same page: the hash changes
+            error = page.locator("#conversation .error")
+            await expect(error).to_contain_text("not-a-session cannot be opened: that is not a")
+            assert "#" not in page.url
+            fresh = await context.new_page()  # a link opened in a new tab
+            await fresh.goto(f"{server.url}/#s={UNKNOWN}")
+            error = fresh.locator("#conversation .error")
+            await expect(error).to_contain_text(f"{UNKNOWN} cannot be opened: no session {UNKNOWN}")
+            await expect(error).to_contain_text("Pick a session from the list or start a new one")
+            await expect(fresh.locator("#title")).to_have_text("No session")
+            await fresh.screenshot(path=artefacts / "session-08-unknown-session.png")
+            assert "#" not in fresh.url

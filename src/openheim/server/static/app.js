@@ -1,6 +1,6 @@
 // The page: sessions sidebar, conversation, model picker, cancel, compact and undo, usage
 // footer and the file tree with its read-only viewer, all over REST and the /ws channels (the login cookie
-// authenticates both).
+// authenticates both). The open session is in the URL (#s=ID), so a reload or a link opens it.
 
 import { Conversation } from "./conversation.js";
 import { Socket } from "./socket.js";
@@ -84,8 +84,40 @@ async function attach(id, after) {
   setBusy(opened.busy);
 }
 
+const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+// The session the URL names (#s=ID), or "" when it names none.
+function sessionInUrl() {
+  return new URLSearchParams(location.hash.slice(1)).get("s") ?? "";
+}
+
+// Put the open session in the URL (or take it out), without a new history entry.
+function showInUrl(id) {
+  if ((id || "") === sessionInUrl()) return;
+  history.replaceState(null, "", id ? `#s=${id}` : location.pathname + location.search);
+}
+
+// Open the session the URL names; one that is not a session id, or that this server does not
+// have, is said plainly and taken out of the URL.
+async function openFromUrl() {
+  const id = sessionInUrl();
+  if (!id || id === state.session) return;
+  try {
+    if (!SESSION_ID.test(id)) throw new Error("that is not a session id");
+    await openSession(id);
+  } catch (err) {
+    showInUrl(null);
+    conversation.clear();
+    state.session = null;
+    $("title").textContent = "No session";
+    conversation.notice(`The link's session ${id.slice(0, 80)} cannot be opened: ${err.message}. ` +
+      "Pick a session from the list or start a new one.", "error");
+  }
+}
+
 async function openSession(id) {
   const stored = await api(`/api/sessions/${id}`);
+  showInUrl(id);
   conversation.clear();
   conversation.history(stored.messages);
   state.session = id;
@@ -103,6 +135,7 @@ async function newSession() {
   conversation.clear();
   state.session = opened.session_id;
   state.seq = 0;
+  showInUrl(state.session);
   $("title").textContent = "New session";
   setBusy(false);
   await loadSessions();
@@ -162,6 +195,7 @@ async function deleteSession(id) {
   await api(`/api/sessions/${id}`, { method: "DELETE" });
   if (state.session === id) {
     state.session = null;
+    showInUrl(null);
     conversation.clear();
     $("title").textContent = "No session";
   }
@@ -248,7 +282,9 @@ async function start() {
   $("search").addEventListener("input", () => loadSessions());
   $("model").addEventListener("change", changeModel);
   $("viewer-close").addEventListener("click", () => { $("viewer").hidden = true; });
+  window.addEventListener("hashchange", openFromUrl);
   await Promise.all([loadSessions(), loadModels()]);
+  await openFromUrl();
   await loadFiles();
   await socket.request("fs", { type: "watch", path: "." });
 }
