@@ -214,3 +214,10 @@ async def test_the_session_in_the_url(
             await expect(fresh.locator("#title")).to_have_text("No session")
             await fresh.screenshot(path=artefacts / "session-08-unknown-session.png")
             assert "#" not in fresh.url
+            elsewhere = await (await new_context(browser)).new_page()  # not logged in yet
+            await elsewhere.goto(f"{server.url}/#s={session}")
+            await expect(elsewhere).to_have_url(f"{server.url}/login#s={session}")
+            await elsewhere.fill("#token", TOKEN)
+            await elsewhere.click("button[type=submit]")
+            await expect(elsewhere.locator(".msg.user")).to_have_text(["Say hello"])
+            assert session_of(elsewhere) == session
