@@ -103,15 +103,15 @@ async function openFromUrl() {
   const id = sessionInUrl();
   if (!id || id === state.session) return;
   try {
-    if (!SESSION_ID.test(id)) throw new Error("that is not a session id");
+    if (!SESSION_ID.test(id)) throw new Error(`"${id.slice(0, 80)}" is not a session id`);
     await openSession(id);
   } catch (err) {
     showInUrl(null);
     conversation.clear();
     state.session = null;
     $("title").textContent = "No session";
-    conversation.notice(`The link's session ${id.slice(0, 80)} cannot be opened: ${err.message}. ` +
-      "Pick a session from the list or start a new one.", "error");
+    conversation.notice(`The session this link names cannot be opened: ${err.message}. It may have ` +
+      "been deleted, or belong to another server: pick one from the list or start a new one.", "error");
   }
 }
 
