@@ -181,7 +181,8 @@ class Live:
         if self.busy:
             raise SessionBusy(self.key, pid=0, host="this server")
         self._stop = asyncio.Event()
-        self.turn = Turn(self.seq, message)
+        assert self.session is not None
+        self.turn = Turn(self.seq, len(self.session.history), message)
         self.task = asyncio.create_task(self._run(message))
 
     async def _run(self, message: Message) -> None:

@@ -11,26 +11,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from openheim.messages import Message, TextBlock
+from openheim.messages import Message
 from openheim.redaction.secrets import redact_message
 
 
 @dataclass(frozen=True)
 class Turn:
-    """A running turn: the number of the last frame before it, and its prompt."""
+    """A running turn: the number of the last frame before it, how many messages the
+    session's history held before it, and its prompt."""
 
     seq: int
+    before: int
     prompt: Message
 
 
 def before_turn(stored: list[Message], turn: Turn) -> list[Message]:
-    """The stored messages from before ``turn``, then its prompt (as the store keeps it,
-    redacted). The prompt is the newest stored message with text from the user once it is
-    stored (the turn's other user messages carry tool results only); before that, every
-    stored message is from before the turn."""
-    prompt = redact_message(turn.prompt)
-    for index in range(len(stored) - 1, -1, -1):
-        message = stored[index]
-        if message.role == "user" and any(isinstance(b, TextBlock) for b in message.content):
-            return [*stored[:index], prompt] if message == prompt else [*stored, prompt]
-    return [*stored, prompt]
+    """The stored messages from before ``turn``, then its prompt as the store keeps it
+    (redacted). A session's history and its stored messages are the same list (an undo rewinds
+    both; a compaction changes neither), so the first ``turn.before`` are those before it."""
+    return [*stored[: turn.before], redact_message(turn.prompt)]
