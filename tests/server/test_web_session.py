@@ -165,10 +165,10 @@ async def test_a_second_tab_and_a_reload_show_the_whole_turn_so_far(
                 await expect(page.locator(".notice").last).to_have_text("cancelled")
 
 
-async def test_a_reload_mid_stream_shows_the_start_then_the_rest(
+async def test_a_reload_and_a_reopen_mid_stream_show_the_start_then_the_rest(
     home: Path, work: Path, browser: Browser
 ) -> None:
-    words = [f"w{i} " for i in range(100)]
+    words = [f"w{i} " for i in range(150)]
     with FakeLLMServer([FakeReply(chunks=words, chunk_delay=0.03)]) as llm:
         async with served(home, work, llm) as server:
             page = await new_page(browser)
@@ -177,6 +177,8 @@ async def test_a_reload_mid_stream_shows_the_start_then_the_rest(
             answer = page.locator(".msg.assistant .text")
             await expect(answer).to_contain_text("w3 ")
             await page.reload()
+            await expect(answer).to_contain_text("w0 w1 w2 w3")
+            await page.click("#sessions li .name")  # the open session again, in the same tab
             await expect(answer).to_contain_text("w0 w1 w2 w3")
             # every word once, in order: the replay and the live frames neither overlap nor gap
             await expect(answer).to_have_text("".join(words).strip())

@@ -6,7 +6,7 @@ import { Conversation } from "./conversation.js";
 import { Socket } from "./socket.js";
 
 const $ = (id) => document.getElementById(id);
-const state = { session: null, seq: 0, busy: false, sessions: [] };
+const state = { session: null, seq: 0, busy: false, sessions: [], attaching: false };
 
 async function api(path, options = {}) {
   const response = await fetch(path, { credentials: "same-origin", ...options });
@@ -46,8 +46,14 @@ function onFrame(channel, data) {
 }
 
 function agentFrame(frame) {
-  if (frame.type === "missed") return conversation.notice(`${frame.message} (open the session again to show its stored conversation)`);
+  if (frame.type === "missed") {
+    state.seq = Math.max(state.seq, frame.last);
+    return conversation.notice(`${frame.message} (open the session again to show its stored conversation)`);
+  }
   if (frame.seq <= state.seq) return;
+  // While attaching, a live frame can come before the replayed ones it follows: the replay
+  // brings it again in order, so only the next frame in line is shown.
+  if (state.attaching && frame.seq !== state.seq + 1) return;
   state.seq = frame.seq;
   if (frame.type === "approval_request") conversation.approval(frame);
   else if (frame.type === "approval_resolved") conversation.resolved(frame.approval_id, frame.choice);
@@ -79,9 +85,15 @@ function showTotals(usage, cost) {
   $("cost").textContent = cost === null ? "" : `$${cost.toFixed(4)}`;
 }
 
+// Attach to a session, its frames after `after` replayed first (they come before the reply).
 async function attach(id, after) {
-  const opened = await socket.request("agent", { type: "resume", session_id: id, after });
-  setBusy(opened.busy);
+  state.attaching = true;
+  try {
+    const opened = await socket.request("agent", { type: "resume", session_id: id, after });
+    setBusy(opened.busy);
+  } finally {
+    state.attaching = false;
+  }
 }
 
 const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
