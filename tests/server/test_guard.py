@@ -212,3 +212,59 @@ async def test_an_empty_or_partial_bearer_token_is_refused(
             status, _ = await raw_get(server.url, "/api/config", (header,))
             ok, _ = await raw_get(server.url, "/api/config", (f"Authorization: Bearer {TOKEN}",))
     assert (status, ok) == (401, 200), header
+
+
+JSON = "application/json"
+HTML = "text/html"
+OWN = "own"
+"""Stands for the server's own origin in ``ORIGIN_RULES`` (its port is known only at run time)."""
+ORIGIN_RULES = {
+    # name: (path, Origin, listed in allowed_origins, status, content type of the answer)
+    "the form from the page itself": ("/login", OWN, (), 303, None),
+    "the form from another site": ("/login", "https://evil.example", (), 403, HTML),
+    "the form from nowhere (null)": ("/login", "null", (), 403, HTML),
+    "the form from null, listed": ("/login", "null", ("null",), 403, HTML),
+    "the form from markup": ("/login", 'https://x.example"><script>', (), 403, HTML),
+    "the form from a listed site": ("/login", ALLOWED, (ALLOWED,), 303, None),
+    "the API from another site": ("/api/config", "https://evil.example", (), 403, JSON),
+    "the API from null, listed": ("/api/config", "null", ("null",), 403, JSON),
+}
+
+
+@pytest.mark.parametrize(
+    ("path", "origin", "listed", "status", "kind"), ORIGIN_RULES.values(), ids=ORIGIN_RULES.keys()
+)
+async def test_the_origin_rule(
+    home: Path,
+    work: Path,
+    path: str,
+    origin: str,
+    listed: tuple[str, ...],
+    status: int,
+    kind: str | None,
+) -> None:
+    with FakeLLMServer() as llm:
+        async with served(home, work, llm, origins=listed) as server, server.client() as http:
+            sent = server.url if origin == OWN else origin
+            if path == "/login":
+                answer = await http.post(path, data={"token": TOKEN}, headers={"Origin": sent})
+            else:
+                answer = await http.get(path, headers={"Origin": sent})
+    assert answer.status_code == status
+    if kind is not None:
+        assert answer.headers["content-type"].startswith(kind)
+    if kind == HTML:  # a page a person can read, with the form, not the config advice
+        assert '<form method="post" action="/login">' in answer.text
+        assert "Open the address openheim serve printed" in answer.text
+        assert "allowed_origins" not in answer.text and '"><script>' not in answer.text
+
+
+async def test_the_pages_send_their_origin_but_no_referrer_elsewhere(
+    home: Path, work: Path
+) -> None:
+    with FakeLLMServer() as llm:
+        async with served(home, work, llm) as server, server.client() as http:
+            login = await http.get("/login")
+            page = await http.get("/")
+    for answer in (login, page):  # no-referrer would make the form post with Origin: null
+        assert answer.headers["referrer-policy"] == "same-origin"

@@ -132,3 +132,63 @@ def test_a_public_address_is_announced_with_a_tls_warning(home: Path) -> None:
     assert "warning" in public and "TLS" in public and "http://10.1.2.3:9/" in public
     assert "warning" not in loopback and "http://[::1]:9/" in loopback
     assert "given-token" not in public + loopback
+
+
+def base_of(lines: list[str]) -> str:
+    found = re.search(r"(http://127\.0\.0\.1:\d+)/", lines[0])
+    assert found is not None, lines
+    return found.group(1)
+
+
+def started(home: Path, work: Path, *args: str) -> tuple[subprocess.Popen[str], str, str]:
+    """A server process, its base URL and the line it prints about the token."""
+    process = start(home, work, *args)
+    lines = read_start(process)
+    assert process.stdout is not None
+    return process, base_of(lines), process.stdout.readline()
+
+
+def test_a_restart_keeps_the_token_and_new_token_replaces_it(home: Path, work: Path) -> None:
+    with FakeLLMServer() as llm:
+        write_config(home, llm)
+        first, base, made = started(home, work)
+        try:
+            login = httpx.post(f"{base}/login", data={"token": (home / "server-token").read_text()})
+        finally:
+            stop(first)
+        token = (home / "server-token").read_text()
+        cookie = {"Cookie": f"openheim_auth={login.cookies['openheim_auth']}"}
+        second, base, kept = started(home, work)
+        try:
+            again = httpx.get(f"{base}/api/config", headers=cookie)
+        finally:
+            stop(second)
+            rest, _ = second.communicate(timeout=30)
+        third, base, renewed = started(home, work, "--new-token")
+        try:
+            refused = httpx.get(f"{base}/api/config", headers=cookie)
+        finally:
+            stop(third)
+    assert token in made and again.status_code == 200  # run 1's cookie works on run 2
+    assert "kept in" in kept and "--new-token" in kept and token not in kept + rest
+    assert refused.status_code == 401 and token not in renewed
+    assert (home / "server-token").read_text() in renewed
+    assert stat.S_IMODE((home / "server-token").stat().st_mode) == 0o600
+
+
+def test_new_token_with_a_given_token_is_a_one_line_error(home: Path, work: Path) -> None:
+    given = "given-token-0123456789abcdef"
+    with FakeLLMServer() as llm:
+        write_config(home, llm)
+        result = openheim(
+            "serve",
+            "--port",
+            "0",
+            "--new-token",
+            home=home,
+            cwd=work,
+            OPENHEIM_SERVER_TOKEN=given,
+        )
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "--new-token replaces the token kept in the data dir" in result.stderr
+    assert given not in result.stderr + result.stdout

@@ -16,6 +16,12 @@ def add_serve(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8080, help="port (default 8080; 0: any free)")
     serve.add_argument("--work-dir", help="the folder sessions and the fs channel work in")
+    serve.add_argument(
+        "--new-token",
+        action="store_true",
+        help="replace the token kept in the data dir (browsers logged in with the old one must "
+        "log in again)",
+    )
 
 
 def serve_command(args: argparse.Namespace) -> int:
@@ -32,5 +38,5 @@ def serve_command(args: argparse.Namespace) -> int:
         ) from None
     settings = load_settings(Overrides(work_dir=args.work_dir))
     sys.stderr.writelines(f"{notice_line(notice)}\n" for notice in settings.notices)
-    serve(settings, Address(args.host, args.port), acp=serve_websocket)
+    serve(settings, Address(args.host, args.port), acp=serve_websocket, new_token=args.new_token)
     return exit_codes.OK

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from pathlib import Path
 from urllib.parse import parse_qs
 
 from starlette.applications import Starlette
@@ -27,12 +26,13 @@ from openheim.redaction.secrets import redact
 from openheim.server.context import ServerContext
 from openheim.server.guard import Guard, Policy
 from openheim.server.openapi import openapi_document
+from openheim.server.pages import STATIC, login_page
 from openheim.server.rest import ROUTES
 from openheim.server.ws import accept, ws_endpoint
 from openheim.serving.auth import COOKIE
 
-STATIC = Path(__file__).parent / "static"
 LOGIN_FORM_BYTES = 4096
+NO_STORE = {"cache-control": "no-store"}
 
 
 async def acp_endpoint(websocket: WebSocket) -> None:
@@ -44,7 +44,7 @@ async def acp_endpoint(websocket: WebSocket) -> None:
 
 
 async def index(request: Request) -> Response:
-    return FileResponse(STATIC / "index.html", headers={"cache-control": "no-store"})
+    return FileResponse(STATIC / "index.html", headers=NO_STORE)
 
 
 async def openapi(request: Request) -> Response:
@@ -66,8 +66,7 @@ def _logged_in(request: Request) -> Response:
 
 
 def _login_page(message: str, status: int) -> Response:
-    page = (STATIC / "login.html").read_text(encoding="utf-8").replace("{{message}}", message)
-    return HTMLResponse(page, status_code=status, headers={"cache-control": "no-store"})
+    return HTMLResponse(login_page(message), status_code=status, headers=NO_STORE)
 
 
 async def login(request: Request) -> Response:

@@ -4,11 +4,16 @@ An ASGI middleware, so it sees HTTP requests and WebSocket upgrades alike, befor
 
 - a request whose ``Origin`` is neither the server's own nor on ``[server] allowed_origins``
   is refused (403; for a WebSocket, the upgrade is refused), so another web page the user
-  visits cannot drive the server with the user's cookie;
+  visits cannot drive the server with the user's cookie. ``Origin: null`` (a sandboxed frame,
+  a ``file:`` page, a redirect from elsewhere) is never allowed, listed or not: it names no
+  one. The server's own pages send ``Referrer-Policy: same-origin``, so a browser names their
+  origin on their own form posts and ``fetch`` calls (``no-referrer`` would make it send
+  ``null``). A refused page (``/``, ``/login``) is answered with the login page and the reason,
+  the API with JSON;
 - a CORS preflight from an allowed origin is answered here; responses to allowed origins carry
   ``Access-Control-Allow-Origin``;
-- every route but ``/login`` needs the token (``auth``): 401 for the API, a redirect to the
-  login page for the page itself;
+- every route but ``/login`` (and its script) needs the token (``auth``): 401 for the API, a
+  redirect to the login page for the page itself;
 - a request body over the limit is refused with 413 before the route reads it.
 """
 
@@ -21,9 +26,11 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from openheim.server.pages import PAGE_PATHS, login_page
 from openheim.serving.auth import Auth
 
-OPEN_PATHS = frozenset({"/login", "/login/"})
+OPEN_PATHS = frozenset({"/login", "/login/", "/static/login.js"})
+"""Reachable without the token: the login page and its script."""
 CORS_METHODS = "GET, POST, DELETE, OPTIONS"
 CORS_HEADERS = "Authorization, Content-Type"
 SECURITY_HEADERS = [
@@ -33,10 +40,11 @@ SECURITY_HEADERS = [
         b"connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
     ),
     (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
+    (b"referrer-policy", b"same-origin"),
 ]
 """On every answer: the page loads nothing from elsewhere and cannot be framed; the login
-link's code never leaves in a ``Referer``."""
+link's code never leaves for another site in a ``Referer``, while the page's own requests still
+carry its ``Origin``."""
 _LIMIT_HINT = "send a smaller body ([server] max_body_bytes)"
 _ORIGIN_HINT = "add the origin to [server] allowed_origins"
 
@@ -80,6 +88,8 @@ class Guard:
         origin = headers.get("origin")
         if origin is None:
             return True
+        if origin == "null":
+            return False
         return origin in self.policy.allowed_origins or origin in own_origins(headers)
 
     async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -94,7 +104,7 @@ class Guard:
         headers = headers_of(scope)
         origin = headers.get("origin")
         if not self._origin_ok(headers):
-            await _json(send, 403, "this origin may not use the server", _ORIGIN_HINT)
+            await _refuse_origin(scope, send, origin or "")
             return
         allowed = origin is not None and origin in self.policy.allowed_origins
         if scope["method"] == "OPTIONS" and allowed:
@@ -154,6 +164,21 @@ class _Exchange:
             self._started = True
             message = {**message, "headers": [*message.get("headers", []), *self._extra]}
         await self._send(message)
+
+
+async def _refuse_origin(scope: Scope, send: Send, origin: str) -> None:
+    """403 for a request from another origin: a page for a browser at one of the server's
+    pages (open the server's own address), JSON for the API (list the origin)."""
+    if scope["path"] not in PAGE_PATHS:
+        await _json(send, 403, "this origin may not use the server", _ORIGIN_HINT)
+        return
+    if origin == "null":
+        reason = "The browser did not say which page sent this (Origin: null), so it was refused."
+    else:
+        reason = f"This came from another site ({origin}), so it was refused."
+    message = f"{reason} Open the address openheim serve printed and log in there."
+    page = [(b"content-type", b"text/html; charset=utf-8"), *SECURITY_HEADERS]
+    await _respond(send, 403, login_page(message), page)
 
 
 async def _unauthorised(scope: Scope, send: Send) -> None:

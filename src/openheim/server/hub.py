@@ -19,7 +19,6 @@ import contextlib
 import functools
 import json
 import logging
-import time
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -32,6 +31,8 @@ from openheim.messages import Message
 from openheim.redaction.secrets import redact_data
 from openheim.runtime import Runtime, Session, SessionHost, SessionOptions, approvals
 from openheim.server.redacting import EventRedactor
+from openheim.server.start_gate import StartGate
+from openheim.server.turns import Turn
 from openheim.server.writer import FrameWriter
 from openheim.store import SessionStore
 
@@ -45,71 +46,6 @@ IDLE_CLOSE = 600.0
 _DELTAS = frozenset({"text_delta", "thinking_delta"})
 _DELTA_KEYS = ("type", "text")
 """A delta's event dict, as ``EventRedactor`` makes it (``Live.publish_event``)."""
-
-START_PER_TURN = 2
-"""Prompts that may begin in one turn of the event loop (see ``StartGate``)."""
-BUSY_TURN = 0.002
-"""Seconds a turn of the event loop may take for prompts to begin after it."""
-MAX_HOLD = 0.01
-"""Seconds prompts wait at most for a quiet turn before a few begin anyway."""
-
-
-class StartGate:
-    """Lets prompts begin a few at a time, and only between quick turns of the event loop.
-
-    Beginning a prompt costs a few milliseconds of the loop's time (its request, its
-    connection, its records, its first events); a thousand begun at once would hold every
-    running stream's next frame back for seconds. So waiting prompts go in arrival order, at
-    most ``per_turn`` in a turn, and none while the loop is busy: when the last turn took over
-    ``busy_turn`` seconds (the streams already running and the prompts just begun have work
-    queued), the gate waits for a quicker one, but never more than ``max_hold`` seconds. Under
-    a burst of new prompts, the streams keep their pace and the new prompts queue here."""
-
-    def __init__(
-        self,
-        per_turn: int = START_PER_TURN,
-        busy_turn: float = BUSY_TURN,
-        max_hold: float = MAX_HOLD,
-        clock: Callable[[], float] = time.perf_counter,
-    ) -> None:
-        self.per_turn = per_turn
-        self.busy_turn = busy_turn
-        self.max_hold = max_hold
-        self.clock = clock
-        self.waiting: deque[asyncio.Future[None]] = deque()
-        self._planned = False
-        self._asked = 0.0
-        self._last_let = clock()
-
-    async def wait(self) -> None:
-        """Return in a turn with room for this prompt."""
-        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.waiting.append(turn)
-        self._plan()
-        await turn
-
-    def _plan(self) -> None:
-        if not self._planned:
-            self._planned = True
-            self._asked = self.clock()
-            asyncio.get_running_loop().call_soon(self.open)
-
-    def open(self) -> None:
-        """Let the next waiting prompts begin if the turn just ended was quick (called once
-        per turn while prompts wait)."""
-        self._planned = False
-        now = self.clock()
-        quick = now - self._asked <= self.busy_turn or now - self._last_let >= self.max_hold
-        let = 0
-        while quick and self.waiting and let < self.per_turn:
-            turn = self.waiting.popleft()
-            if not turn.done():  # a prompt whose task was cancelled meanwhile takes no room
-                turn.set_result(None)
-                let += 1
-        if let:
-            self._last_let = now
-        if self.waiting:
-            self._plan()
 
 
 class Subscriber(Protocol):
@@ -141,6 +77,8 @@ class Live:
         self.subscribers: set[Subscriber] = set()
         self.pending: dict[str, tuple[int, str, asyncio.Future[Allow | Deny]]] = {}
         self.task: asyncio.Task[None] | None = None
+        self.turn: Turn | None = None
+        """The latest prompt and the last frame before it (``busy``: the running turn)."""
         self.gate: StartGate | None = None
         self._stop = asyncio.Event()
         self._quoted = ("", '""')
@@ -243,6 +181,8 @@ class Live:
         if self.busy:
             raise SessionBusy(self.key, pid=0, host="this server")
         self._stop = asyncio.Event()
+        assert self.session is not None
+        self.turn = Turn(self.seq, len(self.session.history), message)
         self.task = asyncio.create_task(self._run(message))
 
     async def _run(self, message: Message) -> None:

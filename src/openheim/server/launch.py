@@ -34,13 +34,14 @@ between the two limits get an error reply and the connection stays open."""
 
 
 def build(
-    settings: Settings, *, public: bool, acp: AcpBridge | None = None
+    settings: Settings, *, public: bool, acp: AcpBridge | None = None, new_token: bool = False
 ) -> tuple[ServerContext, Policy]:
-    """The server's shared state and guard policy for ``settings``; ``acp`` serves ``/acp``."""
+    """The server's shared state and guard policy for ``settings``; ``acp`` serves ``/acp``;
+    ``new_token`` replaces the token kept in the data dir."""
     from openheim.runtime import Runtime
     from openheim.server.hub import Hub
 
-    auth = load_auth(settings, public=public)
+    auth = load_auth(settings, public=public, new_token=new_token)
     runtime = Runtime(settings=settings)
     server = settings.server
     max_frame = server.max_frame_bytes or DEFAULT_MAX_FRAME
@@ -54,13 +55,16 @@ def build(
 
 
 def announce(auth: Auth, settings: Settings, address: Address, port: int, out: TextIO) -> None:
-    """The page's URL with its one-time login link; a generated token once."""
+    """The page's URL with its one-time login link; a token generated now once, and where a
+    kept one is (it is not printed again)."""
     host = f"[{address.host}]" if ":" in address.host else address.host
     base = f"http://{host}:{port}"
     out.write(f"openheim serve: {base}/\n")
     out.write(f"open this link once to log in: {base}/login?code={auth.login_code}\n")
     if auth.generated:
         out.write(f"token (kept in {settings.data_dir / TOKEN_FILE}, mode 0600): {auth.token}\n")
+    elif auth.kept_in is not None:
+        out.write(f"token: the one kept in {auth.kept_in} (--new-token makes a new one)\n")
     if not address.loopback:
         out.write(
             "warning: serving plain HTTP on a non-loopback address; put a TLS reverse proxy in "
@@ -75,14 +79,16 @@ def serve(
     out: TextIO = sys.stdout,
     *,
     acp: AcpBridge | None = None,
+    new_token: bool = False,
 ) -> None:
-    """Run the server until SIGINT/SIGTERM, with ``/acp`` served by ``acp`` if given."""
+    """Run the server until SIGINT/SIGTERM, with ``/acp`` served by ``acp`` if given;
+    ``new_token`` replaces the token kept in the data dir (old login cookies are refused)."""
     import uvicorn
 
     from openheim.server.app import create_app
     from openheim.server.limits import Gate, limits_of, protocols
 
-    context, policy = build(settings, public=not address.loopback, acp=acp)
+    context, policy = build(settings, public=not address.loopback, acp=acp, new_token=new_token)
     limits = fit_file_limit(limits_of(settings.server), sys.stderr)
     http, ws = protocols(Gate(limits))
     sock = bind(address)

@@ -24,6 +24,7 @@ from openheim.errors import OpenheimError, SessionNotFound
 from openheim.messages import Message
 from openheim.runtime import checkpoints
 from openheim.server.context import ServerContext
+from openheim.server.turns import before_turn
 from openheim.store.base import SessionRecord
 
 SESSION_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -151,6 +152,8 @@ async def get_session(request: Request) -> Response:
     live = context.hub.get(found.id)
     state = None if live is None else {"seq": live.seq, "busy": live.busy}
     seq = live.seq if live is not None else context.store.frames.last(found.id)
+    if live is not None and live.busy and live.turn is not None:  # the turn comes as frames
+        messages, seq = before_turn(messages, live.turn), live.turn.seq
     body = {
         "session": _record(found),
         "messages": [_message(m) for m in messages],

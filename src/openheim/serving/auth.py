@@ -1,7 +1,10 @@
 """Who may talk to ``openheim serve``: the bearer token, the browser cookie and the login link.
 
-The token comes from ``OPENHEIM_SERVER_TOKEN``, else from ``[server] token_file``, else it is
-generated at start and written (mode 0600) to ``data_dir/server-token``. A request proves it
+The token comes from ``OPENHEIM_SERVER_TOKEN``, else from ``[server] token_file``, else from
+``data_dir/server-token``: the token kept there by an earlier start (so a browser stays logged
+in across restarts), or one generated now and written there (mode 0600) when there is none, when
+that file is not the user's own private regular file, or when a new one is asked for
+(``new_token``: every login cookie of the old one is refused from then on). A request proves it
 with ``Authorization: Bearer TOKEN``, with the cookie the one-time login link sets, or (for a
 WebSocket, where a browser cannot set headers) with a subprotocol ``openheim.token.TOKEN``.
 
@@ -21,6 +24,7 @@ from pathlib import Path
 
 from openheim.config.load import Settings
 from openheim.errors import ConfigError
+from openheim.files.atomic import atomic_write
 from openheim.files.hostile import read_regular
 
 TOKEN_ENV = "OPENHEIM_SERVER_TOKEN"
@@ -35,10 +39,12 @@ TOKEN_PROTOCOL_PREFIX = "openheim.token."
 
 @dataclass
 class Auth:
-    """The server's token, whether it was generated here, and the login link's one-time code."""
+    """The server's token, whether it was generated at this start, the file it is kept in
+    when it is the data dir's own, and the login link's one-time code."""
 
     token: str
     generated: bool
+    kept_in: Path | None = None
     login_code: str | None = field(default_factory=lambda: secrets.token_urlsafe(24))
 
     @property
@@ -82,21 +88,73 @@ def _cookie(header: str, name: str) -> str | None:
     return None
 
 
-def load_auth(settings: Settings, *, public: bool, env: Mapping[str, str] | None = None) -> Auth:
-    """The token to require. ``public`` (a non-loopback bind) refuses a generated token, which
-    would be printed on a screen others may see."""
+def load_auth(
+    settings: Settings,
+    *,
+    public: bool,
+    new_token: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> Auth:
+    """The token to require. ``public`` (a non-loopback bind) refuses a token of the data dir,
+    which is printed on a screen others may see; ``new_token`` replaces the data dir's token
+    (refused when the token is given, which openheim does not own)."""
     env = os.environ if env is None else env
     explicit = _explicit_token(settings, env)
     if explicit is not None:
+        if new_token:
+            raise ConfigError(
+                f"--new-token replaces the token kept in the data dir, but the token is given "
+                f"({TOKEN_ENV} or [server] token_file)",
+                hint="change the given token instead, or unset it to use the data dir's",
+            )
         return Auth(explicit, generated=False)
     if public:
         raise ConfigError(
             "binding a non-loopback address needs an explicit token",
             hint=f"set {TOKEN_ENV} or [server] token_file (at least {MIN_TOKEN_CHARS} characters)",
         )
+    path = settings.data_dir / TOKEN_FILE
+    kept = None if new_token else _kept_token(path)
+    if kept is not None:
+        return Auth(kept, generated=False, kept_in=path)
     token = secrets.token_urlsafe(32)
-    _write_private(settings.data_dir / TOKEN_FILE, token)
-    return Auth(token, generated=True)
+    _keep(path, token)
+    return Auth(token, generated=True, kept_in=path)
+
+
+def _keep(path: Path, token: str) -> None:
+    """Write ``token`` to ``path``, readable by the user alone from its first byte."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, token.encode(), mode=0o600)
+    except OSError as err:
+        raise ConfigError(
+            f"cannot keep the server's token in {path}: {err.strerror or err}",
+            hint=f"remove what is at {path}, or give a token with {TOKEN_ENV}",
+        ) from None
+
+
+def _kept_token(path: Path) -> str | None:
+    """The token an earlier start kept at ``path``: only from a regular file (no symlink) of
+    this user that no one else may read, holding a valid token; None otherwise (a new one is
+    made in its place)."""
+    try:
+        raw = read_regular(path, MAX_TOKEN_FILE_BYTES, follow_symlinks=False, check=_private)
+        token = raw.decode("utf-8").strip()
+    except (OSError, ValueError):
+        return None
+    return token if _valid(token) else None
+
+
+def _private(info: os.stat_result) -> None:
+    if info.st_uid != os.getuid() or info.st_mode & 0o077 or info.st_nlink != 1:
+        raise ValueError("it is not a private file of this user")
+
+
+def _valid(token: str) -> bool:
+    return len(token) >= MIN_TOKEN_CHARS and not any(
+        c.isspace() or not c.isprintable() for c in token
+    )
 
 
 def _explicit_token(settings: Settings, env: Mapping[str, str]) -> str | None:
@@ -109,7 +167,7 @@ def _explicit_token(settings: Settings, env: Mapping[str, str]) -> str | None:
     if not raw:
         return None
     token = raw.strip()
-    if len(token) < MIN_TOKEN_CHARS or any(c.isspace() or not c.isprintable() for c in token):
+    if not _valid(token):
         raise ConfigError(
             f"the token from {where} is too short or holds spaces or control characters",
             hint=f"use at least {MIN_TOKEN_CHARS} printable characters, e.g. "
@@ -129,15 +187,3 @@ def _read_token_file(path: Path, where: str) -> str:
             f"cannot read {where}: {reason}",
             hint="point token_file at a regular file holding only the token",
         ) from None
-
-
-def _write_private(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` readable by the user alone (replacing what was there)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        os.write(fd, text.encode())
-    finally:
-        os.close(fd)
-    temp.replace(path)

@@ -1,14 +1,15 @@
 // The page: sessions sidebar (a busy mark on each session running a turn; a toggle on a narrow
 // screen), conversation, model picker, cancel, compact and undo, usage footer, the file tree
 // with its read-only viewer and the prompt box (Enter sends, Shift+Enter adds a line, @ picks a
-// file), all over REST and the /ws channels (the login cookie authenticates both).
+// file), all over REST and the /ws channels (the login cookie authenticates both). The open
+// session is in the URL (#s=ID), so a reload or a link opens it.
 
 import { Conversation } from "./conversation.js";
 import { FilePicker } from "./picker.js";
 import { Socket } from "./socket.js";
 
 const $ = (id) => document.getElementById(id);
-const state = { session: null, seq: 0, busy: false, sessions: [] };
+const state = { session: null, seq: 0, busy: false, sessions: [], attaching: false };
 
 async function api(path, options = {}) {
   const response = await fetch(path, { credentials: "same-origin", ...options });
@@ -74,8 +75,14 @@ function markBusy(id, busy) {
 }
 
 function agentFrame(frame) {
-  if (frame.type === "missed") return conversation.notice(`${frame.message} (open the session again to show its stored conversation)`);
+  if (frame.type === "missed") {
+    state.seq = Math.max(state.seq, frame.last);
+    return conversation.notice(`${frame.message} (open the session again to show its stored conversation)`);
+  }
   if (frame.seq <= state.seq) return;
+  // While attaching, a live frame can come before the replayed ones it follows: the replay
+  // brings it again in order, so only the next frame in line is shown.
+  if (state.attaching && frame.seq !== state.seq + 1) return;
   state.seq = frame.seq;
   if (frame.type === "approval_request") conversation.approval(frame);
   else if (frame.type === "approval_resolved") conversation.resolved(frame.approval_id, frame.choice);
@@ -107,13 +114,51 @@ function showTotals(usage, cost) {
   $("cost").textContent = cost === null ? "" : `$${cost.toFixed(4)}`;
 }
 
+// Attach to a session, its frames after `after` replayed first (they come before the reply).
 async function attach(id, after) {
-  const opened = await socket.request("agent", { type: "resume", session_id: id, after });
-  setBusy(opened.busy);
+  state.attaching = true;
+  try {
+    const opened = await socket.request("agent", { type: "resume", session_id: id, after });
+    setBusy(opened.busy);
+  } finally {
+    state.attaching = false;
+  }
+}
+
+const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+// The session the URL names (#s=ID), or "" when it names none.
+function sessionInUrl() {
+  return new URLSearchParams(location.hash.slice(1)).get("s") ?? "";
+}
+
+// Put the open session in the URL (or take it out), without a new history entry.
+function showInUrl(id) {
+  if ((id || "") === sessionInUrl()) return;
+  history.replaceState(null, "", id ? `#s=${id}` : location.pathname + location.search);
+}
+
+// Open the session the URL names; one that is not a session id, or that this server does not
+// have, is said plainly and taken out of the URL.
+async function openFromUrl() {
+  const id = sessionInUrl();
+  if (!id || id === state.session) return;
+  try {
+    if (!SESSION_ID.test(id)) throw new Error(`"${id.slice(0, 80)}" is not a session id`);
+    await openSession(id);
+  } catch (err) {
+    showInUrl(null);
+    conversation.clear();
+    state.session = null;
+    $("title").textContent = "No session";
+    conversation.notice(`The session this link names cannot be opened: ${err.message}. It may have ` +
+      "been deleted, or belong to another server: pick one from the list or start a new one.", "error");
+  }
 }
 
 async function openSession(id) {
   const stored = await api(`/api/sessions/${id}`);
+  showInUrl(id);
   conversation.clear();
   conversation.history(stored.messages);
   state.session = id;
@@ -132,6 +177,7 @@ async function newSession() {
   conversation.clear();
   state.session = opened.session_id;
   state.seq = 0;
+  showInUrl(state.session);
   $("title").textContent = "New session";
   setBusy(false);
   showSidebar(false);
@@ -197,6 +243,7 @@ async function deleteSession(id) {
   await api(`/api/sessions/${id}`, { method: "DELETE" });
   if (state.session === id) {
     state.session = null;
+    showInUrl(null);
     conversation.clear();
     $("title").textContent = "No session";
     updateControls();
@@ -305,7 +352,9 @@ async function start() {
   $("search").addEventListener("input", () => loadSessions());
   $("model").addEventListener("change", changeModel);
   $("viewer-close").addEventListener("click", () => { $("viewer").hidden = true; });
+  window.addEventListener("hashchange", openFromUrl);
   await Promise.all([loadSessions(), loadModels()]);
+  await openFromUrl();
   await loadFiles();
   await socket.request("fs", { type: "watch", path: "." });
 }
