@@ -8,7 +8,7 @@ from pathlib import Path
 
 from openheim.messages import Message
 from openheim.runtime import SessionOptions
-from openheim.server.hub import StartGate
+from openheim.server.start_gate import StartGate
 from openheim.testing import FakeLLMServer
 from tests.server.support import hub_over
 
