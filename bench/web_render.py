@@ -188,12 +188,15 @@ async def _web_page(url: str, code: str, lines: int) -> Timing:
     seen: list[float] = probe["seen"]
     half = lines // 2
     frames: list[list[float]] = probe["frames"]
-    first = sum(ms for arrived, ms in frames if arrived <= half) / 1000
-    last = sum(ms for arrived, ms in frames if arrived > half) / 1000
+    first_frames = [ms for arrived, ms in frames if arrived <= half]
+    last_frames = [ms for arrived, ms in frames if arrived > half]
+    first, last = sum(first_frames) / 1000, sum(last_frames) / 1000
     arrival = (probe["lastArrival"] - probe["firstArrival"]) / 1000
     extra = (
         f"deltas arrived over {arrival:.2f} s; shown: line {half - 1} at "
-        f"{(seen[half - 1] - seen[0]) / 1000:.2f} s"
+        f"{(seen[half - 1] - seen[0]) / 1000:.2f} s; median frame "
+        f"{statistics.median(first_frames):.2f} ms in the first half, "
+        f"{statistics.median(last_frames):.2f} ms in the last"
     )
     return Timing((seen[lines - 1] - seen[0]) / 1000, first, last, extra)
 

@@ -79,9 +79,14 @@ function lastBlockStart(tokens) {
   return 0;
 }
 
+const CHUNK_BLOCKS = 32; // finished blocks per chunk element
+
 /**
  * One streamed text segment in `container`: `append()` adds text, `render()` (once a frame)
- * moves the finished blocks into place for good and re-renders the open one.
+ * moves the finished blocks into place for good and re-renders the open one. Finished blocks
+ * go into chunk elements of `CHUNK_BLOCKS` each (the page lays out and paints a chunk as one
+ * piece, and skips the chunks out of view: style.css), so the page's layout work per frame
+ * does not grow with the answer either.
  */
 export class MarkdownStream {
   constructor(container, decorate) {
@@ -91,6 +96,7 @@ export class MarkdownStream {
     this.rest = ""; // the text of the open block and what came after it
     this.open = []; // the nodes showing `rest`
     this.env = {}; // markdown-it's state across parses: the link definitions seen so far
+    this.chunk = null; // the chunk element finished blocks go into
     this.dirty = false;
   }
 
@@ -111,7 +117,7 @@ export class MarkdownStream {
     const cut = final ? tokens.length : lastBlockStart(tokens);
     for (const node of this.open) node.remove();
     if (cut > 0) {
-      this.container.append(this.fragment(tokens.slice(0, cut), env));
+      this.keep(this.fragment(tokens.slice(0, cut), env));
       const at = final ? this.rest.length : lineOffset(this.rest, tokens[cut].map[0]);
       this.kept.push(this.rest.slice(0, at));
       this.rest = this.rest.slice(at);
@@ -119,6 +125,18 @@ export class MarkdownStream {
     const open = final ? null : this.fragment(tokens.slice(cut), env);
     this.open = open ? [...open.childNodes] : [];
     if (open) this.container.append(open);
+  }
+
+  /** The finished blocks in `fragment` into the chunk elements. */
+  keep(fragment) {
+    for (const node of [...fragment.childNodes]) {
+      if (!this.chunk || this.chunk.childElementCount >= CHUNK_BLOCKS) {
+        this.chunk = document.createElement("div");
+        this.chunk.className = "chunk";
+        this.container.append(this.chunk);
+      }
+      this.chunk.append(node);
+    }
   }
 
   fragment(tokens, env) {
