@@ -322,7 +322,8 @@ async def test_a_hostile_answer_through_the_server(
 ) -> None:
     """Every hostile row streamed in one answer through the real server: nothing runs, the
     raw HTML shows as text."""
-    answer = "\n\n".join(text for _, text, _ in HOSTILE)
+    rows = sorted(HOSTILE, key=lambda row: row[0] == "unterminated fence")  # it takes the rest
+    answer = "\n\n".join(text for _, text, _ in rows)
     pieces = [answer[at : at + 11] for at in range(0, len(answer), 11)]
     with FakeLLMServer([FakeReply(chunks=pieces)]) as llm:
         async with served(home, work, llm) as server:
@@ -331,7 +332,8 @@ async def test_a_hostile_answer_through_the_server(
             await page.goto(f"{server.url}/login?code={server.context.auth.login_code}")
             await send(page, "Be hostile")
             text = page.locator(".msg.assistant .text")
-            await expect(text).to_contain_text("&lt;script&gt;alert(1)")
+            await expect(text).to_contain_text("<script>alert(1)</script>")  # the entities
+            await expect(text.locator("table")).to_have_count(1)
             await expect(text).to_contain_text("<script>window.__pwned=1</script>")
             scripts = await text.evaluate("t => t.querySelectorAll('script, img, iframe').length")
             assert scripts == 0
