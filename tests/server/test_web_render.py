@@ -10,6 +10,7 @@ Screenshots go to the test's artefacts (``$OPENHEIM_ARTEFACTS`` when set)."""
 
 from __future__ import annotations
 
+import hashlib
 import mimetypes
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -25,7 +26,7 @@ from tests.server.support import served
 from tests.server.test_web_page import CHROMIUM, TIMEOUT_MS, artefacts, send
 
 __all__ = ["artefacts"]  # the fixture, shared with test_web_page.py
-pytestmark = pytest.mark.asyncio(loop_scope="module")  # one browser for the whole file
+in_module_loop = pytest.mark.asyncio(loop_scope="module")  # one browser for the file's tests
 
 ORIGIN = "http://render.test"
 
@@ -141,6 +142,7 @@ async def render(page: Page, text: str) -> dict[str, Any]:
     return result
 
 
+@in_module_loop
 @pytest.mark.parametrize(("case", "text", "shown"), HOSTILE, ids=[row[0] for row in HOSTILE])
 async def test_hostile_markdown_runs_nothing(
     renderer: Page, case: str, text: str, shown: str
@@ -154,6 +156,7 @@ async def test_hostile_markdown_runs_nothing(
     assert await renderer.evaluate("window.__pwned") is None, case
 
 
+@in_module_loop
 async def test_a_safe_link_opens_apart(renderer: Page) -> None:
     await render(renderer, "[docs](https://docs.example/x) and https://bare.example")
     links = renderer.locator("body > div").first.locator("a")
@@ -169,6 +172,7 @@ MARKDOWN = (
 )
 
 
+@in_module_loop
 async def test_tables_quotes_and_highlighted_code(renderer: Page) -> None:
     result = await render(renderer, MARKDOWN)
     assert result["problems"] == []
@@ -183,6 +187,7 @@ async def test_tables_quotes_and_highlighted_code(renderer: Page) -> None:
     await expect(box.locator("ol li")).to_have_count(2)
 
 
+@in_module_loop
 async def test_a_streamed_answer_keeps_its_finished_blocks(renderer: Page) -> None:
     """The first paragraph's node, taken once it is final, is the same node at the end: a
     finished block is never rendered again; finished blocks are grouped in chunks."""
@@ -246,6 +251,7 @@ async def until(page: Page, condition: str, arg: object = None) -> None:
     assert held, f"timed out waiting for {condition} (arg {arg})"
 
 
+@in_module_loop
 async def test_scroll_follow_stops_when_scrolled_up_and_resumes_at_the_bottom(
     home: Path, work: Path, browser: Browser, artefacts: Path
 ) -> None:
@@ -283,6 +289,7 @@ CODE = "def greet(name):\n    return f'hello {name}'"
 ANSWER = f"Here is **the** function:\n\n```python\n{CODE}\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"
 
 
+@in_module_loop
 async def test_copy_buttons_copy_the_message_and_the_code(
     home: Path, work: Path, browser: Browser, artefacts: Path
 ) -> None:
@@ -317,6 +324,7 @@ async def test_copy_buttons_copy_the_message_and_the_code(
             await context.close()
 
 
+@in_module_loop
 async def test_a_hostile_answer_through_the_server(
     home: Path, work: Path, browser: Browser, artefacts: Path
 ) -> None:
@@ -339,3 +347,20 @@ async def test_a_hostile_answer_through_the_server(
             assert scripts == 0
             await page.screenshot(path=artefacts / "render-04-hostile.png", full_page=True)
             assert await page.evaluate("window.__pwned") is None
+
+
+def test_the_vendored_files_are_the_ones_versions_names() -> None:
+    """Every file in static/vendor/ has its SHA-256 in VERSIONS (``scripts/vendor-web`` writes
+    it from the pinned npm packages), with a licence beside each library."""
+    vendor = STATIC / "vendor"
+    listed = {}
+    for line in (vendor / "VERSIONS").read_text().splitlines():
+        digest, _, name = line.partition("  ")
+        if len(digest) == 64 and name:
+            listed[name] = digest
+    files = {p.name for p in vendor.iterdir()} - {"VERSIONS"}
+    assert set(listed) == files
+    for name, digest in listed.items():
+        assert hashlib.sha256((vendor / name).read_bytes()).hexdigest() == digest, name
+    for library in ("markdown-it", "dompurify", "highlight.js"):
+        assert f"LICENSE.{library}" in files
