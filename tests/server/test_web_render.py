@@ -20,7 +20,7 @@ import pytest
 import pytest_asyncio
 from playwright.async_api import Browser, Page, Route, async_playwright, expect
 
-from openheim.server.app import STATIC
+from openheim.server.pages import STATIC
 from openheim.testing import FakeLLMServer, FakeReply
 from tests.server.support import served
 from tests.server.test_web_page import CHROMIUM, TIMEOUT_MS, artefacts, send
