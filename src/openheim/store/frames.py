@@ -10,10 +10,11 @@ deleted.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
+
+from openheim.store.tables import Connection
 
 DEFAULT_KEEP = 10_000
 """Frames kept per session."""
@@ -28,12 +29,12 @@ the store's lock)."""
 
 
 class FrameLog:
-    """The frame log of one SQLite store (``SQLiteStore.frames``)."""
+    """The frame log of one store (``SQLiteStore.frames``; PostgreSQL's overrides ``_insert``)."""
 
     def __init__(
         self,
-        tx: Callable[[], AbstractContextManager[sqlite3.Connection]],
-        read: Callable[[str, Sequence[Any]], list[sqlite3.Row]],
+        tx: Callable[[], AbstractContextManager[Connection]],
+        read: Callable[[str, Sequence[Any]], list[Any]],
         keep: int = DEFAULT_KEEP,
     ) -> None:
         self._tx = tx
@@ -49,11 +50,15 @@ class FrameLog:
         for session_id, seq, _ in frames:
             last[session_id] = max(seq, last.get(session_id, 0))
         with self._tx() as conn:
-            conn.execute(_INSERT, (json.dumps(frames),))
+            self._insert(conn, frames)
             conn.executemany(
                 "DELETE FROM session_frames WHERE session_id = ? AND seq <= ?",
                 [(sid, seq - self.keep) for sid, seq in last.items() if seq > self.keep],
             )
+
+    def _insert(self, conn: Connection, frames: Sequence[tuple[str, int, str]]) -> None:
+        """Store the frames, replacing any of the same numbers."""
+        conn.execute(_INSERT, (json.dumps(frames),))
 
     def after(self, session_id: str, seq: int) -> Iterator[tuple[int, str]]:
         """The kept frames numbered above ``seq``, in order."""
