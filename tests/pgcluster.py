@@ -82,7 +82,7 @@ class Cluster:
         """A new empty database; its URL."""
         name = f"test_{next(self._names)}"
         with psycopg.connect(self.url(), autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {name}")
+            conn.execute(f"CREATE DATABASE {name} STRATEGY = FILE_COPY")
         return self.url(name)
 
     def drop(self, url: str) -> None:

@@ -6,15 +6,16 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from openheim.store.common import SqlStore
 from openheim.store.schema import _V1, MIGRATIONS
 from openheim.store.sqlite import SQLiteStore
 
 
-def new_session(store: SQLiteStore) -> str:
+def new_session(store: SqlStore) -> str:
     return store.create(cwd="/", provider="p", model="m").id
 
 
-def test_frames_are_read_back_after_a_number(store: SQLiteStore) -> None:
+def test_frames_are_read_back_after_a_number(store: SqlStore) -> None:
     sid, other = new_session(store), new_session(store)
     store.frames.append([(sid, 1, "a"), (sid, 2, "b")])
     store.frames.append([(sid, 3, "c"), (other, 1, "x")])
@@ -25,14 +26,14 @@ def test_frames_are_read_back_after_a_number(store: SQLiteStore) -> None:
     assert store.frames.last(new_session(store)) == 0
 
 
-def test_only_the_last_frames_are_kept(store: SQLiteStore) -> None:
+def test_only_the_last_frames_are_kept(store: SqlStore) -> None:
     sid = new_session(store)
     store.frames.keep = 3
     store.frames.append([(sid, n, str(n)) for n in range(1, 6)])
     assert [seq for seq, _ in store.frames.after(sid, 0)] == [3, 4, 5]
 
 
-def test_frames_go_with_their_session(store: SQLiteStore) -> None:
+def test_frames_go_with_their_session(store: SqlStore) -> None:
     sid = new_session(store)
     store.frames.append([(sid, 1, "a")])
     store.delete(sid)

@@ -2,10 +2,9 @@
 
 A backend (``sqlite.SQLiteStore``, ``postgres.PostgresStore``) supplies a write transaction
 (``_tx``, a savepoint when nested), a connection to read with (``_reader``), its search and its
-close, plus hooks where the databases differ: how a message's search text is stored
-(``_insert_messages``, ``_delete_messages``), how writes to one session are serialised
-(``_lock_session``) and how a store-wide unique ``updated_at`` is taken (``_stamp``). The SQL
-here is the subset both speak, with ``?`` placeholders (the PostgreSQL connection translates).
+close, and how a message's search text is stored (``_insert_messages``, ``_delete_messages``).
+Both serialise their write transactions (SQLite's write lock, a PostgreSQL advisory lock), so
+the SQL here, the subset both speak with ``?`` placeholders, needs no row locks.
 """
 
 from __future__ import annotations
@@ -74,16 +73,6 @@ class SqlStore:
     def _delete_messages(self, conn: Connection, session_id: str, *, from_seq: int) -> None:
         raise NotImplementedError
 
-    def _lock_session(self, conn: Connection, session_id: str) -> Any:
-        """The session's ``(message_count, title)`` row (None when missing), locked against
-        other writers of it until the transaction ends where the database needs that."""
-        return conn.execute(
-            "SELECT message_count, title FROM sessions WHERE id = ?", (session_id,)
-        ).fetchone()
-
-    def _stamp(self, conn: Connection) -> float:
-        return tables.stamp(conn)
-
     def search(self, text: str, *, limit: int = 20) -> builtins.list[SearchHit]:
         raise NotImplementedError
 
@@ -103,7 +92,7 @@ class SqlStore:
         with self._tx() as conn:
             if parent_id is not None and not tables.exists(conn, parent_id):
                 raise SessionNotFound(parent_id, hint="fork from an existing session")
-            now = self._stamp(conn)
+            now = tables.stamp(conn)
             record = SessionRecord(
                 id=str(uuid.uuid4()),
                 title=title,
@@ -155,10 +144,12 @@ class SqlStore:
 
     def append(self, session_id: str, message: Message) -> None:
         with self._tx() as conn:
-            row = self._lock_session(conn, session_id)
+            row = conn.execute(
+                "SELECT message_count, title FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
             if row is None:
                 raise SessionNotFound(session_id)
-            now = self._stamp(conn)
+            now = tables.stamp(conn)
             self._insert_messages(conn, session_id, row["message_count"], [message], now)
             conn.execute(
                 "UPDATE sessions SET message_count = message_count + 1, updated_at = ?,"
@@ -197,7 +188,7 @@ class SqlStore:
     def delete(self, session_id: str) -> None:
         """Remove the session; ``SessionBusy`` while a prompt in another process holds it."""
         with self._tx() as conn:
-            if self._lock_session(conn, session_id) is None:
+            if not tables.exists(conn, session_id):
                 raise SessionNotFound(session_id)
             holder = leases.foreign_holder(conn, session_id, timeout=self.lease_timeout)
             if holder is not None:
@@ -207,7 +198,6 @@ class SqlStore:
 
     def acquire(self, session_id: str) -> Lease:
         with self._tx() as conn:
-            self._lock_session(conn, session_id)
             token = leases.take(conn, session_id, timeout=self.lease_timeout)
         return SqlLease(self, session_id, token)
 
@@ -268,7 +258,7 @@ class SqlStore:
     def _restore(
         self, conn: Connection, record: SessionRecord, messages: Sequence[Message], *, replace: bool
     ) -> SessionRecord:
-        if self._lock_session(conn, record.id) is not None:
+        if tables.exists(conn, record.id):
             if not replace:
                 raise SessionExists(record.id)
             self._delete_messages(conn, record.id, from_seq=0)
@@ -288,7 +278,6 @@ class SqlStore:
         """Store the repaired history, unless another process's prompt may still be running
         the calls that look unanswered."""
         with self._tx() as conn:
-            self._lock_session(conn, session_id)
             if leases.foreign_holder(conn, session_id, timeout=self.lease_timeout):
                 return
             stored = tables.load_messages(conn, session_id)
@@ -322,5 +311,4 @@ class SqlLease(Lease):
 
     def refresh(self) -> None:
         with self._store._tx() as conn:
-            self._store._lock_session(conn, self.session_id)
             leases.renew(conn, self.session_id, self._token)
