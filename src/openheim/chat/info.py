@@ -87,7 +87,7 @@ async def memory_text(settings: Settings, query: str, limit: int = 20) -> str:
 
 def sessions_of(settings: Settings, limit: int = 50) -> list[SessionRecord]:
     """The latest stored sessions, newest first."""
-    store = open_store(settings.data_dir)
+    store = open_store(settings.data_dir, settings.store_url)
     try:
         return store.list(limit=limit)
     finally:
@@ -124,7 +124,7 @@ def export_session(chat: Chat, target: str) -> Path:
         )
     name = target or f"openheim-{session_id[:8]}.md"
     path = chat.settings.work_dir / Path(name).expanduser()
-    store = open_store(chat.settings.data_dir)
+    store = open_store(chat.settings.data_dir, chat.settings.store_url)
     try:
         path.write_text(export_markdown(store, session_id), encoding="utf-8")
     finally:

@@ -159,7 +159,7 @@ class Chat:
 
     def record(self, session_id: str) -> SessionRecord:
         """The stored session ``session_id`` (an id or unique prefix)."""
-        store = open_store(self.settings.data_dir)
+        store = open_store(self.settings.data_dir, self.settings.store_url)
         try:
             return store.get(session_id)
         finally:

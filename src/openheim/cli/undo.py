@@ -11,10 +11,10 @@ import time
 from openheim.config.load import Settings
 from openheim.errors import UndoRefused
 from openheim.runtime import checkpoints, undo
-from openheim.store import SQLiteStore
+from openheim.store.common import SqlStore
 
 
-def undo_command(store: SQLiteStore, settings: Settings, args: argparse.Namespace) -> None:
+def undo_command(store: SqlStore, settings: Settings, args: argparse.Namespace) -> None:
     saved = checkpoints.CheckpointStore(settings.data_dir)
     if args.sessions_command == "checkpoints":
         _list(store, saved, args.id)
@@ -32,7 +32,7 @@ def drop_checkpoints(settings: Settings, session_id: str) -> None:
     checkpoints.CheckpointStore(settings.data_dir).drop(session_id)
 
 
-def _list(store: SQLiteStore, saved: checkpoints.CheckpointStore, session_id: str) -> None:
+def _list(store: SqlStore, saved: checkpoints.CheckpointStore, session_id: str) -> None:
     record = store.get(session_id)
     found = saved.list(record.id)
     if not found:

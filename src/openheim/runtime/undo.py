@@ -260,13 +260,19 @@ def undo(
 
 
 def undo_stored(
-    data_dir: Path, session_id: str | None, cwd: str, *, turns: int = 1, force: bool = False
+    data_dir: Path,
+    session_id: str | None,
+    cwd: str,
+    *,
+    turns: int = 1,
+    force: bool = False,
+    store_url: str | None = None,
 ) -> tuple[str, UndoReport]:
-    """``undo`` in the session store under ``data_dir``: the session ``session_id`` (an id or
-    prefix), or the latest one of ``cwd``; its full id and the report."""
+    """``undo`` in the session store of ``data_dir`` (or ``store_url``): the session
+    ``session_id`` (an id or prefix), or the latest one of ``cwd``; its full id and the report."""
     from openheim.store import open_store
 
-    with open_store(data_dir) as store:
+    with open_store(data_dir, store_url) as store:
         record = store.get(session_id) if session_id else store.latest(cwd)
         if record is None:
             raise UndoRefused(f"no stored session in {cwd}", hint="name one: sessions undo ID")

@@ -12,7 +12,7 @@ import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import psycopg
 import psycopg_pool
@@ -37,31 +37,33 @@ def redacted(url: str) -> str:
     user, at, host = netloc.rpartition("@")
     if at and ":" in user:
         netloc = f"{user.split(':', 1)[0]}:***@{host}"
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    if any(key == "password" for key, _ in query):
-        hidden = [(k, "***" if k == "password" else v) for k, v in query]
-        return urlunsplit(parts._replace(netloc=netloc, query=urlencode(hidden, safe="/*")))
-    return urlunsplit(parts._replace(netloc=netloc))
+    query = parts.query
+    pairs = parse_qsl(query, keep_blank_values=True)
+    if any(key == "password" for key, _ in pairs):
+        query = urlencode([(k, "***" if k == "password" else v) for k, v in pairs], safe="/*")
+    return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
 
 
 def checked(url: str) -> str:
     """``url`` when it is a PostgreSQL URL libpq can read; else a ``ConfigError`` saying why.
 
-    Its password is registered as a secret first, so no later message or log shows it.
+    Its password is registered as a secret first, so no later message or log shows it. Text
+    that is not such a URL is never shown (it may be a password in another syntax).
     """
     url = url.strip()
     _register_password(url)
-    shown = redacted(url)
-    scheme = url.partition("://")[0].lower() if "://" in url else ""
-    if scheme not in SCHEMES:
+    scheme, sep, _ = url.partition("://")
+    if not sep or scheme.lower() not in SCHEMES:
         raise ConfigError(
-            f"store_url {shown} is not a PostgreSQL URL",
+            "store_url is not a postgresql:// URL",
             hint="write it as postgresql://USER:PASSWORD@HOST:PORT/DATABASE, or leave store_url"
-            " unset for the SQLite store in data_dir",
+            " (and OPENHEIM_STORE_URL) unset for the SQLite store in data_dir",
         )
+    shown = redacted(url)
     try:
+        urlsplit(url).port  # noqa: B018 - reading it checks it
         conninfo_to_dict(url)
-    except psycopg.Error as err:
+    except (ValueError, psycopg.Error) as err:
         raise ConfigError(
             f"store_url {shown} is not a valid PostgreSQL URL: {_line(err, url)}",
             hint="write it as postgresql://USER:PASSWORD@HOST:PORT/DATABASE",

@@ -1,0 +1,122 @@
+"""What only the PostgreSQL store has: migrations run once however many processes open a fresh
+database together, and bad input (a wrong URL, an unreachable server, a database of another
+application, a newer schema) refused in one line that never shows the password, before anything
+is written. The contract shared with SQLite runs on both backends in the other files."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import psycopg
+import pytest
+
+from openheim.errors import ConfigError, SchemaError, StoreError
+from openheim.messages import Message
+from openheim.store.pg_link import redacted
+from openheim.store.pg_schema import MIGRATIONS
+from openheim.store.postgres import PostgresStore
+
+SECRET = "s3cret-pw"
+
+
+def tables_of(url: str) -> list[str]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename"
+        ).fetchall()
+    return [row[0] for row in rows]
+
+
+def test_stores_opening_a_fresh_database_together_migrate_it_once(pg_url: str) -> None:
+    start = threading.Barrier(4, timeout=30)
+
+    def open_one(_: int) -> PostgresStore:
+        start.wait()
+        return PostgresStore(pg_url)
+
+    with ThreadPoolExecutor(4) as pool:
+        stores = list(pool.map(open_one, range(4)))
+    try:
+        sid = stores[0].create(cwd="/", provider="p", model="m").id
+        stores[3].append(sid, Message.user("hello from another replica"))
+        assert [m.text for m in stores[1].messages(sid)] == ["hello from another replica"]
+    finally:
+        for store in stores:
+            store.close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        versions = conn.execute("SELECT version FROM openheim_schema ORDER BY version").fetchall()
+    assert versions == [(n + 1,) for n in range(len(MIGRATIONS))]
+
+
+def test_reopening_a_migrated_database_keeps_its_sessions(pg_url: str) -> None:
+    with PostgresStore(pg_url) as store:
+        sid = store.create(cwd="/w", provider="p", model="m").id
+        store.append(sid, Message.user("kept"))
+    with PostgresStore(pg_url) as store:
+        assert [m.text for m in store.messages(sid)] == ["kept"]
+
+
+def test_a_database_of_another_application_is_refused_untouched(pg_url: str) -> None:
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE customers (id int)")
+    with pytest.raises(ConfigError) as caught:
+        PostgresStore(pg_url)
+    assert "holds 1 tables of another application" in str(caught.value)
+    assert "database of its own" in (caught.value.hint or "")
+    assert tables_of(pg_url) == ["customers"]
+
+
+def test_a_schema_newer_than_this_openheim_is_refused_untouched(pg_url: str) -> None:
+    PostgresStore(pg_url).close()
+    newer = len(MIGRATIONS) + 1
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("INSERT INTO openheim_schema VALUES (%s, 0)", (newer,))
+    before = tables_of(pg_url)
+    with pytest.raises(SchemaError) as caught:
+        PostgresStore(pg_url)
+    assert f"schema version {newer}, newer than this openheim knows" in str(caught.value)
+    assert tables_of(pg_url) == before
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"mysql://me:{SECRET}@db.internal/openheim",
+        f"me:{SECRET}@db.internal/openheim",
+        f"host=db.internal password={SECRET}",
+        f"postgresql://me:{SECRET}@db.internal:notaport/openheim",
+        f"postgresql://me@db.internal/openheim?password={SECRET}&unknown=option",
+        "",
+    ],
+    ids=["other-scheme", "no-scheme", "keyword-string", "bad-port", "bad-option", "empty"],
+)
+def test_a_wrong_url_is_refused_in_one_line_without_its_password(url: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        PostgresStore(url)
+    text = f"{caught.value}\n{caught.value.hint}"
+    assert SECRET not in text
+    assert "\n" not in str(caught.value)
+    assert "store_url" in str(caught.value)
+
+
+def test_an_unreachable_server_is_a_store_error_without_the_password() -> None:
+    with pytest.raises(StoreError) as caught:
+        PostgresStore(f"postgresql://me:{SECRET}@127.0.0.1:1/openheim?connect_timeout=5")
+    message = str(caught.value)
+    assert SECRET not in message and "\n" not in message
+    assert message.startswith("the session database at postgresql://me:***@127.0.0.1:1/")
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://me:pw@h:5432/db", "postgresql://me:***@h:5432/db"),
+        ("postgresql://me@h/db", "postgresql://me@h/db"),
+        ("postgresql://me:p%40ss@h/db?sslmode=require", "postgresql://me:***@h/db?sslmode=require"),
+        ("postgresql:///db?host=/run/pg&password=pw", "postgresql:///db?host=/run/pg&password=***"),
+        ("postgresql://me:pw:more@h/db", "postgresql://me:***@h/db"),
+    ],
+)
+def test_urls_are_shown_without_their_password(url: str, shown: str) -> None:
+    assert redacted(url) == shown
