@@ -6,6 +6,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
+from openheim.errors import SessionNotFound
 from openheim.store.common import SqlStore
 from openheim.store.schema import _V1, MIGRATIONS
 from openheim.store.sqlite import SQLiteStore
@@ -57,3 +60,16 @@ def test_a_version_1_database_gains_the_frame_table(tmp_path: Path) -> None:
     finally:
         store.close()
     assert len(MIGRATIONS) == 3
+
+
+def test_a_batch_with_a_deleted_session_is_refused_whole(store: SqlStore) -> None:
+    """A session deleted while its frames were queued: the batch fails with ``SessionNotFound``
+    (the server's writer then stores the other sessions' frames alone), nothing of it stored."""
+    kept, deleted = new_session(store), new_session(store)
+    store.delete(deleted)
+    with pytest.raises(SessionNotFound) as caught:
+        store.frames.append([(kept, 1, "a"), (deleted, 1, "b")])
+    assert deleted in str(caught.value)
+    assert list(store.frames.after(kept, 0)) == []
+    store.frames.append([(kept, 1, "a")])
+    assert list(store.frames.after(kept, 0)) == [(1, "a")]

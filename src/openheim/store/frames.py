@@ -10,10 +10,12 @@ deleted.
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
+from openheim.errors import SessionNotFound
 from openheim.store.tables import Connection
 
 DEFAULT_KEEP = 10_000
@@ -43,7 +45,8 @@ class FrameLog:
 
     def append(self, frames: Sequence[tuple[str, int, str]]) -> None:
         """Store ``(session_id, seq, text)`` frames (of any sessions) in one transaction, and
-        drop each session's frames past ``keep``."""
+        drop each session's frames past ``keep``; ``SessionNotFound``, nothing stored, when a
+        session of the batch is gone (deleted meanwhile)."""
         if not frames:
             return
         last: dict[str, int] = {}
@@ -58,7 +61,10 @@ class FrameLog:
 
     def _insert(self, conn: Connection, frames: Sequence[tuple[str, int, str]]) -> None:
         """Store the frames, replacing any of the same numbers."""
-        conn.execute(_INSERT, (json.dumps(frames),))
+        try:
+            conn.execute(_INSERT, (json.dumps(frames),))
+        except sqlite3.IntegrityError:
+            raise gone(frames) from None
 
     def after(self, session_id: str, seq: int) -> Iterator[tuple[int, str]]:
         """The kept frames numbered above ``seq``, in order."""
@@ -74,3 +80,9 @@ class FrameLog:
             "SELECT MAX(seq) AS seq FROM session_frames WHERE session_id = ?", (session_id,)
         )
         return int(rows[0]["seq"] or 0)
+
+
+def gone(frames: Sequence[tuple[str, int, str]]) -> SessionNotFound:
+    """The error for a batch of frames one of whose sessions is no longer stored."""
+    sessions = sorted({session_id for session_id, _, _ in frames})
+    return SessionNotFound(", ".join(sessions), hint="a session of these frames was deleted")

@@ -20,6 +20,8 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
+import psycopg
+
 from openheim.messages import Message
 from openheim.store import lease as leases
 from openheim.store import pg_link, pg_schema
@@ -27,7 +29,7 @@ from openheim.store.base import SearchHit
 from openheim.store.batches import BatchWriter
 from openheim.store.common import SqlLease, SqlStore
 from openheim.store.compactions import CompactionLog
-from openheim.store.frames import FrameLog
+from openheim.store.frames import FrameLog, gone
 from openheim.store.tables import Connection, body_json, search_text
 
 POOL_SIZE = 8
@@ -141,8 +143,11 @@ class _Frames(FrameLog):
     """The frame log with PostgreSQL's upsert."""
 
     def _insert(self, conn: Connection, frames: Sequence[tuple[str, int, str]]) -> None:
-        conn.executemany(
-            "INSERT INTO session_frames (session_id, seq, body) VALUES (?, ?, ?)"
-            " ON CONFLICT (session_id, seq) DO UPDATE SET body = excluded.body",
-            frames,
-        )
+        try:
+            conn.executemany(
+                "INSERT INTO session_frames (session_id, seq, body) VALUES (?, ?, ?)"
+                " ON CONFLICT (session_id, seq) DO UPDATE SET body = excluded.body",
+                frames,
+            )
+        except psycopg.errors.ForeignKeyViolation:
+            raise gone(frames) from None
