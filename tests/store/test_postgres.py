@@ -11,11 +11,13 @@ from concurrent.futures import ThreadPoolExecutor
 import psycopg
 import pytest
 
-from openheim.errors import ConfigError, SchemaError, StoreError
+from openheim.errors import ConfigError, SchemaError, SessionBusy, StoreError
 from openheim.messages import Message
 from openheim.store.pg_link import redacted
 from openheim.store.pg_schema import MIGRATIONS
 from openheim.store.postgres import PostgresStore
+
+from .support import Child
 
 SECRET = "s3cret-pw"
 
@@ -120,3 +122,54 @@ def test_an_unreachable_server_is_a_store_error_without_the_password() -> None:
 )
 def test_urls_are_shown_without_their_password(url: str, shown: str) -> None:
     assert redacted(url) == shown
+
+
+def test_a_lease_held_by_another_process_is_busy_until_that_process_dies(pg_url: str) -> None:
+    with PostgresStore(pg_url) as store:
+        sid = store.create(cwd="/", provider="p", model="m").id
+        child = Child(
+            pg_url,
+            f"""
+            from openheim.store.postgres import PostgresStore
+            store = PostgresStore(db)
+            lease = store.acquire({sid!r})
+            signal("held")
+            sys.stdin.read()
+            """,
+        )
+        try:
+            child.expect("held")
+            with pytest.raises(SessionBusy) as caught:
+                store.acquire(sid)
+            assert f"process {child.pid}" in str(caught.value)
+        finally:
+            child.kill()
+        with store.acquire(sid) as lease:  # its holder is gone: taken over
+            lease.refresh()
+
+
+def test_writers_in_several_stores_never_interleave(pg_url: str) -> None:
+    """Four stores (four replicas' pools) append to one session and create sessions at once:
+    message numbers stay contiguous and every ``updated_at`` stays unique."""
+    stores = [PostgresStore(pg_url) for _ in range(4)]
+    try:
+        sid = stores[0].create(cwd="/", provider="p", model="m").id
+
+        def write(n: int) -> None:
+            for i in range(10):
+                stores[n].append(sid, Message.user(f"writer {n} message {i}"))
+                stores[n].create(cwd="/", provider="p", model="m")
+
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(write, range(4)))
+        texts = [m.text for m in stores[1].messages(sid)]
+        assert len(texts) == 40 == stores[2].get(sid).message_count
+        for n in range(4):
+            assert [t for t in texts if t.startswith(f"writer {n} ")] == [
+                f"writer {n} message {i}" for i in range(10)
+            ]
+        stamps = [record.updated_at for record in stores[3].list(limit=100)]
+        assert len(stamps) == 41 == len(set(stamps))
+    finally:
+        for store in stores:
+            store.close()
