@@ -13,7 +13,7 @@ import pytest
 from openheim.messages import Message
 from openheim.store.postgres import PostgresStore
 from openheim.term import exit_codes
-from openheim.testing import FakeLLMServer, FakeReply
+from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from tests.cli.test_cli import configure, openheim
 
 SECRET = "s3cret-pw"
@@ -42,7 +42,7 @@ def one_error_line(stderr: str) -> str:
         (
             f"postgresql://me:{SECRET}@127.0.0.1:1/db?connect_timeout=5",
             exit_codes.ERROR,
-            "failed: connection to server at \"127.0.0.1\", port 1 failed",
+            'failed: connection to server at "127.0.0.1", port 1 failed',
         ),
     ],
     ids=["wrong-scheme", "bad-port", "unreachable"],
@@ -123,3 +123,30 @@ def test_run_stores_its_session_in_postgresql_and_continues_it(
         texts = [m.text for m in store.messages(record.id)]
     assert texts == ["first question", "first answer", "second question", "second answer"]
     assert not (home / "openheim.db").exists()
+
+
+def test_undo_restores_from_checkpoints_kept_in_postgresql(
+    home: Path, work: Path, pg_url: str
+) -> None:
+    """The file contents a turn changed are kept in the database, not under this machine's
+    data dir, so any machine sharing the store undoes the turn."""
+    (work / "a.txt").write_text("before\n")
+    replies: list[FakeReply | str] = [
+        FakeReply(tool_calls=[FakeToolCall("write_file", {"path": "a.txt", "content": "one\n"})]),
+        "done",
+    ]
+    with FakeLLMServer(replies) as server:
+        configure(home, server)
+        run = openheim(
+            "run", "--approve", "auto", "write", home=home, cwd=work, OPENHEIM_STORE_URL=pg_url
+        )
+        assert run.returncode == 0, run.stderr
+    assert (work / "a.txt").read_text() == "one\n"
+    assert not (home / "checkpoints").exists()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM checkpoint_blobs").fetchone() == (1,)
+    undone = openheim("sessions", "undo", home=home, cwd=work, OPENHEIM_STORE_URL=pg_url)
+    assert undone.returncode == 0, undone.stderr
+    assert (work / "a.txt").read_text() == "before\n"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM session_checkpoints").fetchone() == (0,)

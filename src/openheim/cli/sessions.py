@@ -34,7 +34,7 @@ def sessions_command(args: argparse.Namespace) -> int:
             store.delete(record.id)
             from openheim.cli.undo import drop_checkpoints
 
-            drop_checkpoints(settings, record.id)
+            drop_checkpoints(settings, store, record.id)
             sys.stdout.write(f"deleted {record.id} ({record.title or 'untitled'})\n")
         elif action in ("undo", "checkpoints"):
             from openheim.cli.undo import undo_command

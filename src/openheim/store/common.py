@@ -31,6 +31,7 @@ from openheim.store.base import (
     title_from,
 )
 from openheim.store.batches import BatchWriter
+from openheim.store.checkpoint_rows import CheckpointRows
 from openheim.store.compactions import CompactionLog
 from openheim.store.frames import FrameLog
 from openheim.store.tables import Connection
@@ -52,6 +53,8 @@ class SqlStore:
     lease_timeout: float
     frames: FrameLog
     compactions: CompactionLog
+    checkpoint_rows: CheckpointRows | None = None
+    """Undo checkpoints in the database (PostgreSQL's); None: in files under ``data_dir``."""
     _batches: BatchWriter
 
     def _tx(self) -> AbstractContextManager[Connection]:

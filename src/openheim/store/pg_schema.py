@@ -3,7 +3,8 @@
 ``MIGRATIONS[n]`` takes the database from version ``n`` to ``n + 1``; ``openheim_schema`` holds
 one row per migration applied. ``migrate`` runs under a session-level ``pg_advisory_lock``, so
 replicas starting together on a fresh database wait for the first and then find nothing left to
-do. The tables mirror the SQLite store's (``schema.py``) with PostgreSQL types; a message's
+do. The tables mirror the SQLite store's (``schema.py``) with PostgreSQL types, plus the undo
+checkpoints that SQLite keeps in files (version 2); a message's
 search text is a column of its row, indexed as a ``tsvector`` with English stemming and no stop
 words (every word of a search must match, as with SQLite's FTS5).
 
@@ -105,7 +106,24 @@ _V1 = (
     )""",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+_V2 = (
+    """CREATE TABLE checkpoint_blobs (
+        key TEXT PRIMARY KEY,
+        data BYTEA NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL
+    )""",
+    f"""CREATE TABLE session_checkpoints (
+        session_id {_SESSION_ID} NOT NULL,
+        turn INTEGER NOT NULL,
+        manifest TEXT NOT NULL,
+        PRIMARY KEY (session_id, turn)
+    )""",
+)
+"""Undo checkpoints (``checkpoint_rows``): blobs by SHA-256, one JSON manifest per turn. Not
+tied to ``sessions`` by a foreign key: a turn's manifest may be written after its session was
+deleted by another process, and ``drop`` removes them with the session."""
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
 
 
 def migrate(conn: psycopg.Connection[Any], shown: str) -> int:

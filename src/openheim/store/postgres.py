@@ -27,6 +27,7 @@ from openheim.store import lease as leases
 from openheim.store import pg_link, pg_schema
 from openheim.store.base import SearchHit
 from openheim.store.batches import BatchWriter
+from openheim.store.checkpoint_rows import CheckpointRows
 from openheim.store.common import SqlLease, SqlStore
 from openheim.store.compactions import CompactionLog
 from openheim.store.frames import FrameLog, gone
@@ -63,6 +64,7 @@ class PostgresStore(SqlStore):
         self.frames: FrameLog = _Frames(self._tx, self._read)
         self._batches = BatchWriter(self._tx)
         self.compactions = CompactionLog(self._tx, self._read)
+        self.checkpoint_rows = CheckpointRows(self._tx, self._read)
 
     def search(self, text: str, *, limit: int = 20) -> builtins.list[SearchHit]:
         words = text.split()
