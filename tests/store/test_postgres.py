@@ -5,14 +5,17 @@ is written. The contract shared with SQLite runs on both backends in the other f
 
 from __future__ import annotations
 
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import psycopg
 import pytest
 
 from openheim.errors import ConfigError, SchemaError, SessionBusy, StoreError
 from openheim.messages import Message
+from openheim.store.opener import open_store
 from openheim.store.pg_link import redacted
 from openheim.store.pg_schema import MIGRATIONS
 from openheim.store.postgres import PostgresStore
@@ -173,3 +176,21 @@ def test_writers_in_several_stores_never_interleave(pg_url: str) -> None:
     finally:
         for store in stores:
             store.close()
+
+
+def test_without_psycopg_a_store_url_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """openheim installed without the ``postgres`` extra: ``store_url`` says what to install;
+    without a ``store_url`` SQLite needs nothing of it."""
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # makes `import psycopg` fail
+    for module in ("openheim.store.postgres", "openheim.store.pg_link"):
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    with pytest.raises(ConfigError) as caught:
+        open_store(tmp_path, f"postgresql://me:{SECRET}@127.0.0.1/db")
+    assert "needs PostgreSQL support, which is not installed (psycopg is missing)" in str(
+        caught.value
+    )
+    assert "openheim[postgres]" in (caught.value.hint or "")
+    with open_store(tmp_path, None) as store:
+        assert store.list() == []
