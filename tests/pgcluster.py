@@ -61,6 +61,13 @@ class Cluster:
         self.data = self.folder / "data"
         self._owner = _service_user()
         self._names = itertools.count(1)
+        try:
+            self._start()
+        except BaseException:
+            self.stop()  # a server started before the failure must not outlive the run
+            raise
+
+    def _start(self) -> None:
         if self._owner is not None:
             os.chown(self.folder, self._owner.pw_uid, self._owner.pw_gid)
         self._run("initdb", "-D", str(self.data), "-U", SUPERUSER, "--auth=trust", "-E", "UTF8")
@@ -92,9 +99,10 @@ class Cluster:
             conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
     def stop(self) -> None:
-        """Stop the server at once and delete its folder."""
+        """Stop the server at once (if it runs) and delete its folder."""
         try:
-            self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+            if (self.data / "postmaster.pid").exists():
+                self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
         finally:
             shutil.rmtree(self.folder, ignore_errors=True)
 
