@@ -19,6 +19,7 @@ from openheim.store.opener import open_store
 from openheim.store.pg_link import redacted
 from openheim.store.pg_schema import MIGRATIONS
 from openheim.store.postgres import PostgresStore
+from tests.pgcluster import Cluster
 
 from .support import Child
 
@@ -194,3 +195,21 @@ def test_without_psycopg_a_store_url_is_a_clear_error(
     assert "openheim[postgres]" in (caught.value.hint or "")
     with open_store(tmp_path, None) as store:
         assert store.list() == []
+
+
+def test_a_login_without_the_rights_it_needs_is_one_line_untouched(
+    pg_url: str, pg_cluster: Cluster
+) -> None:
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("DROP ROLE IF EXISTS reader")
+        conn.execute("CREATE ROLE reader LOGIN")
+    try:
+        reader = pg_url.replace("postgresql://openheim@", "postgresql://reader@")
+        with pytest.raises(StoreError) as caught:
+            PostgresStore(reader)
+        assert "permission denied" in str(caught.value) and "\n" not in str(caught.value)
+        assert tables_of(pg_url) == []
+    finally:
+        pg_cluster.drop(pg_url)  # the role owns nothing once its database is gone
+        with psycopg.connect(pg_cluster.url(), autocommit=True) as conn:
+            conn.execute("DROP ROLE reader")

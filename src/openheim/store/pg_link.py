@@ -95,11 +95,16 @@ def _line(err: BaseException, url: str) -> str:
 
 @contextmanager
 def failures(url: str) -> Iterator[None]:
-    """The server's failures (unreachable, gone, out of connections) as one ``StoreError``;
-    errors of the SQL itself are bugs and propagate as they are."""
+    """The server's failures (unreachable, gone, out of connections, a login without the rights
+    the store needs) as one ``StoreError``; other errors of the SQL are bugs and propagate."""
     try:
         yield
-    except (psycopg.OperationalError, psycopg.InterfaceError, psycopg_pool.PoolTimeout) as err:
+    except (
+        psycopg.OperationalError,
+        psycopg.InterfaceError,
+        psycopg.errors.InsufficientPrivilege,
+        psycopg_pool.PoolTimeout,
+    ) as err:
         raise StoreError(
             f"the session database at {redacted(url)} failed: {_line(err, url)}",
             hint="check that PostgreSQL runs and store_url (or OPENHEIM_STORE_URL) names it",
