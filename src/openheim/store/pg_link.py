@@ -123,12 +123,6 @@ class Row:
     def __getitem__(self, key: int | str) -> Any:
         return self._values[self._names[key] if isinstance(key, str) else key]
 
-    def __len__(self) -> int:
-        return len(self._values)
-
-    def keys(self) -> list[str]:
-        return list(self._names)
-
 
 def rows(cursor: psycopg.Cursor[Any]) -> Callable[[Sequence[Any]], Row]:
     """psycopg's row factory for ``Row``."""

@@ -28,7 +28,7 @@ from openheim.store import pg_link, pg_schema
 from openheim.store.base import SearchHit
 from openheim.store.batches import BatchWriter
 from openheim.store.checkpoint_rows import CheckpointRows
-from openheim.store.common import SqlLease, SqlStore
+from openheim.store.common import SqlStore
 from openheim.store.compactions import CompactionLog
 from openheim.store.frames import FrameLog, gone
 from openheim.store.tables import Connection, body_json, search_text
@@ -135,10 +135,6 @@ class PostgresStore(SqlStore):
     def _delete_messages(self, conn: Connection, session_id: str, *, from_seq: int) -> None:
         where = "session_id = ? AND seq >= ?"
         conn.execute(f"DELETE FROM messages WHERE {where}", (session_id, from_seq))
-
-
-PostgresLease = SqlLease
-"""The lease of a PostgreSQL store (the shared SQL lease)."""
 
 
 class _Frames(FrameLog):
