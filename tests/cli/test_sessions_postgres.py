@@ -88,7 +88,8 @@ def test_list_show_and_export_read_the_postgresql_store(
         sid = store.create(cwd=str(work), provider="fake", model="fake-model").id
         store.append(sid, Message.user("where is the lighthouse"))
         store.append(sid, Message.assistant("on the northern cape"))
-    listed = openheim("sessions", "list", home=home, cwd=work, OPENHEIM_STORE_URL=pg_url)
+    env = {"OPENHEIM_STORE_URL": pg_url}
+    listed = openheim("sessions", "list", home=home, cwd=work, **env)
     assert listed.returncode == 0, listed.stderr
     assert sid[:8] in listed.stdout and "where is the lighthouse" in listed.stdout
     shown = openheim("sessions", "show", sid[:8], home=home, cwd=work, OPENHEIM_STORE_URL=pg_url)
@@ -102,6 +103,12 @@ def test_list_show_and_export_read_the_postgresql_store(
     )
     assert exported.returncode == 0, exported.stderr
     assert "on the northern cape" in json.dumps(json.loads(out.read_text(encoding="utf-8")))
+    found = openheim("sessions", "search", "lighthouses", home=home, cwd=work, **env)
+    assert found.returncode == 0 and sid[:8] in found.stdout and "**lighthouse**" in found.stdout
+    deleted = openheim("sessions", "delete", sid, home=home, cwd=work, **env)
+    assert deleted.returncode == 0, deleted.stderr
+    with PostgresStore(pg_url) as store:
+        assert store.list() == []
     assert not (home / "openheim.db").exists()
 
 
