@@ -47,7 +47,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     "llama.cpp compiles: 7-9 minutes on 2 cores; later installs reuse the built wheel)" >&2
   # GGML_NATIVE=OFF: a cached llama.cpp wheel must run on any x86-64 CPU, not just this one
   CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}" \
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[dev,local,tui,server]" >&2
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[dev,local,tui,server,postgres]" >&2
   echo "$want" > "$stamp"
 fi
 export PATH="$root/$venv/bin:$PATH"

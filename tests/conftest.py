@@ -1,12 +1,17 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from openheim.process.child_env import child_env
 from openheim.tools.base import ToolContext
 from openheim.tools.sandbox import PathSandbox
+
+if TYPE_CHECKING:
+    from tests.pgcluster import Cluster
 
 SETTINGS_ENV = (
     "OPENHEIM_PROVIDER",
@@ -15,6 +20,7 @@ SETTINGS_ENV = (
     "OPENHEIM_MAX_ITERATIONS",
     "OPENHEIM_ALLOW_SHELL",
     "OPENHEIM_APPROVAL",
+    "OPENHEIM_STORE_URL",
 )
 """The variables that change openheim's settings, besides ``OPENHEIM_HOME``."""
 
@@ -54,3 +60,26 @@ def work(tmp_path: Path) -> Path:
     path = tmp_path / "work"
     path.mkdir()
     return path
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Cluster]:
+    """A private PostgreSQL cluster for the whole run (see ``tests/pgcluster.py``), started on
+    first use and stopped at the end."""
+    from tests.pgcluster import Cluster
+
+    cluster = Cluster()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def pg_url(pg_cluster: Cluster) -> Iterator[str]:
+    """The URL of a fresh, empty database of the test cluster, dropped after the test."""
+    url = pg_cluster.database()
+    try:
+        yield url
+    finally:
+        pg_cluster.drop(url)

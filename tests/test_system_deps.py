@@ -91,3 +91,21 @@ def test_an_unknown_argument_is_refused_in_one_line(tmp_path: Path) -> None:
     assert result.stderr.strip().splitlines() == [
         "system-deps: unknown argument '--chek' (use no argument to install, or --check)"
     ]
+
+
+def test_without_postgresql_the_check_names_the_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL's server programs live off PATH on Debian, so the check looks where the tests'
+    cluster looks (``$OPENHEIM_PG_BINDIR`` here, a folder without them)."""
+    empty = tmp_path / "no-postgresql"
+    empty.mkdir()
+    monkeypatch.setenv("OPENHEIM_PG_BINDIR", str(empty))
+    result = run(bin_without(tmp_path, set(), {}), "--check")
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert lines[1] == (
+        "  - initdb and pg_ctl (the PostgreSQL store runs on a private cluster):"
+        " package 'postgresql'"
+    )
+    assert lines[2] == "Install them (Debian/Ubuntu) with: sudo apt-get install postgresql"

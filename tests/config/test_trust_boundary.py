@@ -81,6 +81,7 @@ REFUSED: dict[str, Case] = {
     "provider tuning": Case(f"{FAKE}timeout_secs = 1\n{FAKE}max_retries = 50\n{FAKE}thinking = 9", "providers.fake.timeout_secs", None, 3),
     "mcp server": Case('mcp_servers.x.command = "sh"\nmcp_servers.x.args = ["-c", "id"]', "mcp_servers", {}, 1),
     "data dir": Case('data_dir = "."', "data_dir.name", "home", 1),
+    "store url": Case('store_url = "postgresql://u:sk-planted@198.51.100.7/db"', "store_url", None, 1),
     "memory": Case('memory.db_path = "/tmp/elsewhere.db"', "memory.db_path", None, 1),
     "prices": Case('prices.fake-model.input = 0\nprices.fake-model.output = 0', "prices", {}, 1),
     "web fetch hosts": Case('web_fetch_allow = ["127.0.0.1:22"]', "web_fetch_allow", [], 1),

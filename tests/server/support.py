@@ -94,7 +94,7 @@ async def served(
 
     runtime = Runtime(settings=settings)
     auth = Auth(TOKEN, generated=False)
-    store = runtime.shared.borrow_store(settings.data_dir)
+    store = runtime.shared.borrow_store(settings.data_dir, settings.store_url)
     hub = Hub(runtime, store)
     context = ServerContext(runtime, store, auth, hub, max_frame, acp=acp)
     app = create_app(context, Policy(auth, frozenset(origins), max_body))

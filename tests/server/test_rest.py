@@ -76,9 +76,18 @@ async def test_config_never_shows_a_key(home: Path, work: Path) -> None:
         assert "sk-planted" not in text and base not in text and TOKEN not in text
 
 
-async def test_sessions_list_get_export_and_delete(home: Path, work: Path) -> None:
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_line(request: pytest.FixtureRequest) -> str:
+    """The config line choosing the session store: none (SQLite), or a fresh PostgreSQL
+    database's ``store_url``."""
+    if request.param == "sqlite":
+        return ""
+    return f'store_url = "{request.getfixturevalue("pg_url")}"'
+
+
+async def test_sessions_list_get_export_and_delete(home: Path, work: Path, store_line: str) -> None:
     with FakeLLMServer(["first answer", "second answer"]) as llm:
-        async with served(home, work, llm) as server, server.client() as http:
+        async with served(home, work, llm, extra=store_line) as server, server.client() as http:
             runtime = server.context.runtime
             ids = []
             for text in ("one", "two"):
@@ -104,6 +113,7 @@ async def test_sessions_list_get_export_and_delete(home: Path, work: Path) -> No
             assert bad.status_code == 400
             assert (await http.delete(f"/api/sessions/{ids[0]}")).json() == {"deleted": ids[0]}
             assert (await http.get(f"/api/sessions/{ids[0]}")).status_code == 404
+    assert (home / "openheim.db").exists() == (not store_line)
 
 
 async def test_deleting_a_session_drops_its_checkpoints(home: Path, work: Path) -> None:

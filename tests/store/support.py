@@ -40,7 +40,7 @@ class Child:
     stops (SIGKILL, or closing stdin).
     """
 
-    def __init__(self, db: Path, code: str) -> None:
+    def __init__(self, db: Path | str, code: str) -> None:
         prelude = (
             "import sys\n"
             f"db = {str(db)!r}\n"

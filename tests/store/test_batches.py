@@ -15,32 +15,33 @@ import pytest
 from openheim.errors import SessionNotFound, StoreError
 from openheim.messages import Message
 from openheim.store.batches import BatchWriter
+from openheim.store.common import SqlStore
 from openheim.store.sqlite import SQLiteStore, open_store
 
 WAIT = 10.0
 
 
-async def test_writes_queued_together_commit_in_one_transaction(store: SQLiteStore) -> None:
-    records = [store.create(cwd="/w", provider="p", model="m") for _ in range(5)]
+async def test_writes_queued_together_commit_in_one_transaction(sqlite_store: SQLiteStore) -> None:
+    records = [sqlite_store.create(cwd="/w", provider="p", model="m") for _ in range(5)]
     statements: list[str] = []
-    store._conn.set_trace_callback(statements.append)
+    sqlite_store._conn.set_trace_callback(statements.append)
     entered, held = threading.Event(), threading.Event()
-    blocker = store.later(lambda: entered.set() or held.wait(WAIT))  # type: ignore[func-returns-value]
+    blocker = sqlite_store.later(lambda: entered.set() or held.wait(WAIT))  # type: ignore[func-returns-value]
     assert await asyncio.to_thread(entered.wait, WAIT)  # the thread is busy: the rest queue
     writes = [
-        store.later(lambda r=r, n=n: store.append(r.id, Message.user(f"m{n}")))  # type: ignore[misc]
+        sqlite_store.later(lambda r=r, n=n: sqlite_store.append(r.id, Message.user(f"m{n}")))  # type: ignore[misc]
         for n, r in enumerate(records)
     ]
     held.set()
     assert await asyncio.wait_for(blocker, WAIT) is True
     await asyncio.wait_for(asyncio.gather(*writes), WAIT)
-    store._conn.set_trace_callback(None)
+    sqlite_store._conn.set_trace_callback(None)
     assert statements.count("COMMIT") == 2  # the blocker's batch, then all five appends
     assert statements.count("SAVEPOINT write") >= 5
-    assert [store.messages(r.id)[0].text for r in records] == [f"m{n}" for n in range(5)]
+    assert [sqlite_store.messages(r.id)[0].text for r in records] == [f"m{n}" for n in range(5)]
 
 
-async def test_a_failing_write_fails_alone(store: SQLiteStore) -> None:
+async def test_a_failing_write_fails_alone(store: SqlStore) -> None:
     record = store.create(cwd="/w", provider="p", model="m")
     entered, held = threading.Event(), threading.Event()
     blocker = store.later(lambda: entered.set() or held.wait(WAIT))  # type: ignore[func-returns-value]

@@ -33,21 +33,21 @@ def writer_code(session_id: str) -> str:
     """
 
 
-def test_sigkill_mid_append_keeps_exactly_the_committed_messages(store: SQLiteStore) -> None:
-    sid = store.create(cwd="/", provider="p", model="m").id
-    child = Child(store.path, writer_code(sid))
+def test_sigkill_mid_append_keeps_exactly_the_committed_messages(sqlite_store: SQLiteStore) -> None:
+    sid = sqlite_store.create(cwd="/", provider="p", model="m").id
+    child = Child(sqlite_store.path, writer_code(sid))
     child.expect("pinned")
     child.kill()
 
-    wal = store.path.with_name(store.path.name + "-wal")
+    wal = sqlite_store.path.with_name(sqlite_store.path.name + "-wal")
     assert wal.stat().st_size > BIG // 2, "the uncommitted append should have spilled into the WAL"
-    with raw(store.path) as conn:
+    with raw(sqlite_store.path) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
         conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")
         assert conn.execute("SELECT COUNT(*) FROM messages").fetchone() == (APPENDS,)
 
-    assert store.messages(sid) == [Message.user(f"message {i}") for i in range(APPENDS)]
-    assert store.get(sid).message_count == APPENDS
-    store.append(sid, Message.user("the store works on"))
-    assert store.get(sid).message_count == APPENDS + 1
-    assert [h.session_id for h in store.search("message")] == [sid]
+    assert sqlite_store.messages(sid) == [Message.user(f"message {i}") for i in range(APPENDS)]
+    assert sqlite_store.get(sid).message_count == APPENDS
+    sqlite_store.append(sid, Message.user("the sqlite_store works on"))
+    assert sqlite_store.get(sid).message_count == APPENDS + 1
+    assert [h.session_id for h in sqlite_store.search("message")] == [sid]

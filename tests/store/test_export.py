@@ -16,6 +16,7 @@ from openheim.messages import (
     Usage,
 )
 from openheim.store import SessionExists, export_json, export_markdown, import_json
+from openheim.store.common import SqlStore
 from openheim.store.export import InvalidExport, fenced
 from openheim.store.sqlite import SQLiteStore
 
@@ -43,7 +44,7 @@ CONVERSATION = [
 
 
 @pytest.fixture
-def session_id(store: SQLiteStore) -> str:
+def session_id(store: SqlStore) -> str:
     parent = store.create(cwd="/p", provider="p", model="m").id
     record = store.create(
         cwd="/home/me/app",
@@ -58,7 +59,7 @@ def session_id(store: SQLiteStore) -> str:
     return record.id
 
 
-def test_json_export_round_trips(store: SQLiteStore, session_id: str) -> None:
+def test_json_export_round_trips(store: SqlStore, session_id: str) -> None:
     record = store.get(session_id)
     text = export_json(store, session_id[:8])
     document = json.loads(text)
@@ -74,7 +75,7 @@ def test_json_export_round_trips(store: SQLiteStore, session_id: str) -> None:
 
 
 def test_json_import_into_another_store_drops_an_unknown_parent(
-    store: SQLiteStore, session_id: str, tmp_path_factory: pytest.TempPathFactory
+    store: SqlStore, session_id: str, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     text = export_json(store, session_id)
     with SQLiteStore(tmp_path_factory.mktemp("other") / "db") as other:
@@ -84,7 +85,7 @@ def test_json_import_into_another_store_drops_an_unknown_parent(
         assert [h.session_id for h in other.search("semicolon")] == [session_id]
 
 
-def test_json_import_refuses_to_overwrite_unless_asked(store: SQLiteStore, session_id: str) -> None:
+def test_json_import_refuses_to_overwrite_unless_asked(store: SqlStore, session_id: str) -> None:
     text = export_json(store, session_id)
     with pytest.raises(SessionExists):
         import_json(store, text)
@@ -103,13 +104,13 @@ def test_json_import_refuses_to_overwrite_unless_asked(store: SQLiteStore, sessi
         json.dumps({"format": "openheim.session", "version": 1, "session": {}, "messages": []}),
     ],
 )
-def test_json_import_rejects_other_documents(store: SQLiteStore, text: str) -> None:
+def test_json_import_rejects_other_documents(store: SqlStore, text: str) -> None:
     with pytest.raises(InvalidExport, match="not an openheim session export"):
         import_json(store, text)
 
 
 def test_markdown_has_the_facts_and_the_whole_conversation(
-    store: SQLiteStore, session_id: str
+    store: SqlStore, session_id: str
 ) -> None:
     text = export_markdown(store, session_id, system_prompt="You are openheim.")
     assert text.startswith("# Why does the build fail?\n")
@@ -141,7 +142,7 @@ def test_markdown_has_the_facts_and_the_whole_conversation(
     assert order == sorted(order)
 
 
-def test_markdown_of_a_bare_session(store: SQLiteStore) -> None:
+def test_markdown_of_a_bare_session(store: SqlStore) -> None:
     sid = store.create(cwd="", provider="", model="").id
     text = export_markdown(store, sid)
     assert text.startswith("# Untitled session\n")

@@ -6,15 +6,19 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
+from openheim.errors import SessionNotFound
+from openheim.store.common import SqlStore
 from openheim.store.schema import _V1, MIGRATIONS
 from openheim.store.sqlite import SQLiteStore
 
 
-def new_session(store: SQLiteStore) -> str:
+def new_session(store: SqlStore) -> str:
     return store.create(cwd="/", provider="p", model="m").id
 
 
-def test_frames_are_read_back_after_a_number(store: SQLiteStore) -> None:
+def test_frames_are_read_back_after_a_number(store: SqlStore) -> None:
     sid, other = new_session(store), new_session(store)
     store.frames.append([(sid, 1, "a"), (sid, 2, "b")])
     store.frames.append([(sid, 3, "c"), (other, 1, "x")])
@@ -25,14 +29,14 @@ def test_frames_are_read_back_after_a_number(store: SQLiteStore) -> None:
     assert store.frames.last(new_session(store)) == 0
 
 
-def test_only_the_last_frames_are_kept(store: SQLiteStore) -> None:
+def test_only_the_last_frames_are_kept(store: SqlStore) -> None:
     sid = new_session(store)
     store.frames.keep = 3
     store.frames.append([(sid, n, str(n)) for n in range(1, 6)])
     assert [seq for seq, _ in store.frames.after(sid, 0)] == [3, 4, 5]
 
 
-def test_frames_go_with_their_session(store: SQLiteStore) -> None:
+def test_frames_go_with_their_session(store: SqlStore) -> None:
     sid = new_session(store)
     store.frames.append([(sid, 1, "a")])
     store.delete(sid)
@@ -56,3 +60,16 @@ def test_a_version_1_database_gains_the_frame_table(tmp_path: Path) -> None:
     finally:
         store.close()
     assert len(MIGRATIONS) == 3
+
+
+def test_a_batch_with_a_deleted_session_is_refused_whole(store: SqlStore) -> None:
+    """A session deleted while its frames were queued: the batch fails with ``SessionNotFound``
+    (the server's writer then stores the other sessions' frames alone), nothing of it stored."""
+    kept, deleted = new_session(store), new_session(store)
+    store.delete(deleted)
+    with pytest.raises(SessionNotFound) as caught:
+        store.frames.append([(kept, 1, "a"), (deleted, 1, "b")])
+    assert deleted in str(caught.value)
+    assert list(store.frames.after(kept, 0)) == []
+    store.frames.append([(kept, 1, "a")])
+    assert list(store.frames.after(kept, 0)) == [(1, "a")]

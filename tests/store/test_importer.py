@@ -21,7 +21,7 @@ from openheim.messages import (
     ToolUseBlock,
 )
 from openheim.store import SessionNotFound, import_rust_history
-from openheim.store.sqlite import SQLiteStore
+from openheim.store.common import SqlStore
 
 OLD = "0b6f4a9e-3c1d-4e8f-9a2b-5c6d7e8f9a01"
 NEW = "7d1e2f3a-4b5c-4d6e-8f70-8192a3b4c5d6"
@@ -168,7 +168,7 @@ def history(tmp_path: Path) -> Path:
     return folder
 
 
-def test_both_layouts_are_imported_with_their_metadata(store: SQLiteStore, history: Path) -> None:
+def test_both_layouts_are_imported_with_their_metadata(store: SqlStore, history: Path) -> None:
     write_old(history)
     write_new(history)
     assert import_rust_history(store, history) == 2
@@ -194,7 +194,7 @@ def test_both_layouts_are_imported_with_their_metadata(store: SQLiteStore, histo
 
 
 def test_a_second_run_skips_everything_and_originals_are_untouched(
-    store: SQLiteStore, history: Path
+    store: SqlStore, history: Path
 ) -> None:
     files = [write_old(history), write_new(history)]
     files.append(history / f"{NEW}.jsonl")
@@ -205,7 +205,7 @@ def test_a_second_run_skips_everything_and_originals_are_untouched(
 
 
 def test_malformed_files_are_skipped_with_one_warning_each(
-    store: SQLiteStore, history: Path, caplog: pytest.LogCaptureFixture
+    store: SqlStore, history: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     write_old(history)
     bad = {
@@ -242,7 +242,7 @@ def test_malformed_files_are_skipped_with_one_warning_each(
     assert [r.id for r in store.list()] == [OLD]
 
 
-def test_a_fixed_file_is_imported_once_its_mtime_changes(store: SQLiteStore, history: Path) -> None:
+def test_a_fixed_file_is_imported_once_its_mtime_changes(store: SqlStore, history: Path) -> None:
     path = history / f"{OLD}.json"
     path.write_text("{broken", encoding="utf-8")
     assert import_rust_history(store, history) == 0
@@ -257,7 +257,7 @@ def touch_later(path: Path) -> None:
 
 
 def test_a_file_changed_by_rust_replaces_an_untouched_import(
-    store: SQLiteStore, history: Path
+    store: SqlStore, history: Path
 ) -> None:
     write_old(history)
     import_rust_history(store, history)
@@ -268,7 +268,7 @@ def test_a_file_changed_by_rust_replaces_an_untouched_import(
     assert store.messages(OLD) == OLD_EXPECTED
 
 
-def test_a_session_continued_here_is_not_overwritten(store: SQLiteStore, history: Path) -> None:
+def test_a_session_continued_here_is_not_overwritten(store: SqlStore, history: Path) -> None:
     write_old(history)
     import_rust_history(store, history)
     store.append(OLD, Message.user("continued in python"))
@@ -279,7 +279,7 @@ def test_a_session_continued_here_is_not_overwritten(store: SQLiteStore, history
     assert store.messages(OLD)[-1] == Message.user("continued in python")
 
 
-def test_a_session_deleted_here_stays_deleted(store: SQLiteStore, history: Path) -> None:
+def test_a_session_deleted_here_stays_deleted(store: SqlStore, history: Path) -> None:
     write_old(history)
     import_rust_history(store, history)
     store.delete(OLD)
@@ -289,14 +289,14 @@ def test_a_session_deleted_here_stays_deleted(store: SQLiteStore, history: Path)
         store.get(OLD)
 
 
-def test_a_missing_title_comes_from_the_first_prompt(store: SQLiteStore, history: Path) -> None:
+def test_a_missing_title_comes_from_the_first_prompt(store: SqlStore, history: Path) -> None:
     write_old(history, title=None, created_at="2025-03-01T10:00:00")  # naive: taken as UTC
     import_rust_history(store, history)
     assert store.get(OLD).title == "List the files"
     assert store.get(OLD).created_at == epoch("2025-03-01T10:00:00")
 
 
-def test_a_dangling_rust_tool_call_is_repaired_on_load(store: SQLiteStore, history: Path) -> None:
+def test_a_dangling_rust_tool_call_is_repaired_on_load(store: SqlStore, history: Path) -> None:
     path = write_old(history)
     body = json.loads(path.read_text())
     body["messages"] = OLD_MESSAGES[:3]
@@ -309,5 +309,5 @@ def test_a_dangling_rust_tool_call_is_repaired_on_load(store: SQLiteStore, histo
     ]
 
 
-def test_no_history_folder_imports_nothing(store: SQLiteStore, tmp_path: Path) -> None:
+def test_no_history_folder_imports_nothing(store: SqlStore, tmp_path: Path) -> None:
     assert import_rust_history(store, tmp_path / "missing") == 0

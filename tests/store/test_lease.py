@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from openheim.store import SessionBusy, SessionNotFound
+from openheim.store.common import SqlStore
 from openheim.store.lease import process_started, this_host
 from openheim.store.sqlite import SQLiteStore
 
@@ -28,50 +29,52 @@ def holder_code(session_id: str) -> str:
     """
 
 
-def new(store: SQLiteStore) -> str:
+def new(store: SqlStore) -> str:
     return store.create(cwd="/", provider="p", model="m").id
 
 
-def put_lease(store: SQLiteStore, session_id: str, **row: object) -> None:
+def put_lease(store: SqlStore, session_id: str, **row: object) -> None:
     """Write a lease row as some other holder would have."""
     values = {"token": "t", "pid": os.getpid(), "host": this_host(), "started": None}
     values |= {"acquired_at": time.time(), "heartbeat_at": time.time(), **row}
-    with raw(store.path) as conn:
+    columns = ", ".join(values)
+    updates = ", ".join(f"{name} = excluded.{name}" for name in values)
+    with store._tx() as conn:
         conn.execute(
-            "INSERT OR REPLACE INTO leases VALUES (:session_id, :token, :pid, :host, :started,"
-            " :acquired_at, :heartbeat_at)",
-            {"session_id": session_id, **values},
+            f"INSERT INTO leases (session_id, {columns}) VALUES (?, ?, ?, ?, ?, ?, ?)"
+            f" ON CONFLICT (session_id) DO UPDATE SET {updates}",
+            (session_id, *values.values()),
         )
 
 
-def test_a_live_holder_in_another_process_makes_the_session_busy(store: SQLiteStore) -> None:
-    sid = new(store)
-    child = Child(store.path, holder_code(sid))
+def test_a_live_holder_in_another_process_makes_the_session_busy(sqlite_store: SQLiteStore) -> None:
+    sid = new(sqlite_store)
+    child = Child(sqlite_store.path, holder_code(sid))
     try:
         child.expect("held")
         with pytest.raises(SessionBusy) as caught:
-            store.acquire(sid)
+            sqlite_store.acquire(sid)
         assert (caught.value.pid, caught.value.host) == (child.pid, this_host())
         assert f"process {child.pid} on {this_host()}" in str(caught.value)
     finally:
         assert child.finish() == 0
-    with store.acquire(sid) as lease:
+    with sqlite_store.acquire(sid) as lease:
         assert lease.session_id == sid
 
 
 def test_the_lease_of_a_killed_process_is_taken_over(
-    store: SQLiteStore, caplog: pytest.LogCaptureFixture
+    sqlite_store: SQLiteStore, caplog: pytest.LogCaptureFixture
 ) -> None:
-    sid = new(store)
-    child = Child(store.path, holder_code(sid))
+    sid = new(sqlite_store)
+    child = Child(sqlite_store.path, holder_code(sid))
     child.expect("held")
     child.kill()
-    with caplog.at_level(logging.WARNING), store.acquire(sid):
+    with caplog.at_level(logging.WARNING), sqlite_store.acquire(sid):
         pass
     assert f"from process {child.pid}" in caplog.text
 
 
-def test_a_second_acquire_in_the_same_process_is_busy_until_release(store: SQLiteStore) -> None:
+def test_a_second_acquire_in_the_same_process_is_busy_until_release(store: SqlStore) -> None:
     sid = new(store)
     lease = store.acquire(sid)
     with pytest.raises(SessionBusy) as caught:
@@ -82,7 +85,7 @@ def test_a_second_acquire_in_the_same_process_is_busy_until_release(store: SQLit
     store.acquire(sid).release()
 
 
-def test_the_context_manager_releases_on_error(store: SQLiteStore) -> None:
+def test_the_context_manager_releases_on_error(store: SqlStore) -> None:
     sid = new(store)
     with pytest.raises(RuntimeError), store.acquire(sid):
         raise RuntimeError("prompt failed")
@@ -101,58 +104,60 @@ def test_another_host_is_trusted_until_its_heartbeat_times_out(tmp_path: Path) -
 
 
 @pytest.mark.skipif(process_started(os.getpid()) is None, reason="needs /proc")
-def test_a_reused_pid_does_not_keep_a_lease(store: SQLiteStore) -> None:
-    sid = new(store)
-    put_lease(store, sid, started="another-boot:12345")  # our pid, but not our process
-    store.acquire(sid).release()
-    put_lease(store, sid, started=process_started(os.getpid()))  # really us: still busy
+def test_a_reused_pid_does_not_keep_a_lease(sqlite_store: SQLiteStore) -> None:
+    sid = new(sqlite_store)
+    put_lease(sqlite_store, sid, started="another-boot:12345")  # our pid, but not our process
+    sqlite_store.acquire(sid).release()
+    put_lease(sqlite_store, sid, started=process_started(os.getpid()))  # really us: still busy
     with pytest.raises(SessionBusy):
-        store.acquire(sid)
+        sqlite_store.acquire(sid)
 
 
-def test_refresh_moves_the_heartbeat_and_notices_a_takeover(store: SQLiteStore) -> None:
-    sid = new(store)
-    lease = store.acquire(sid)
-    put_lease(store, sid, token="mine-no-more")  # someone else's now
+def test_refresh_moves_the_heartbeat_and_notices_a_takeover(sqlite_store: SQLiteStore) -> None:
+    sid = new(sqlite_store)
+    lease = sqlite_store.acquire(sid)
+    put_lease(sqlite_store, sid, token="mine-no-more")  # someone else's now
     with pytest.raises(SessionBusy):
         lease.refresh()
     lease.release()  # must not delete the new holder's row
-    with raw(store.path) as conn:
+    with raw(sqlite_store.path) as conn:
         assert conn.execute("SELECT token FROM leases").fetchall() == [("mine-no-more",)]
 
 
-def test_refresh_updates_the_heartbeat(store: SQLiteStore) -> None:
-    sid = new(store)
-    with store.acquire(sid) as lease, raw(store.path) as conn:
+def test_refresh_updates_the_heartbeat(sqlite_store: SQLiteStore) -> None:
+    sid = new(sqlite_store)
+    with sqlite_store.acquire(sid) as lease, raw(sqlite_store.path) as conn:
         conn.execute("UPDATE leases SET heartbeat_at = 0")
         lease.refresh()
         assert conn.execute("SELECT heartbeat_at FROM leases").fetchone()[0] > time.time() - 60
-        store.delete(sid)
+        sqlite_store.delete(sid)
         with pytest.raises(SessionNotFound):
             lease.refresh()
 
 
-def test_delete_refuses_while_another_process_prompts(store: SQLiteStore) -> None:
-    sid = new(store)
-    child = Child(store.path, holder_code(sid))
+def test_delete_refuses_while_another_process_prompts(sqlite_store: SQLiteStore) -> None:
+    sid = new(sqlite_store)
+    child = Child(sqlite_store.path, holder_code(sid))
     try:
         child.expect("held")
         with pytest.raises(SessionBusy):
-            store.delete(sid)
+            sqlite_store.delete(sid)
     finally:
         child.finish()
-    store.delete(sid)
+    sqlite_store.delete(sid)
 
 
-def test_no_repair_is_stored_while_another_process_may_run_the_tool(store: SQLiteStore) -> None:
-    sid = new(store)
-    store.append(sid, call("c1"))
-    child = Child(store.path, holder_code(sid))
+def test_no_repair_is_stored_while_another_process_may_run_the_tool(
+    sqlite_store: SQLiteStore,
+) -> None:
+    sid = new(sqlite_store)
+    sqlite_store.append(sid, call("c1"))
+    child = Child(sqlite_store.path, holder_code(sid))
     try:
         child.expect("held")
-        assert len(store.messages(sid)) == 2  # shown repaired...
-        assert store.get(sid).message_count == 1  # ...but not written under a live prompt
+        assert len(sqlite_store.messages(sid)) == 2  # shown repaired...
+        assert sqlite_store.get(sid).message_count == 1  # ...but not written under a live prompt
     finally:
         child.finish()
-    assert store.messages(sid)[0] == call("c1")
-    assert store.get(sid).message_count == 2
+    assert sqlite_store.messages(sid)[0] == call("c1")
+    assert sqlite_store.get(sid).message_count == 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 from openheim.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from openheim.store import repair_history
 from openheim.store.base import INTERRUPTED
+from openheim.store.common import SqlStore
 from openheim.store.sqlite import SQLiteStore
 
 from .support import call, raw, result
@@ -56,22 +57,23 @@ def test_two_assistant_messages_in_a_row_get_results_between_them() -> None:
     ]
 
 
-def rows(store: SQLiteStore, session_id: str) -> list[tuple[int, str]]:
-    with raw(store.path) as conn:
-        return conn.execute(
-            "SELECT seq, role FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)
-        ).fetchall()
+def rows(store: SqlStore, session_id: str) -> list[tuple[int, str]]:
+    """The stored ``(seq, role)`` of each message, as the store reads its own tables."""
+    found = store._read(
+        "SELECT seq, role FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)
+    )
+    return [(row["seq"], row["role"]) for row in found]
 
 
-def test_the_repair_is_persisted_once(store: SQLiteStore) -> None:
-    sid = store.create(cwd="/", provider="p", model="m").id
+def test_the_repair_is_persisted_once(sqlite_store: SQLiteStore) -> None:
+    sid = sqlite_store.create(cwd="/", provider="p", model="m").id
     for message in (Message.user("go"), call("c1"), Message.assistant("crashed"), call("c2")):
-        store.append(sid, message)
-    with raw(store.path) as watcher:
+        sqlite_store.append(sid, message)
+    with raw(sqlite_store.path) as watcher:
         version = watcher.execute("PRAGMA data_version").fetchone()[0]
-        first = store.messages(sid)
+        first = sqlite_store.messages(sid)
         after_first = watcher.execute("PRAGMA data_version").fetchone()[0]
-        assert store.messages(sid) == first
+        assert sqlite_store.messages(sid) == first
         after_second = watcher.execute("PRAGMA data_version").fetchone()[0]
     assert after_first != version, "the first load stores the repair"
     assert after_second == after_first, "a repaired history needs no second write"
@@ -79,11 +81,11 @@ def test_the_repair_is_persisted_once(store: SQLiteStore) -> None:
         interrupted("c1"),
         interrupted("c2"),
     ]
-    assert rows(store, sid) == [(i, m.role) for i, m in enumerate(first)]
-    assert store.get(sid).message_count == len(first) == 6
+    assert rows(sqlite_store, sid) == [(i, m.role) for i, m in enumerate(first)]
+    assert sqlite_store.get(sid).message_count == len(first) == 6
 
 
-def test_appending_after_a_repair_continues_the_sequence(store: SQLiteStore) -> None:
+def test_appending_after_a_repair_continues_the_sequence(store: SqlStore) -> None:
     sid = store.create(cwd="/", provider="p", model="m").id
     store.append(sid, call("c1"))
     store.messages(sid)

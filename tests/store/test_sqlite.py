@@ -15,6 +15,7 @@ import pytest
 
 from openheim.messages import ImageBlock, Message, TextBlock, ThinkingBlock, ToolUseBlock, Usage
 from openheim.store import SessionNotFound, SessionStore, StoreError, open_store, tables
+from openheim.store.common import SqlStore
 from openheim.store.schema import MIGRATIONS, SchemaError
 from openheim.store.sqlite import DB_NAME, SQLiteStore
 
@@ -22,12 +23,12 @@ from .support import call, raw, result
 
 
 def new(
-    store: SQLiteStore, cwd: str = "/work/a", *, title: str = "", skills: tuple[str, ...] = ()
+    store: SqlStore, cwd: str = "/work/a", *, title: str = "", skills: tuple[str, ...] = ()
 ) -> str:
     return store.create(cwd=cwd, provider="openai", model="gpt-4.1", title=title, skills=skills).id
 
 
-def test_create_gives_a_uuid4_and_get_returns_it(store: SQLiteStore) -> None:
+def test_create_gives_a_uuid4_and_get_returns_it(store: SqlStore) -> None:
     record = store.create(cwd="/p", provider="anthropic", model="claude", skills=["rust", "py"])
     assert uuid.UUID(record.id).version == 4 and len(record.id) == 36
     assert record.created_at == record.updated_at
@@ -40,7 +41,7 @@ def test_create_gives_a_uuid4_and_get_returns_it(store: SQLiteStore) -> None:
     assert store.get(record.id) == record
 
 
-def test_get_by_unique_prefix_and_refusals(store: SQLiteStore) -> None:
+def test_get_by_unique_prefix_and_refusals(store: SqlStore) -> None:
     record = store.create(cwd="/p", provider="p", model="m")
     assert store.get(record.id[:6]) == record
     assert store.get(record.id[:6].upper()) == record
@@ -50,7 +51,7 @@ def test_get_by_unique_prefix_and_refusals(store: SQLiteStore) -> None:
         store.get("ffffffff")
 
 
-def test_ambiguous_prefix_is_refused_but_a_full_id_is_not(store: SQLiteStore) -> None:
+def test_ambiguous_prefix_is_refused_but_a_full_id_is_not(store: SqlStore) -> None:
     base = store.create(cwd="/p", provider="p", model="m")
     twin_id = "abcdef12-0000-4000-8000-000000000001"
     other_id = "abcdef12-0000-4000-8000-000000000002"
@@ -61,7 +62,7 @@ def test_ambiguous_prefix_is_refused_but_a_full_id_is_not(store: SQLiteStore) ->
     assert store.get(twin_id).id == twin_id
 
 
-def test_list_is_newest_updated_first_with_cwd_filter_and_cursor(store: SQLiteStore) -> None:
+def test_list_is_newest_updated_first_with_cwd_filter_and_cursor(store: SqlStore) -> None:
     ids = [new(store, cwd="/a" if i % 2 else "/b") for i in range(7)]
     store.append(ids[0], Message.user("bump the oldest"))
     order = [ids[0], *reversed(ids[1:])]
@@ -74,13 +75,13 @@ def test_list_is_newest_updated_first_with_cwd_filter_and_cursor(store: SQLiteSt
     assert store.list(limit=3, before=page3[-1].updated_at) == []
 
 
-def test_updated_at_is_unique_so_the_cursor_never_skips(store: SQLiteStore) -> None:
+def test_updated_at_is_unique_so_the_cursor_never_skips(store: SqlStore) -> None:
     ids = [new(store) for _ in range(50)]
     stamps = [store.get(i).updated_at for i in ids]
     assert len(set(stamps)) == 50 and stamps == sorted(stamps)
 
 
-def test_latest_is_per_cwd(store: SQLiteStore) -> None:
+def test_latest_is_per_cwd(store: SqlStore) -> None:
     assert store.latest("/a") is None
     first, second, other = new(store, "/a"), new(store, "/a"), new(store, "/b")
     store.append(first, Message.user("again"))
@@ -89,7 +90,7 @@ def test_latest_is_per_cwd(store: SQLiteStore) -> None:
     assert [r.id if r else None for r in (store.latest("/a"),)] == [second]
 
 
-def test_append_keeps_order_and_counts(store: SQLiteStore) -> None:
+def test_append_keeps_order_and_counts(store: SqlStore) -> None:
     sid = new(store)
     sent = [
         Message.user("one"),
@@ -109,25 +110,35 @@ def test_append_keeps_order_and_counts(store: SQLiteStore) -> None:
     assert record.updated_at > before
 
 
+def disk_failure(store: SqlStore) -> Exception:
+    """The backend's own failure of its storage, which the store reports as a ``StoreError``."""
+    if isinstance(store, SQLiteStore):
+        return sqlite3.OperationalError("disk I/O error")
+    import psycopg
+
+    return psycopg.OperationalError("could not write to file: No space left on device")
+
+
 @pytest.mark.parametrize(
     ("failure", "raised"),
     [
-        (sqlite3.OperationalError("disk I/O error"), StoreError),
+        ("disk", StoreError),
         (RuntimeError("a bug"), RuntimeError),
     ],
     ids=["disk", "bug"],
 )
 def test_an_append_that_fails_after_inserting_is_rolled_back(
-    store: SQLiteStore,
+    store: SqlStore,
     monkeypatch: pytest.MonkeyPatch,
-    failure: Exception,
+    failure: Exception | str,
     raised: type[Exception],
 ) -> None:
+    error = disk_failure(store) if isinstance(failure, str) else failure
     sid = new(store)
     store.append(sid, Message.user("one"))
 
     def broken(text: str) -> str:  # runs after the message row is inserted
-        raise failure
+        raise error
 
     monkeypatch.setattr(tables, "storable", broken)
     with pytest.raises(raised):
@@ -140,7 +151,7 @@ def test_an_append_that_fails_after_inserting_is_rolled_back(
     assert [m.text for m in store.messages(sid)] == ["one", "three"]
 
 
-def test_title_comes_from_the_first_prompt_once(store: SQLiteStore) -> None:
+def test_title_comes_from_the_first_prompt_once(store: SqlStore) -> None:
     sid = new(store)
     store.append(sid, result("c0"))  # no text: no title yet
     assert store.get(sid).title == ""
@@ -149,20 +160,20 @@ def test_title_comes_from_the_first_prompt_once(store: SQLiteStore) -> None:
     assert store.get(sid).title == "fix the build"
 
 
-def test_long_titles_are_cut_to_80_characters(store: SQLiteStore) -> None:
+def test_long_titles_are_cut_to_80_characters(store: SqlStore) -> None:
     sid = new(store)
     store.append(sid, Message.user("word " * 40))
     title = store.get(sid).title
     assert len(title) <= 80 and title.endswith("…") and title.startswith("word word")
 
 
-def test_a_given_title_is_kept(store: SQLiteStore) -> None:
+def test_a_given_title_is_kept(store: SqlStore) -> None:
     sid = new(store, title="Named")
     store.append(sid, Message.user("hello"))
     assert store.get(sid).title == "Named"
 
 
-def test_update_changes_only_what_is_given(store: SQLiteStore) -> None:
+def test_update_changes_only_what_is_given(store: SqlStore) -> None:
     sid = new(store, skills=("a",))
     store.update(sid, title="T", model="m2", usage=Usage(10, 20, 3, 4), cost=0.5)
     record = store.get(sid)
@@ -181,7 +192,7 @@ def test_update_changes_only_what_is_given(store: SQLiteStore) -> None:
         store.update(str(uuid.uuid4()), title="x")
 
 
-def test_delete_removes_messages_search_rows_and_orphans_forks(store: SQLiteStore) -> None:
+def test_delete_removes_messages_search_rows_and_orphans_forks(store: SqlStore) -> None:
     parent = new(store)
     store.append(parent, Message.user("unique zebra words"))
     child = store.create(cwd="/a", provider="p", model="m", parent_id=parent)
@@ -197,7 +208,7 @@ def test_delete_removes_messages_search_rows_and_orphans_forks(store: SQLiteStor
         store.delete(parent)
 
 
-def test_missing_sessions_raise_not_found(store: SQLiteStore) -> None:
+def test_missing_sessions_raise_not_found(store: SqlStore) -> None:
     missing = str(uuid.uuid4())
     with pytest.raises(SessionNotFound):
         store.append(missing, Message.user("x"))
@@ -234,7 +245,7 @@ def test_a_newer_schema_is_refused_with_advice(tmp_path: Path) -> None:
         open_store(tmp_path)
 
 
-def test_store_is_usable_from_threads(store: SQLiteStore) -> None:
+def test_store_is_usable_from_threads(store: SqlStore) -> None:
     sid = new(store)
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(lambda i: store.append(sid, Message.user(f"m{i}")), range(200)))
@@ -243,7 +254,7 @@ def test_store_is_usable_from_threads(store: SQLiteStore) -> None:
     assert store.get(sid).message_count == 200
 
 
-def test_sqlite_store_satisfies_the_protocol(store: SQLiteStore) -> None:
+def test_sqlite_store_satisfies_the_protocol(store: SqlStore) -> None:
     typed: SessionStore = store  # mypy checks the structure; this checks it is the same object
     assert typed is store
 

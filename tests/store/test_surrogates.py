@@ -8,7 +8,8 @@ import sqlite3
 from pathlib import Path
 
 from openheim.messages import Message, TextBlock
-from openheim.store.sqlite import DB_NAME, SQLiteStore
+from openheim.store.common import SqlStore
+from openheim.store.sqlite import DB_NAME
 from openheim.testing import FakeLLMServer, FakeReply
 from tests.cli.test_cli import configure, openheim
 
@@ -41,7 +42,7 @@ def test_a_lone_surrogate_in_the_answer_is_stored_and_the_run_succeeds(
     assert LONE in json.dumps(exported, ensure_ascii=False)  # the JSON export is lossless
 
 
-def test_the_stored_message_reads_back_unchanged(store: SQLiteStore) -> None:
+def test_the_stored_message_reads_back_unchanged(store: SqlStore) -> None:
     record = store.create(cwd="/w", provider="p", model="m", title="t \udfff")
     store.append(record.id, Message(role="assistant", content=(TextBlock(text=LONE),)))
     assert store.messages(record.id)[-1].content == (TextBlock(text=LONE),)

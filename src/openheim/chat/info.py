@@ -99,7 +99,7 @@ async def memory_text(settings: Settings, query: str, limit: int = 20) -> str:
 def sessions_of(settings: Settings, limit: int = 50) -> list[SessionRecord]:
     """The latest stored sessions that hold messages, newest first (a session open with
     nothing said yet has nothing to restore)."""
-    store = open_store(settings.data_dir)
+    store = open_store(settings.data_dir, settings.store_url)
     try:
         return [record for record in store.list(limit=limit) if record.message_count]
     finally:
@@ -136,7 +136,7 @@ def export_session(chat: Chat, target: str) -> Path:
         )
     name = target or f"openheim-{session_id[:8]}.md"
     path = chat.settings.work_dir / Path(name).expanduser()
-    store = open_store(chat.settings.data_dir)
+    store = open_store(chat.settings.data_dir, chat.settings.store_url)
     try:
         path.write_text(export_markdown(store, session_id), encoding="utf-8")
     finally:

@@ -107,7 +107,7 @@ class Chat:
     def _kept(self, session_id: str) -> str | None:
         """``session_id`` when it holds messages; else None, and it is removed (unless
         another process holds it now)."""
-        store = open_store(self.settings.data_dir)
+        store = open_store(self.settings.data_dir, self.settings.store_url)
         try:
             if store.get(session_id).message_count:
                 return session_id
@@ -191,7 +191,7 @@ class Chat:
 
     def record(self, session_id: str) -> SessionRecord:
         """The stored session ``session_id`` (an id or unique prefix)."""
-        store = open_store(self.settings.data_dir)
+        store = open_store(self.settings.data_dir, self.settings.store_url)
         try:
             return store.get(session_id)
         finally:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from openheim.config.load import Settings, load_settings
 from openheim.errors import ConfigError
-from openheim.store import SessionRecord, SQLiteStore, open_store
+from openheim.store import SessionRecord, open_store
+from openheim.store.common import SqlStore
 from openheim.term import exit_codes
 
 
@@ -20,7 +21,7 @@ def sessions_command(args: argparse.Namespace) -> int:
 
         return compact_command(args.id)
     settings = load_settings()
-    with open_store(settings.data_dir) as store:
+    with open_store(settings.data_dir, settings.store_url) as store:
         action = args.sessions_command or "list"
         if action == "list":
             _list(store, settings, cwd=args.cwd, limit=args.limit)
@@ -33,7 +34,7 @@ def sessions_command(args: argparse.Namespace) -> int:
             store.delete(record.id)
             from openheim.cli.undo import drop_checkpoints
 
-            drop_checkpoints(settings, record.id)
+            drop_checkpoints(settings, store, record.id)
             sys.stdout.write(f"deleted {record.id} ({record.title or 'untitled'})\n")
         elif action in ("undo", "checkpoints"):
             from openheim.cli.undo import undo_command
@@ -60,7 +61,7 @@ def _row(record: SessionRecord) -> str:
     )
 
 
-def _list(store: SQLiteStore, settings: Settings, *, cwd: bool, limit: int) -> None:
+def _list(store: SqlStore, settings: Settings, *, cwd: bool, limit: int) -> None:
     where = str(settings.work_dir) if cwd else None
     records = store.list(cwd=where, limit=limit)
     if not records:
@@ -69,7 +70,7 @@ def _list(store: SQLiteStore, settings: Settings, *, cwd: bool, limit: int) -> N
         sys.stdout.write(_row(record) + "\n")
 
 
-def _export(store: SQLiteStore, session_id: str, fmt: str, output: str | None) -> None:
+def _export(store: SqlStore, session_id: str, fmt: str, output: str | None) -> None:
     from openheim.store.export import export_json, export_markdown
 
     record = store.get(session_id)
@@ -83,7 +84,7 @@ def _export(store: SQLiteStore, session_id: str, fmt: str, output: str | None) -
     sys.stdout.write(f"wrote {output}\n")
 
 
-def _search(store: SQLiteStore, text: str, limit: int) -> None:
+def _search(store: SqlStore, text: str, limit: int) -> None:
     if not text.strip():
         raise ConfigError("nothing to search for", hint="give some words: sessions search WORDS")
     hits = store.search(text, limit=limit)
@@ -93,7 +94,7 @@ def _search(store: SQLiteStore, text: str, limit: int) -> None:
         sys.stdout.write(f"{hit.session_id[:8]}  {hit.title or '(untitled)'}\n    {hit.snippet}\n")
 
 
-def _import(store: SQLiteStore, settings: Settings, source: str | None) -> None:
+def _import(store: SqlStore, settings: Settings, source: str | None) -> None:
     from openheim.store.export import import_json
     from openheim.store.importer import import_rust_history
 

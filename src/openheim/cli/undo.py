@@ -10,12 +10,12 @@ import time
 
 from openheim.config.load import Settings
 from openheim.errors import UndoRefused
-from openheim.runtime import checkpoints, undo
-from openheim.store import SQLiteStore
+from openheim.runtime import checkpoints, stored_checkpoints, undo
+from openheim.store.common import SqlStore
 
 
-def undo_command(store: SQLiteStore, settings: Settings, args: argparse.Namespace) -> None:
-    saved = checkpoints.CheckpointStore(settings.data_dir)
+def undo_command(store: SqlStore, settings: Settings, args: argparse.Namespace) -> None:
+    saved = stored_checkpoints.checkpoints_for(settings.data_dir, store)
     if args.sessions_command == "checkpoints":
         _list(store, saved, args.id)
         return
@@ -27,12 +27,12 @@ def undo_command(store: SQLiteStore, settings: Settings, args: argparse.Namespac
     sys.stdout.write(f"session {record.id[:8]}: {report.summary()}\n")
 
 
-def drop_checkpoints(settings: Settings, session_id: str) -> None:
+def drop_checkpoints(settings: Settings, store: SqlStore, session_id: str) -> None:
     """A deleted session's checkpoints go with it (and the blobs no one needs any more)."""
-    checkpoints.CheckpointStore(settings.data_dir).drop(session_id)
+    stored_checkpoints.checkpoints_for(settings.data_dir, store).drop(session_id)
 
 
-def _list(store: SQLiteStore, saved: checkpoints.CheckpointStore, session_id: str) -> None:
+def _list(store: SqlStore, saved: checkpoints.Checkpoints, session_id: str) -> None:
     record = store.get(session_id)
     found = saved.list(record.id)
     if not found:

@@ -123,6 +123,9 @@ class Settings:
     """``[cli_agents]`` for the CLI tools of ``openheim mcp serve`` (refused likewise)."""
     gateway: GatewayEntry = field(default_factory=GatewayEntry)
     """``[gateway]`` for ``openheim gateway`` (from the user's own config only)."""
+    store_url: str | None = None
+    """The PostgreSQL store's URL (``OPENHEIM_STORE_URL``, else the user's own config only);
+    None keeps sessions in SQLite in ``data_dir``."""
 
 
 def openheim_home(env: Mapping[str, str] | None = None) -> Path:
@@ -193,6 +196,8 @@ def load_settings(
         trusted = is_trusted(root, data_dir)
         if trusted and project.pop("gateway", None) is not None:
             notices.append(f"{project_file}: [gateway] ignored: only your own config sets it")
+        if trusted and project.pop("store_url", None) is not None:
+            notices.append(f"{project_file}: store_url ignored: only your own config sets it")
         if project and not trusted:
             from openheim.config.untrusted import Context, untrusted_view  # only then needed
 
@@ -271,6 +276,7 @@ def _finish(
         sources=sources,
         notices=tuple(Notice(line, "warning", "trust") for line in notices),
         project_root=paths.project_root,
+        store_url=(env.get("OPENHEIM_STORE_URL") or "").strip() or config.store_url or None,
         **_feature_tables(config),
     )
 

@@ -254,6 +254,8 @@ class ConfigFile:
     work_dir: str | None = None
     allow_shell: bool | None = None
     data_dir: str | None = None
+    store_url: str | None = None
+    """``postgresql://...``: sessions in PostgreSQL instead of ``data_dir`` (user config only)."""
     theme_color: str | None = None
     providers: dict[str, ProviderEntry] = field(default_factory=dict)
     mcp_servers: dict[str, McpServerEntry] = field(default_factory=dict)

@@ -68,7 +68,7 @@ TOP_LEVEL: dict[str, Trust] = {
     "approval": N, "default_agent": R, "max_parallel_subagents": N, "inline_subagents": N,
     "deny_read": N, "shell_env_allow": R, "shell_sandbox": R, "shell_network": R,
     "server": R, "acp": P, "mcp_server": R, "hooks": R, "cli_agents": R, "compaction": R,
-    "gateway": R,
+    "gateway": R, "store_url": R,
 }  # fmt: skip
 PROVIDER_KEYS: dict[str, Trust] = {
     "kind": R, "api_base": R, "default_model": N, "models": R, "env_var": R, "api_key": R,

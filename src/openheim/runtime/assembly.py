@@ -141,7 +141,7 @@ async def open_session(
         session = _session(agent, store, record, parts, notices)
         attach(session, provider)
         parts.spawner.parent, parts.spawner.session_id = agent, session.id
-        watch = watch_session(hooks, session.id, settings.data_dir, parts.context.cwd)
+        watch = watch_session(hooks, session.id, settings.data_dir, parts.context.cwd, store)
         session.watch = parts.context.watch = watch
         await hooks.run("session_start", resumed=record is not None, model=agent.model)
         notices.extend(hooks.drain())

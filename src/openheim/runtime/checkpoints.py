@@ -36,7 +36,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from openheim.errors import SandboxError, UndoRefused
 from openheim.files.atomic import atomic_write
@@ -231,11 +231,28 @@ def _load(path: Path) -> Checkpoint:
         ) from None
 
 
+class Checkpoints(Protocol):
+    """Where checkpoints are kept: files (``CheckpointStore``) or the session database
+    (``runtime.stored_checkpoints``); ``where`` names the place in messages."""
+
+    where: str
+
+    def put_blob(self, data: bytes) -> str: ...
+    def has_blob(self, key: str) -> bool: ...
+    def blob(self, key: str) -> bytes: ...
+    def save(self, checkpoint: Checkpoint) -> None: ...
+    def list(self, session_id: str) -> list[Checkpoint]: ...
+    def remove(self, checkpoint: Checkpoint) -> None: ...
+    def drop(self, session_id: str) -> None: ...
+    def prune(self, min_age: float = BLOB_GRACE) -> int: ...
+
+
 class CheckpointStore:
     """The blobs and manifests under ``data_dir/checkpoints``."""
 
     def __init__(self, data_dir: Path) -> None:
         self.root = data_dir / "checkpoints"
+        self.where = str(self.root)
 
     def _private_folder(self, *names: str) -> Path:
         """The folder ``root/names...``, each level made ``0700`` when missing."""
@@ -325,7 +342,7 @@ class TurnRecorder:
     ``begin`` starts a turn; the first ``before_write`` of a path in it keeps the path's prior
     content, every ``written`` records what is on disk after the write."""
 
-    def __init__(self, store: CheckpointStore, session_id: str) -> None:
+    def __init__(self, store: Checkpoints, session_id: str) -> None:
         self.store = store
         self.session_id = session_id
         self.current: Checkpoint | None = None

@@ -90,11 +90,11 @@ def open_session_store(
             )
         return None
     if shared is not None:
-        store = stack.enter_context(shared.store_loan(settings.data_dir))
+        store = stack.enter_context(shared.store_loan(settings.data_dir, settings.store_url))
     else:
-        from openheim.store.sqlite import open_store
+        from openheim.store.opener import open_store
 
-        store = open_store(settings.data_dir)
+        store = open_store(settings.data_dir, settings.store_url)
         stack.callback(store.close)
     history = settings.data_dir / "history"
     if history.is_dir():

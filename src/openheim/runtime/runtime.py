@@ -162,7 +162,7 @@ class Runtime:
         self, *, cwd: str | Path | None = None, limit: int = 50, before: float | None = None
     ) -> list[SessionRecord]:
         """Stored sessions, newest first; pass the last one's ``updated_at`` as ``before``."""
-        store = open_store(self.settings.data_dir)
+        store = open_store(self.settings.data_dir, self.settings.store_url)
         try:
             folder = str(Path(cwd).resolve()) if cwd is not None else None
             return store.list(cwd=folder, limit=limit, before=before)

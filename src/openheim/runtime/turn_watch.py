@@ -29,8 +29,9 @@ from openheim.events import (
 from openheim.handover import Tap
 from openheim.messages import Message, TextBlock
 from openheim.runtime import shell_changes
-from openheim.runtime.checkpoints import CheckpointStore, TurnRecorder, not_kept
+from openheim.runtime.checkpoints import TurnRecorder, not_kept
 from openheim.runtime.hooks import Hooks
+from openheim.runtime.stored_checkpoints import checkpoints_for
 
 log = logging.getLogger(__name__)
 
@@ -206,11 +207,12 @@ async def _unless(cancel: asyncio.Event, work: Awaitable[T]) -> T | None:
 
 
 def watch_session(
-    hooks: Hooks, session_id: str | None, data_dir: Path, work_dir: Path
+    hooks: Hooks, session_id: str | None, data_dir: Path, work_dir: Path, store: object = None
 ) -> TurnWatch:
-    """The watch of a session: checkpoints under ``data_dir`` when it is stored (has an id)."""
+    """The watch of a session: checkpoints when it is stored (has an id), in ``store``'s
+    database when it keeps them, else under ``data_dir``."""
     hooks.session_id = session_id
     recorder = None
     if session_id is not None:
-        recorder = TurnRecorder(CheckpointStore(data_dir), session_id)
+        recorder = TurnRecorder(checkpoints_for(data_dir, store), session_id)
     return TurnWatch(hooks, recorder, work_dir)

@@ -28,7 +28,7 @@ from openheim.files.atomic import atomic_write_at
 from openheim.messages import Message, ToolResultBlock
 from openheim.runtime.checkpoints import (
     Checkpoint,
-    CheckpointStore,
+    Checkpoints,
     FileState,
     digest_now,
     real_parent,
@@ -133,7 +133,7 @@ def _refuse(refused: dict[str, str]) -> UndoRefused:
     )
 
 
-def _confine(undone: Sequence[Checkpoint], work_dir: str, store: CheckpointStore) -> None:
+def _confine(undone: Sequence[Checkpoint], work_dir: str, store: Checkpoints) -> None:
     """Refuse the undo unless every file of ``undone`` lies beneath ``work_dir``, the work dir
     the session recorded, by the sandbox's own rule (``PathSandbox.contains``; the files are
     then reached with no symlink on the way). Only a manifest edited by someone else names
@@ -156,7 +156,7 @@ def _confine(undone: Sequence[Checkpoint], work_dir: str, store: CheckpointStore
         shown = ", ".join(outside[:3]) + (f" and {len(outside) - 3} more" if outside[3:] else "")
         raise UndoRefused(
             f"the checkpoint names files outside the work dir {work_dir}: {shown}",
-            hint=f"openheim never records such a file, so the checkpoint under {store.root} "
+            hint=f"openheim never records such a file, so the checkpoint in {store.where} "
             "was edited: delete that session's folder there; nothing was changed",
             paths=tuple(outside),
         )
@@ -170,7 +170,7 @@ def _plain_or_absent(folder: int, name: str) -> None:
         open_regular_at(folder, name).close()
 
 
-def _restore(store: CheckpointStore, path: Path, state: FileState) -> str | None:
+def _restore(store: Checkpoints, path: Path, state: FileState) -> str | None:
     """Put ``path`` back as ``state`` had it before: ``restored``, ``removed`` (the turn
     created it) or None (nothing to do: it is absent, as it was). Its folder is reached with
     no symlink on the way (``real_parent``), so a folder swapped for a link since the turn
@@ -191,13 +191,13 @@ def _restore(store: CheckpointStore, path: Path, state: FileState) -> str | None
     return "restored"
 
 
-def _restore_all(store: CheckpointStore, target: dict[str, FileState]) -> dict[str, list[str]]:
+def _restore_all(store: Checkpoints, target: dict[str, FileState]) -> dict[str, list[str]]:
     """Restore every file (each blob is checked to be there first); the paths restored and
     removed. A file that cannot be written stops the undo before the history is rewound."""
     for path, state in target.items():
         if state.before is not None and not store.has_blob(state.before):
             raise UndoRefused(
-                f"the checkpointed content of {path} is missing from {store.root} or damaged",
+                f"the checkpointed content of {path} is missing from {store.where} or damaged",
                 hint="that file cannot be restored; nothing was changed",
             )
     done: dict[str, list[str]] = {"restored": [], "removed": []}
@@ -219,7 +219,7 @@ def _restore_all(store: CheckpointStore, target: dict[str, FileState]) -> dict[s
 
 def undo(
     sessions: SessionStore,
-    checkpoints: CheckpointStore,
+    checkpoints: Checkpoints,
     session_id: str,
     *,
     turns: int = 1,
@@ -260,15 +260,22 @@ def undo(
 
 
 def undo_stored(
-    data_dir: Path, session_id: str | None, cwd: str, *, turns: int = 1, force: bool = False
+    data_dir: Path,
+    session_id: str | None,
+    cwd: str,
+    *,
+    turns: int = 1,
+    force: bool = False,
+    store_url: str | None = None,
 ) -> tuple[str, UndoReport]:
-    """``undo`` in the session store under ``data_dir``: the session ``session_id`` (an id or
-    prefix), or the latest one of ``cwd``; its full id and the report."""
+    """``undo`` in the session store of ``data_dir`` (or ``store_url``): the session
+    ``session_id`` (an id or prefix), or the latest one of ``cwd``; its full id and the report."""
+    from openheim.runtime.stored_checkpoints import checkpoints_for
     from openheim.store import open_store
 
-    with open_store(data_dir) as store:
+    with open_store(data_dir, store_url) as store:
         record = store.get(session_id) if session_id else store.latest(cwd)
         if record is None:
             raise UndoRefused(f"no stored session in {cwd}", hint="name one: sessions undo ID")
-        report = undo(store, CheckpointStore(data_dir), record.id, turns=turns, force=force)
+        report = undo(store, checkpoints_for(data_dir, store), record.id, turns=turns, force=force)
     return record.id, report

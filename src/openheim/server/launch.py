@@ -45,7 +45,7 @@ def build(
     runtime = Runtime(settings=settings)
     server = settings.server
     max_frame = server.max_frame_bytes or DEFAULT_MAX_FRAME
-    store = runtime.shared.borrow_store(settings.data_dir)  # the sessions' own connection
+    store = runtime.shared.borrow_store(settings.data_dir, settings.store_url)  # the sessions' own
     context = ServerContext(
         runtime, store, auth, Hub(runtime, store), max_frame, collector=Collector(), acp=acp
     )

@@ -22,7 +22,7 @@ from openheim._version import __version__
 from openheim.config.providers import infer_kind, offered_models, provider_entries
 from openheim.errors import OpenheimError, SessionNotFound
 from openheim.messages import Message
-from openheim.runtime import checkpoints
+from openheim.runtime import stored_checkpoints
 from openheim.server.context import ServerContext
 from openheim.server.turns import before_turn
 from openheim.store.base import SessionRecord
@@ -172,7 +172,8 @@ async def delete_session(request: Request) -> Response:
         await context.hub.delete(found.id)
     except OpenheimError as err:
         return error(409, err.message, err.hint or "try again once its prompt has ended")
-    await asyncio.to_thread(checkpoints.CheckpointStore(context.settings.data_dir).drop, found.id)
+    saved = stored_checkpoints.checkpoints_for(context.settings.data_dir, context.store)
+    await asyncio.to_thread(saved.drop, found.id)
     return JSONResponse({"deleted": found.id})
 
 

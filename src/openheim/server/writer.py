@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
-from openheim.errors import OpenheimError
+from openheim.errors import OpenheimError, SessionNotFound
 from openheim.store import SessionStore
 
 log = logging.getLogger(__name__)
@@ -104,7 +103,7 @@ class FrameWriter:
         try:
             self.store.frames.append(batch)
             return
-        except sqlite3.IntegrityError:
+        except SessionNotFound:
             pass
         sessions: dict[str, list[Row]] = {}
         for row in batch:
@@ -112,5 +111,5 @@ class FrameWriter:
         for session_id, rows in sessions.items():
             try:
                 self.store.frames.append(rows)
-            except sqlite3.IntegrityError:
+            except SessionNotFound:
                 log.info("%d frames of deleted session %s dropped", len(rows), session_id)

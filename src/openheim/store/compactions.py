@@ -11,11 +11,12 @@ Entries go with the session when it is deleted.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from openheim.store.tables import Connection
 
 Method = Literal["summary", "trim"]
 
@@ -37,12 +38,12 @@ class Compaction:
 
 
 class CompactionLog:
-    """The compaction log of one SQLite store (``SQLiteStore.compactions``)."""
+    """The compaction log of one store (``SQLiteStore.compactions``, ``PostgresStore``'s)."""
 
     def __init__(
         self,
-        tx: Callable[[], AbstractContextManager[sqlite3.Connection]],
-        read: Callable[[str, Sequence[Any]], list[sqlite3.Row]],
+        tx: Callable[[], AbstractContextManager[Connection]],
+        read: Callable[[str, Sequence[Any]], list[Any]],
     ) -> None:
         self._tx = tx
         self._read = read
@@ -96,7 +97,8 @@ class CompactionLog:
         pinning once)."""
         with self._tx() as conn:
             conn.execute(
-                "INSERT OR IGNORE INTO session_pins (session_id, message) VALUES (?, ?)",
+                "INSERT INTO session_pins (session_id, message) VALUES (?, ?)"
+                " ON CONFLICT DO NOTHING",
                 (session_id, message),
             )
 

@@ -15,6 +15,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
+from openheim.errors import SessionNotFound
+from openheim.store.tables import Connection
+
 DEFAULT_KEEP = 10_000
 """Frames kept per session."""
 
@@ -28,12 +31,12 @@ the store's lock)."""
 
 
 class FrameLog:
-    """The frame log of one SQLite store (``SQLiteStore.frames``)."""
+    """The frame log of one store (``SQLiteStore.frames``; PostgreSQL's overrides ``_insert``)."""
 
     def __init__(
         self,
-        tx: Callable[[], AbstractContextManager[sqlite3.Connection]],
-        read: Callable[[str, Sequence[Any]], list[sqlite3.Row]],
+        tx: Callable[[], AbstractContextManager[Connection]],
+        read: Callable[[str, Sequence[Any]], list[Any]],
         keep: int = DEFAULT_KEEP,
     ) -> None:
         self._tx = tx
@@ -42,18 +45,26 @@ class FrameLog:
 
     def append(self, frames: Sequence[tuple[str, int, str]]) -> None:
         """Store ``(session_id, seq, text)`` frames (of any sessions) in one transaction, and
-        drop each session's frames past ``keep``."""
+        drop each session's frames past ``keep``; ``SessionNotFound``, nothing stored, when a
+        session of the batch is gone (deleted meanwhile)."""
         if not frames:
             return
         last: dict[str, int] = {}
         for session_id, seq, _ in frames:
             last[session_id] = max(seq, last.get(session_id, 0))
         with self._tx() as conn:
-            conn.execute(_INSERT, (json.dumps(frames),))
+            self._insert(conn, frames)
             conn.executemany(
                 "DELETE FROM session_frames WHERE session_id = ? AND seq <= ?",
                 [(sid, seq - self.keep) for sid, seq in last.items() if seq > self.keep],
             )
+
+    def _insert(self, conn: Connection, frames: Sequence[tuple[str, int, str]]) -> None:
+        """Store the frames, replacing any of the same numbers."""
+        try:
+            conn.execute(_INSERT, (json.dumps(frames),))
+        except sqlite3.IntegrityError:
+            raise gone(frames) from None
 
     def after(self, session_id: str, seq: int) -> Iterator[tuple[int, str]]:
         """The kept frames numbered above ``seq``, in order."""
@@ -69,3 +80,9 @@ class FrameLog:
             "SELECT MAX(seq) AS seq FROM session_frames WHERE session_id = ?", (session_id,)
         )
         return int(rows[0]["seq"] or 0)
+
+
+def gone(frames: Sequence[tuple[str, int, str]]) -> SessionNotFound:
+    """The error for a batch of frames one of whose sessions is no longer stored."""
+    sessions = sorted({session_id for session_id, _, _ in frames})
+    return SessionNotFound(", ".join(sessions), hint="a session of these frames was deleted")

@@ -37,14 +37,14 @@ from openheim.messages import (
     ToolUseBlock,
 )
 from openheim.store.base import SessionRecord, title_from
-from openheim.store.sqlite import SQLiteStore
+from openheim.store.common import SqlStore
 
 log = logging.getLogger(__name__)
 
 _UNREADABLE = (OSError, ValueError, KeyError, TypeError, AttributeError)
 
 
-def import_rust_history(store: SQLiteStore, history_dir: Path) -> int:
+def import_rust_history(store: SqlStore, history_dir: Path) -> int:
     """Import new or changed Rust history files; returns how many sessions were written."""
     marks = store.legacy_marks()
     written = 0

@@ -1,4 +1,4 @@
-"""Prompt leases in SQLite: who holds a session, and when a holder counts as gone.
+"""Prompt leases in the store (either backend): who holds a session, and when a holder is gone.
 
 A lease row names its holder: a random token (one per ``acquire``), the pid, the host, and the
 process's start identity (boot id and start tick on Linux), so a pid reused after a crash or a
@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import sqlite3
 import time
 import uuid
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from functools import cache
 from pathlib import Path
 
 from openheim.errors import SessionBusy, SessionNotFound
+from openheim.store.tables import Connection
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ def is_stale(holder: Holder, *, now: float, timeout: float) -> bool:
     return holder.started is not None and started is not None and started != holder.started
 
 
-def take(conn: sqlite3.Connection, session_id: str, *, timeout: float) -> str:
+def take(conn: Connection, session_id: str, *, timeout: float) -> str:
     """Claim the session's lease for a new token, or raise ``SessionBusy`` naming the holder."""
     if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
         raise SessionNotFound(session_id)
@@ -106,7 +106,7 @@ def take(conn: sqlite3.Connection, session_id: str, *, timeout: float) -> str:
     return token
 
 
-def renew(conn: sqlite3.Connection, session_id: str, token: str) -> None:
+def renew(conn: Connection, session_id: str, token: str) -> None:
     """Move our heartbeat to now, reclaiming the lease if its row vanished.
 
     Raises ``SessionBusy`` when another holder took it over, ``SessionNotFound`` when the
@@ -127,28 +127,31 @@ def renew(conn: sqlite3.Connection, session_id: str, token: str) -> None:
     _write(conn, session_id, token, now)
 
 
-def _write(conn: sqlite3.Connection, session_id: str, token: str, now: float) -> None:
+def _write(conn: Connection, session_id: str, token: str, now: float) -> None:
     pid = os.getpid()
     conn.execute(
-        "INSERT OR REPLACE INTO leases (session_id, token, pid, host, started, acquired_at,"
-        " heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO leases (session_id, token, pid, host, started, acquired_at, heartbeat_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET"
+        " token = excluded.token, pid = excluded.pid, host = excluded.host,"
+        " started = excluded.started, acquired_at = excluded.acquired_at,"
+        " heartbeat_at = excluded.heartbeat_at",
         (session_id, token, pid, this_host(), process_started(pid), now, now),
     )
 
 
-def drop(conn: sqlite3.Connection, session_id: str, token: str) -> None:
+def drop(conn: Connection, session_id: str, token: str) -> None:
     """Delete our lease row; a lease taken over by someone else is left to them."""
     conn.execute("DELETE FROM leases WHERE session_id = ? AND token = ?", (session_id, token))
 
 
-def current(conn: sqlite3.Connection, session_id: str) -> Holder | None:
+def current(conn: Connection, session_id: str) -> Holder | None:
     row = conn.execute(
         "SELECT pid, host, started, heartbeat_at FROM leases WHERE session_id = ?", (session_id,)
     ).fetchone()
     return None if row is None else Holder(int(row[0]), str(row[1]), row[2], float(row[3]))
 
 
-def foreign_holder(conn: sqlite3.Connection, session_id: str, *, timeout: float) -> Holder | None:
+def foreign_holder(conn: Connection, session_id: str, *, timeout: float) -> Holder | None:
     """The live holder of the session's lease when it is another process (maybe mid-tool)."""
     holder = current(conn, session_id)
     if holder is None or is_stale(holder, now=time.time(), timeout=timeout):

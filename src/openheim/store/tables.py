@@ -9,15 +9,33 @@ from __future__ import annotations
 import json
 import math
 import re
-import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import replace as replaced
-from typing import Any
+from typing import Any, Protocol
 
-from openheim.errors import SessionExists
 from openheim.messages import Message, TextBlock, Usage
 from openheim.store.base import SessionRecord
+
+
+class Cursor(Protocol):
+    """What the store reads of a cursor: ``sqlite3.Cursor`` and the PostgreSQL one alike."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
+class Connection(Protocol):
+    """A connection of either backend, with ``?`` placeholders; rows read by index or name."""
+
+    def execute(self, sql: str, parameters: Any = ..., /) -> Cursor: ...
+
+    def executemany(self, sql: str, parameters: Iterable[Any], /) -> Cursor: ...
+
 
 _USAGE = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 _HEAD = ("id", "title", "cwd", "provider", "model", "skills", "created_at", "updated_at")
@@ -44,14 +62,14 @@ def body_json(message: Message) -> str:
     return json.dumps(data, separators=(",", ":")) if _SURROGATE.search(body) else body
 
 
-def stamp(conn: sqlite3.Connection) -> float:
+def stamp(conn: Connection) -> float:
     """Now, or just after the newest ``updated_at`` in the store: unique, so a cursor is exact."""
     newest = conn.execute("SELECT MAX(updated_at) FROM sessions").fetchone()[0]
     now = time.time()
     return now if newest is None or now > newest else math.nextafter(newest, math.inf)
 
 
-def exists(conn: sqlite3.Connection, session_id: str) -> bool:
+def exists(conn: Connection, session_id: str) -> bool:
     return conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
 
 
@@ -68,7 +86,7 @@ def filters(*, cwd: str | None, before: float | None) -> tuple[str, list[Any]]:
     return ("WHERE " + " AND ".join(clauses) if clauses else ""), params
 
 
-def load_messages(conn: sqlite3.Connection, session_id: str) -> list[Message]:
+def load_messages(conn: Connection, session_id: str) -> list[Message]:
     rows = conn.execute(
         "SELECT body FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)
     ).fetchall()
@@ -76,21 +94,28 @@ def load_messages(conn: sqlite3.Connection, session_id: str) -> list[Message]:
 
 
 def insert_messages(
-    conn: sqlite3.Connection, session_id: str, seq: int, messages: Iterable[Message], now: float
+    conn: Connection, session_id: str, seq: int, messages: Iterable[Message], now: float
 ) -> None:
     """Store ``messages`` numbered from ``seq``, each with its text indexed for search."""
     for offset, message in enumerate(messages):
         body = body_json(message)
-        row_id = conn.execute(
+        conn.execute(
             "INSERT INTO messages (session_id, seq, role, body, created_at) VALUES (?, ?, ?, ?, ?)",
             (session_id, seq + offset, message.role, body, now),
-        ).lastrowid
-        text = storable("\n".join(b.text for b in message.content if isinstance(b, TextBlock)))
+        )
+        text = search_text(message)
         if text.strip():
-            conn.execute("INSERT INTO messages_fts (rowid, text) VALUES (?, ?)", (row_id, text))
+            conn.execute(
+                "INSERT INTO messages_fts (rowid, text) VALUES (last_insert_rowid(), ?)", (text,)
+            )
 
 
-def delete_messages(conn: sqlite3.Connection, session_id: str, *, from_seq: int) -> None:
+def search_text(message: Message) -> str:
+    """What full-text search indexes of a message: its text blocks, one per line."""
+    return storable("\n".join(b.text for b in message.content if isinstance(b, TextBlock)))
+
+
+def delete_messages(conn: Connection, session_id: str, *, from_seq: int) -> None:
     """Delete the session's messages numbered ``from_seq`` and up, with their search rows."""
     where = "session_id = ? AND seq >= ?"
     params = (session_id, from_seq)
@@ -100,30 +125,22 @@ def delete_messages(conn: sqlite3.Connection, session_id: str, *, from_seq: int)
     conn.execute(f"DELETE FROM messages WHERE {where}", params)
 
 
-def restore(
-    conn: sqlite3.Connection, record: SessionRecord, messages: Sequence[Message], *, replace: bool
-) -> SessionRecord:
-    """Write a whole session; a ``parent_id`` missing here is dropped. Returns it as stored."""
-    if exists(conn, record.id):
-        if not replace:
-            raise SessionExists(record.id)
-        delete_messages(conn, record.id, from_seq=0)
+def restored(conn: Connection, record: SessionRecord, count: int) -> SessionRecord:
+    """``record`` as a restore stores it: ``count`` messages, a unique ``updated_at``, and no
+    ``parent_id`` when that session is missing here (or is the session itself)."""
     parent = record.parent_id
     if parent is not None and (parent == record.id or not exists(conn, parent)):
         parent = None
-    stored = replaced(
+    return replaced(
         record,
         skills=list(record.skills),
         updated_at=_free_stamp(conn, record.id, record.updated_at),
         parent_id=parent,
-        message_count=len(messages),
+        message_count=count,
     )
-    conn.execute(UPSERT, values(stored))
-    insert_messages(conn, record.id, 0, messages, time.time())
-    return stored
 
 
-def _free_stamp(conn: sqlite3.Connection, session_id: str, value: float) -> float:
+def _free_stamp(conn: Connection, session_id: str, value: float) -> float:
     """``value``, nudged up until no other session has it (keeps ``updated_at`` unique)."""
     query = "SELECT 1 FROM sessions WHERE updated_at = ? AND id != ?"
     while conn.execute(query, (value, session_id)).fetchone() is not None:
@@ -140,7 +157,7 @@ def values(record: SessionRecord) -> tuple[Any, ...]:
     return (*head, *times, *(usage[k] for k in _USAGE), *tail)
 
 
-def record(row: sqlite3.Row) -> SessionRecord:
+def record(row: Mapping[str, Any]) -> SessionRecord:
     return SessionRecord(
         id=row["id"],
         title=row["title"],
@@ -168,7 +185,7 @@ def fts_query(text: str) -> str:
     return " ".join('"' + word.replace('"', '""') + '"' for word in text.split())
 
 
-def legacy_wanted(conn: sqlite3.Connection, session_id: str, imported_at: float | None) -> bool:
+def legacy_wanted(conn: Connection, session_id: str, imported_at: float | None) -> bool:
     """New here and never imported before, or untouched here since its last import."""
     row = conn.execute("SELECT updated_at FROM sessions WHERE id = ?", (session_id,)).fetchone()
     if row is None:

@@ -1,0 +1,182 @@
+"""The PostgreSQL store's link to its server: the URL checked and redacted, its failures as
+one-line errors, and connections that speak the SQL the store shares with SQLite.
+
+A ``store_url`` may carry a password; it never reaches a message, a log or a traceback here: it
+is registered with the secret redaction and replaced by ``***`` in every URL shown. Only
+``postgresql://`` and ``postgres://`` URLs are taken (libpq's ``key=value`` strings are not).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+import psycopg
+import psycopg_pool
+from psycopg.conninfo import conninfo_to_dict
+
+from openheim.errors import ConfigError, StoreError
+from openheim.redaction.secrets import register_secret
+from openheim.store.tables import storable
+
+SCHEMES = ("postgresql", "postgres")
+CONNECT_TIMEOUT = 10
+"""Seconds to wait for the server to answer before the store gives up, with a clear error."""
+
+
+def redacted(url: str) -> str:
+    """``url`` with its password (in the user part or as ``password=``) replaced by ``***``."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(an unreadable URL)"
+    netloc = parts.netloc
+    user, at, host = netloc.rpartition("@")
+    if at and ":" in user:
+        netloc = f"{user.split(':', 1)[0]}:***@{host}"
+    query = parts.query
+    pairs = parse_qsl(query, keep_blank_values=True)
+    if any(key == "password" for key, _ in pairs):
+        query = urlencode([(k, "***" if k == "password" else v) for k, v in pairs], safe="/*")
+    return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
+
+
+def checked(url: str) -> str:
+    """``url`` when it is a PostgreSQL URL libpq can read; else a ``ConfigError`` saying why.
+
+    Its password is registered as a secret first, so no later message or log shows it. Text
+    that is not such a URL is never shown (it may be a password in another syntax).
+    """
+    url = url.strip()
+    _register_password(url)
+    scheme, sep, _ = url.partition("://")
+    if not sep or scheme.lower() not in SCHEMES:
+        raise ConfigError(
+            "store_url is not a postgresql:// URL",
+            hint="write it as postgresql://USER:PASSWORD@HOST:PORT/DATABASE, or leave store_url"
+            " (and OPENHEIM_STORE_URL) unset for the SQLite store in data_dir",
+        )
+    shown = redacted(url)
+    try:
+        urlsplit(url).port  # noqa: B018 - reading it checks it
+        conninfo_to_dict(url)
+    except (ValueError, psycopg.Error) as err:
+        raise ConfigError(
+            f"store_url {shown} is not a valid PostgreSQL URL: {_line(err, url)}",
+            hint="write it as postgresql://USER:PASSWORD@HOST:PORT/DATABASE",
+        ) from None
+    return url
+
+
+def _register_password(url: str) -> None:
+    try:
+        parts = urlsplit(url)
+        if parts.password:
+            register_secret(parts.password)
+        for key, value in parse_qsl(parts.query):
+            if key == "password" and value:
+                register_secret(value)
+    except ValueError:
+        return
+
+
+def _line(err: BaseException, url: str) -> str:
+    """The first line of a driver error, with no trace of the URL's password."""
+    text = (str(err).strip().splitlines() or [type(err).__name__])[0]
+    try:
+        secret = urlsplit(url).password
+    except ValueError:
+        secret = None
+    return text.replace(secret, "***") if secret else text
+
+
+@contextmanager
+def failures(url: str) -> Iterator[None]:
+    """The server's failures (unreachable, gone, out of connections, a login without the rights
+    the store needs) as one ``StoreError``; other errors of the SQL are bugs and propagate."""
+    try:
+        yield
+    except (
+        psycopg.OperationalError,
+        psycopg.InterfaceError,
+        psycopg.errors.InsufficientPrivilege,
+        psycopg_pool.PoolTimeout,
+    ) as err:
+        raise StoreError(
+            f"the session database at {redacted(url)} failed: {_line(err, url)}",
+            hint="check that PostgreSQL runs and store_url (or OPENHEIM_STORE_URL) names it",
+        ) from None
+
+
+class Row:
+    """A result row read by column index or by column name, as ``sqlite3.Row`` is."""
+
+    __slots__ = ("_names", "_values")
+
+    def __init__(self, values: Sequence[Any], names: dict[str, int]) -> None:
+        self._values = values
+        self._names = names
+
+    def __getitem__(self, key: int | str) -> Any:
+        return self._values[self._names[key] if isinstance(key, str) else key]
+
+
+def rows(cursor: psycopg.Cursor[Any]) -> Callable[[Sequence[Any]], Row]:
+    """psycopg's row factory for ``Row``."""
+    names = {column.name: i for i, column in enumerate(cursor.description or ())}
+    return functools.partial(_row, names=names)
+
+
+def _row(values: Sequence[Any], names: dict[str, int]) -> Row:
+    return Row(values, names)
+
+
+@functools.lru_cache(maxsize=256)
+def _translated(sql: str) -> str:
+    """The store's ``?`` placeholders as psycopg's ``%s`` (a literal ``%`` doubled)."""
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+def _param(value: Any) -> Any:
+    """A text parameter PostgreSQL can hold: NUL and lone surrogates become U+FFFD."""
+    if isinstance(value, str):
+        return storable(value).replace("\x00", "\ufffd")
+    return value
+
+
+class Link:
+    """A connection of the pool as the store's ``Connection``: ``?`` placeholders, clean text."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.raw = conn
+
+    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> psycopg.Cursor[Any]:
+        return self.raw.execute(_translated(sql), [_param(p) for p in parameters])
+
+    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> psycopg.Cursor[Any]:
+        cursor = self.raw.cursor()
+        cursor.executemany(_translated(sql), [[_param(p) for p in row] for row in parameters])
+        return cursor
+
+
+def connect(url: str) -> psycopg.Connection[Any]:
+    """One autocommit connection to ``url`` (the store's pool opens more alike)."""
+    return psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT, row_factory=rows)
+
+
+def pool(url: str, size: int) -> psycopg_pool.ConnectionPool[psycopg.Connection[Any]]:
+    """A pool of up to ``size`` such connections, opened with one at hand."""
+    opened: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = psycopg_pool.ConnectionPool(
+        url,
+        min_size=1,
+        max_size=size,
+        kwargs={"autocommit": True, "row_factory": rows, "connect_timeout": CONNECT_TIMEOUT},
+        timeout=CONNECT_TIMEOUT,
+        open=False,
+        name="openheim-store",
+    )
+    opened.open(wait=True, timeout=CONNECT_TIMEOUT)
+    return opened
