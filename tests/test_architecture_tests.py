@@ -15,9 +15,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PROJECT_TESTS = frozenset({"architecture", "docs_examples", "imports", "isolation", "system_deps"})
+PROJECT_TESTS = frozenset(
+    {"architecture", "docs_examples", "imports", "isolation", "pgcluster", "system_deps"}
+)
 """Loose test files about the project as a whole rather than one module: its layering, its
-documentation's examples, its start-up imports, the suite's isolation and its system checks."""
+documentation's examples, its start-up imports, the suite's isolation, its private PostgreSQL
+cluster and its system checks."""
 PROJECT_FOLDERS = frozenset({"parity"})
 """Folders of tests about the project as a whole: the same script driven through every surface."""
 
