@@ -64,6 +64,7 @@ def haproxy_config(bind: str, servers: Sequence[str], tls: str | None = None) ->
         "defaults\n"
         "    mode http\n"
         "    option http-server-close\n"
+        "    option forwardfor\n"
         "    option redispatch 1\n"
         "    retries 2\n"
         "    timeout connect 2s\n"

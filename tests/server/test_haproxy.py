@@ -6,6 +6,7 @@ and goes on with the session; the web page, in Chromium, works through HAProxy."
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,12 @@ from playwright.async_api import Browser, expect
 
 from openheim.testing import FakeLLMServer, FakeReply
 from tests.acp.harness import RecordingClient
-from tests.server.replicas import Fleet, fleet
+from tests.server.replicas import Fleet, fleet, haproxy_config, haproxy_program
 from tests.server.support import TOKEN, Socket
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 TIMEOUT_MS = 10_000
+CERTIFICATE = "/etc/haproxy/certs/openheim.pem"
 
 
 def landed(socket: Socket) -> str:
@@ -110,3 +112,27 @@ async def test_the_web_page_through_the_load_balancer(
         await expect(page.locator(".msg.assistant strong")).to_have_text("every replica")
         await page.screenshot(path=artefacts / "through-haproxy.png")
     assert {"replica1", "replica2", "replica3"} <= replicas
+
+
+def test_the_deploy_guide_shows_the_configuration_the_tests_run(tmp_path: Path) -> None:
+    """docs/deploy.md shows ``haproxy_config`` for its example fleet, with TLS, and HAProxy
+    accepts it (here with a throw-away certificate in place of the guide's)."""
+    guide = (Path(__file__).parents[2] / "docs" / "deploy.md").read_text(encoding="utf-8")
+    servers = [f"10.0.0.1{n}:8080" for n in (1, 2, 3)]
+    shown = haproxy_config(":443", servers, tls=CERTIFICATE)
+    assert f"```haproxy\n{shown}```\n" in guide
+    pem = tmp_path / "openheim.pem"
+    key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", str(pem)]
+    made = subprocess.run(
+        ["openssl", "req", "-x509", *key, "-days", "1", "-subj", "/CN=localhost", "-out", "-"],
+        capture_output=True,
+        check=True,
+        timeout=30,
+    )
+    pem.write_bytes(pem.read_bytes() + made.stdout)
+    config = tmp_path / "haproxy.cfg"
+    config.write_text(shown.replace(CERTIFICATE, str(pem)))
+    checked = subprocess.run(
+        [haproxy_program(), "-c", "-f", str(config)], capture_output=True, text=True, timeout=30
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
