@@ -70,8 +70,11 @@ def test_everything_is_copied_once_and_a_rerun_copies_nothing(
     home: Path, work: Path, pg_url: str
 ) -> None:
     ids = seed(home, work)
-    code, out, err = migrate(home, work, pg_url)
+    assert "@" in pg_url and ":" not in pg_url.split("://")[1].split("@")[0]
+    secret_url = pg_url.replace("@", f":{SECRET}@", 1)  # the test cluster trusts its socket
+    code, out, err = migrate(home, work, secret_url)
     assert code == 0, err
+    assert SECRET not in out + err and ":***@" in out
     assert "copied 2 sessions (7 messages, 1 checkpoints)" in out, out
     assert "message counts verified" in out
     with SQLiteStore(home / "openheim.db") as source, PostgresStore(pg_url) as target:
@@ -79,9 +82,10 @@ def test_everything_is_copied_once_and_a_rerun_copies_nothing(
         assert copied == snapshot(source, home)
         assert target.get(ids[1]).parent_id == ids[0]
         assert target.search("q2")[0].session_id == ids[1]
-    code, out, err = migrate(home, work, pg_url)
+    code, out, err = migrate(home, work, secret_url)
     assert code == 0, err
-    said = f"nothing to copy: 2 sessions, all already in {pg_url} (message counts verified)\n"
+    shown = pg_url.replace("@", ":***@", 1)
+    said = f"nothing to copy: 2 sessions, all already in {shown} (message counts verified)\n"
     assert out == said
     with PostgresStore(pg_url) as target:
         assert snapshot(target, Path("/nonexistent")) == copied
