@@ -109,3 +109,18 @@ def test_without_postgresql_the_check_names_the_package(
         " package 'postgresql'"
     )
     assert lines[2] == "Install them (Debian/Ubuntu) with: sudo apt-get install postgresql"
+
+
+def test_without_haproxy_the_check_names_the_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HAProxy lives in /usr/sbin on Debian, off a user's PATH, so the check looks where the
+    tests look (``$OPENHEIM_HAPROXY`` here, a path with nothing there)."""
+    monkeypatch.setenv("OPENHEIM_HAPROXY", str(tmp_path / "no-haproxy"))
+    result = run(bin_without(tmp_path, set(), {}), "--check")
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert lines[1] == (
+        "  - haproxy (the load balancer in front of serve replicas in a test): package 'haproxy'"
+    )
+    assert lines[2] == "Install them (Debian/Ubuntu) with: sudo apt-get install haproxy"

@@ -169,3 +169,18 @@ async def test_unknown_query_parameters_are_refused(home: Path, work: Path) -> N
             health = await http.get("/health", params={"x": 1})
     assert typo.status_code == 400 and "limit" in typo.json()["hint"]
     assert health.status_code == 400 and "'x'" in health.json()["error"]
+
+
+@pytest.mark.parametrize("token", [None, "wrong-token-0123456789", TOKEN])
+async def test_healthz_answers_ok_to_anyone_and_says_nothing_more(
+    home: Path, work: Path, token: str | None
+) -> None:
+    """A load balancer's health check carries no token: ``/healthz`` needs none, and so tells
+    nothing about the server (no version, no uptime)."""
+    with FakeLLMServer() as llm:
+        async with served(home, work, llm) as server, server.client(token) as http:
+            answer = await http.get("/healthz")
+            assert (answer.status_code, answer.text) == (200, "ok\n")
+            assert answer.headers["content-type"].startswith("text/plain")
+            assert answer.headers["cache-control"] == "no-store"
+            assert (await http.post("/healthz")).status_code == 405

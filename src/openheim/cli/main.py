@@ -75,11 +75,9 @@ def _add_untrust(untrust: argparse.ArgumentParser) -> None:
 
 
 def _add_agents(agents: argparse.ArgumentParser) -> None:
-    agent_actions = agents.add_subparsers(
-        dest="agents_command", metavar="ACTION", parser_class=_Parser
-    )
-    agent_actions.add_parser("list", help="every profile with its model and tools")
-    agent_actions.add_parser("show", help="one profile in full").add_argument("name")
+    actions = agents.add_subparsers(dest="agents_command", metavar="ACTION", parser_class=_Parser)
+    actions.add_parser("list", help="every profile with its model and tools")
+    actions.add_parser("show", help="one profile in full").add_argument("name")
 
 
 def _add_mcp(mcp: argparse.ArgumentParser) -> None:
@@ -180,6 +178,8 @@ def _add_sessions(sessions: argparse.ArgumentParser) -> None:
     imp = sub.add_parser("import", help="import Rust Openheim history or a JSON export")
     imp.add_argument("source", nargs="?", help="folder or file (default: data_dir/history)")
     sub.add_parser("compact", help="summarise a session's older turns now").add_argument("id")
+    migrate = sub.add_parser("migrate", help="copy the SQLite sessions into PostgreSQL")
+    migrate.add_argument("--to", required=True, metavar="URL", help="postgresql://... URL")
 
 
 def _add_models(models: argparse.ArgumentParser) -> None:
@@ -260,7 +260,7 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "trust": ("let a project's .openheim/config.toml widen safety", _add_trust),
     "untrust": ("stop trusting a project folder", _add_untrust),
     "models": ("list models, or add a local GGUF model", _add_models),
-    "sessions": ("list, show, export, search and compact sessions", _add_sessions),
+    "sessions": ("list, show, export, search, compact and migrate sessions", _add_sessions),
     "permissions": ("approval rules: list, add, check", _add_permissions),
     "agents": ("agent profiles for --agent and delegate_task", _add_agents),
     "mcp": ("MCP servers from config.toml, or serve openheim as one", _add_mcp),

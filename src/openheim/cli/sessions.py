@@ -1,5 +1,6 @@
 """``openheim sessions``: list, show, delete, export, search, import and compact stored
-sessions; undo turns and list checkpoints (``cli/undo.py``)."""
+sessions; undo turns and list checkpoints (``cli/undo.py``); copy them to PostgreSQL
+(``cli/migrate.py``)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,10 @@ def sessions_command(args: argparse.Namespace) -> int:
 
         return compact_command(args.id)
     settings = load_settings()
+    if args.sessions_command == "migrate":
+        from openheim.cli.migrate import migrate_command
+
+        return migrate_command(settings, args.to)
     with open_store(settings.data_dir, settings.store_url) as store:
         action = args.sessions_command or "list"
         if action == "list":

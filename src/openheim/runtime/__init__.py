@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         policy,
         prompt_commands,
         replay,
+        store_migration,
         stored_checkpoints,
         structured,
         subagents,
@@ -62,6 +63,7 @@ _USER_LAYER = (
     "policy",
     "prompt_commands",
     "replay",
+    "store_migration",
     "stored_checkpoints",
     "structured",
     "subagents",
@@ -70,8 +72,8 @@ _USER_LAYER = (
     "undo",
 )
 """The submodules surfaces use as namespaces: commands, approvals and the headless refusal,
-attachments, models, titles, replay, undo and checkpoints, policy, structured output, subagents
-and tool selection."""
+attachments, models, titles, replay, undo and checkpoints, the store migration, policy,
+structured output, subagents and tool selection."""
 
 __all__ = [
     "ApprovalCallback",
@@ -92,6 +94,7 @@ __all__ = [
     "prompt_commands",
     "replay",
     "session_settings",
+    "store_migration",
     "stored_checkpoints",
     "structured",
     "subagents",

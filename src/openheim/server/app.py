@@ -1,6 +1,7 @@
 """The Starlette application of ``openheim serve``: the page, the login, REST, ``/ws``, and
 ``/acp`` where the context carries an ACP bridge (``ServerContext.acp``).
 
+``GET /healthz`` answers ``ok`` to anyone, for a load balancer's health checks.
 ``create_app(context, policy)`` builds it; the ``Guard`` middleware (token, origins, sizes)
 wraps everything. Closing the app (its lifespan's end) closes the open sessions and gives the
 store back to the runtime.
@@ -16,7 +17,14 @@ from urllib.parse import parse_qs
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+)
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket
@@ -45,6 +53,12 @@ async def acp_endpoint(websocket: WebSocket) -> None:
 
 async def index(request: Request) -> Response:
     return FileResponse(STATIC / "index.html", headers=NO_STORE)
+
+
+async def healthz(request: Request) -> Response:
+    """The health check of a load balancer in front of several replicas: reachable without the
+    token (a health check carries none), so it says ``ok`` and nothing else."""
+    return PlainTextResponse("ok\n", headers=NO_STORE)
 
 
 async def openapi(request: Request) -> Response:
@@ -115,6 +129,7 @@ def create_app(context: ServerContext, policy: Policy) -> Starlette:
     routes = [
         Route("/", index),
         Route("/login", login, methods=["GET", "POST"]),
+        Route("/healthz", healthz),
         Route("/api/openapi.json", openapi),
         *ROUTES,
         WebSocketRoute("/ws", ws_endpoint),

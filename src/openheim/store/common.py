@@ -138,6 +138,16 @@ class SqlStore:
         )
         return [tables.record(row) for row in rows]
 
+    def stored_messages(self, session_id: str) -> builtins.list[Message]:
+        """The messages exactly as stored, unrepaired and without writing anything (a copy of
+        the store must not change its source)."""
+        return self._load(session_id)
+
+    def transaction(self) -> AbstractContextManager[Connection]:
+        """One write transaction: this thread's writes to the store inside it commit together
+        (each a savepoint of it), or none does when it fails."""
+        return self._tx()
+
     def messages(self, session_id: str) -> builtins.list[Message]:
         stored = self._load(session_id)
         repaired = repair_history(stored)
