@@ -5,14 +5,17 @@ scroll), as a Textual pilot and on a real pseudo-terminal."""
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from textual.geometry import Region
 from textual.widgets import Input, OptionList
 
+from openheim.messages import Usage
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from openheim.tui.approval import hunks
+from openheim.tui.status import StatusBar
 from tests.tui.conftest import MakeApp
 from tests.tui.drive import running, settle, type_line, wait_for
 from tests.tui.pty_screen import PtyScreen
@@ -86,3 +89,46 @@ def test_the_approval_keys_show_at_80x24(home: Path, work: Path, server: FakeLLM
 )
 def test_the_modal_shows_the_hunks_without_the_file_header(diff: str, shown: str) -> None:
     assert hunks(diff) == shown
+
+
+def busy_bar() -> StatusBar:
+    """A footer with every part shown: a long model name, a cost, a running turn, a hint."""
+    bar = StatusBar()
+    bar.model = "anthropic/claude-sonnet-4-5-20250929"
+    bar.mode = "ask"
+    bar.context = "12k / 200k ctx"
+    bar.usage = Usage(input_tokens=12_000, output_tokens=345)
+    bar.cost = 0.0123
+    bar.busy_since = time.monotonic() - 5
+    bar.hint = "press Ctrl+C again to quit"
+    return bar
+
+
+@pytest.mark.parametrize(
+    ("width", "kept"),
+    [
+        (200, ("claude-sonnet", "approval ask", "ctx", "tok ·", "$0.0123", "5s", "again to quit")),
+        (78, ("ctx", "$0.0123", "5s", "tok/s", "again to quit")),
+        (58, ("$0.0123", "5s", "tok/s", "again to quit")),
+        (40, ("$0.0123", "again to quit")),
+        (20, ("press Ctrl+C again to quit",)),
+    ],
+)
+def test_the_footer_keeps_the_ticker_and_the_hint_on_a_narrow_screen(
+    width: int, kept: tuple[str, ...]
+) -> None:
+    shown = busy_bar().line(width)
+    assert len(shown) <= width or shown == busy_bar().hint, shown
+    for part in kept:
+        assert part in shown, (part, shown)
+
+
+async def test_the_footer_fits_the_terminal(make_app: MakeApp) -> None:
+    app = make_app()
+    async with running(app, size=SMALL) as pilot:
+        bar, full = app.status_bar, busy_bar()
+        bar.model, bar.context, bar.cost, bar.hint = full.model, full.context, 0.5, full.hint
+        bar.refresh_line()
+        await pilot.pause()
+        shown = bar.render_line(0).text.strip()
+        assert "again to quit" in shown and "claude-sonnet" in shown, shown
