@@ -86,6 +86,13 @@ async def test_the_approval_card_says_what_and_why(
             await expect(approval.locator(".title")).to_have_text("Allow openheim to write x.txt?")
             await expect(approval.locator(".why")).to_have_text(MODE_ASKS)
             await page.screenshot(path=artefacts / "review-approval.png")
+            await page.set_viewport_size({"width": 390, "height": 800})
+            await approval.locator("button[data-choice=once]").scroll_into_view_if_needed()
+            await page.screenshot(path=artefacts / "review-approval-390.png")
+            overflow = await page.evaluate(
+                "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+            )
+            assert overflow <= 0, overflow
             await approval.locator("button[data-choice=once]").click()
             await expect(page.locator(".tool.completed")).to_have_count(1)
     assert (work / "x.txt").read_text() == "x\n"
