@@ -116,34 +116,34 @@ def test_what_a_person_types(typed: str, decision: Allow | Deny | None) -> None:
 @pytest.mark.parametrize(
     ("tool", "arguments", "prompt", "shown"),
     [
-        ("write_file", {"path": "notes.txt"}, JARGON, "Allow write_file to write notes.txt?"),
-        ("edit_file", {"path": "./src/a.py"}, "", "Allow edit_file to edit src/a.py?"),
-        ("read_file", {"path": "/w/b.md"}, "", "Allow read_file to read b.md?"),
+        ("write_file", {"path": "notes.txt"}, JARGON, "Allow openheim to write notes.txt?"),
+        ("edit_file", {"path": "./src/a.py"}, "", "Allow openheim to edit src/a.py?"),
+        ("read_file", {"path": "/w/b.md"}, "", "Allow openheim to read b.md?"),
         (
             "execute_command",
             {"command": "make test"},
             "",
-            "Allow execute_command to run `make test`?",
+            "Allow openheim to run `make test`?",
         ),
         (
             "execute_command",
             {"command": f"curl -H {SECRET}"},
             "",
-            "Allow execute_command to run `curl -H [REDACTED]`?",
+            "Allow openheim to run `curl -H [REDACTED]`?",
         ),
         (
             "web_fetch",
             {"url": "http://127.0.0.1/a"},
             "",
-            "Allow web_fetch to fetch http://127.0.0.1/a?",
+            "Allow openheim to fetch http://127.0.0.1/a?",
         ),
-        ("github__create_issue", {"title": "x"}, "", "Allow github__create_issue to run?"),
-        ("write_file", {}, "", "Allow write_file to run?"),
+        ("github__create_issue", {"title": "x"}, "", "Allow openheim to use github: create_issue?"),
+        ("write_file", {}, "", "Allow openheim to use write_file?"),
         (
             "write_file",
             {"path": "a"},
             "[subagent helper] x",
-            "[subagent helper] Allow write_file to write a?",
+            "[subagent helper] Allow openheim to write a?",
         ),
     ],
 )
@@ -158,7 +158,7 @@ def test_the_question_redacts_and_shows_the_diff(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("old\n")
     request = write(cwd=str(tmp_path), content=f"new {SECRET}\n")
     asked = question(request, Ask(JARGON, reasons=(f"writes {SECRET}",)))
-    assert asked.title == "Allow write_file to write notes.txt?"
+    assert asked.title == "Allow openheim to write notes.txt?"
     assert SECRET not in asked.arguments and '"path": "notes.txt"' in asked.arguments
     assert asked.reasons == ("writes [REDACTED]",)
     assert "-old\n" in asked.diff and "+new [REDACTED]\n" in asked.diff

@@ -139,7 +139,7 @@ def test_the_terminal_is_asked(
         configure(home, server)
         status, output, asked = run_in_pty(["run", "write it"], env_for(home), work, [answer])
         results = [m for r in server.requests for m in r.messages if m.get("role") == "tool"]
-    assert asked == 1 and "Allow write_file to write a.txt?" in output
+    assert asked == 1 and "Allow openheim to write a.txt?" in output
     assert "+hello" in output  # the diff of the change is shown
     assert status == code, output
     assert (work / "a.txt").exists() is written
@@ -257,7 +257,7 @@ def test_the_terminal_is_asked_before_a_staged_change_is_applied(home: Path, wor
         staged_config(home)
         status, output, asked = run_in_pty(["run", "stage it"], env_for(home), work, ["y"])
     assert status == 0, output
-    assert asked == 1 and "Allow apply_file_change to run?" in output
+    assert asked == 1 and "Allow openheim to use apply_file_change?" in output
     assert "+staged" in output  # the staged diff is shown
     assert (work / "a.txt").read_text() == "staged\n"
 

@@ -93,7 +93,7 @@ def test_a_signal_at_the_approval_question_ends_the_run_and_saves_it(
         status, output = signal_at_question(["run", "write it"], env_for(home), work, sig)
         assert len(server.requests) == 1  # stopped: the model was not asked again
     assert status == code, output
-    assert "Allow write_file to write a.txt?" in output and "cancelled" in output
+    assert "Allow openheim to write a.txt?" in output and "cancelled" in output
     assert not (work / "a.txt").exists()
     assert stored_tool_results(home, work, session_named(output)) == [CANCELLED_RESULT]
 

@@ -78,7 +78,7 @@ async def test_an_accepted_elicitation_lets_the_call_run(
     assert (work / "a.txt").read_text() == "hello\n"
     [question] = answers.asked
     assert isinstance(question, mcp_types.ElicitRequestFormParams)
-    assert "write_file" in question.message and "a.txt" in question.message
+    assert question.message.startswith("Allow openheim to write a.txt?\n")
     choice = question.requested_schema["properties"]["decision"]
     assert choice["enum"] == ["once", "always", "reject", "reject_always"]
 

@@ -81,7 +81,7 @@ async def test_an_approval_shows_its_title_reason_and_diff_and_the_result_its_hu
             await page.press("#prompt", "Enter")
             card = page.locator(".approval").first
             await expect(card.locator(".title")).to_have_text(
-                "Allow edit_file to edit .vscode/tasks.json?"
+                "Allow openheim to edit .vscode/tasks.json?"
             )
             await expect(card.locator(".reasons li")).to_have_text(
                 [

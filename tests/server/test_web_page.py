@@ -74,7 +74,7 @@ async def test_the_page_end_to_end(
 
             await send(page, "Write a file")
             approval = page.locator(".approval")
-            await expect(approval).to_contain_text("write_file")
+            await expect(approval).to_contain_text("Allow openheim to write hello.txt?")
             await page.screenshot(path=artefacts / "03-approval.png")
             await approval.locator("button[data-choice=once]").click()
             await expect(page.locator(".tool.completed")).to_have_count(1)
@@ -112,7 +112,7 @@ async def test_an_approval_rejected_with_a_reason(
             await page.goto(f"{server.url}/login?code={server.context.auth.login_code}")
             await send(page, "Write a file")
             approval = page.locator(".approval")
-            await expect(approval).to_contain_text("Allow write_file to write hello.txt?")
+            await expect(approval).to_contain_text("Allow openheim to write hello.txt?")
             await expect(approval.locator("pre.diff")).to_contain_text("+hello")
             labels = await approval.locator("button").all_inner_texts()
             assert labels == ["allow once", "allow always", "reject", "reject always"]

@@ -37,7 +37,7 @@ async def test_reject_always_with_a_reason_tells_the_model_and_is_not_asked_agai
             bad = await ws.call("agent", type="approve", session_id=sid, reason=7, **answer)
         told = [m["content"] for m in llm.requests[1].messages if m.get("role") == "tool"]
         again = [m["content"] for m in llm.requests[2].messages if m.get("role") == "tool"]
-    assert request["title"] == "Allow write_file to write a.txt?"
+    assert request["title"] == "Allow openheim to write a.txt?"
     assert request["labels"]["reject_always"] == "reject always" and "+hi" in request["detail"]
     assert told == [
         "Error: denied: the user rejected this tool call and will reject calls like it for "

@@ -173,7 +173,7 @@ async def test_the_option_keys_and_the_plain_title_show(
         for text in ("[y] allow once", "[a] allow always", "[n] reject", "[r] reject always"):
             assert any(line == text for line in shown), shown
         title = modal.query_one("#approval-title", Static).render()
-        assert str(title) == "Allow write_file to write b.txt?"
+        assert str(title) == "Allow openheim to write b.txt?"
         await pilot.press("n")
         await settle(pilot, app)
 

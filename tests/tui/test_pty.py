@@ -162,7 +162,7 @@ def test_the_approval_keys_show_on_a_real_terminal(
     try:
         term.wait_for("fake/fake-model")
         term.type("write b.txt\r")
-        term.wait_for("Allow write_file to write b.txt?")
+        term.wait_for("Allow openheim to write b.txt?")
         for option in ("[y] allow once", "[a] allow always", "[n] reject", "[r] reject always"):
             term.wait_for(option)
         term.wait_for("[t] no, and tell the model why")

@@ -4,7 +4,7 @@ gives the gate (with the reason the model is told), and the question as a person
 A surface draws these (keys in a terminal, buttons on the web page, ACP permission options, an
 MCP elicitation form); it never defines its own. The choices are allow once, allow always,
 reject and reject always; a rejection may carry the person's own words for the model. The
-question has a plain title ("Allow write_file to write notes.txt?"), why the policy asks (in
+question has a plain title ("Allow openheim to write notes.txt?"), why the policy asks (in
 plain words, to show below the title), the risks found, the arguments with secrets redacted,
 and the diff an edit would write.
 
@@ -25,7 +25,7 @@ from typing import Any
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny
 from openheim.files.hostile import read_regular
 from openheim.redaction.secrets import SecretPolicy, redact, redact_data
-from openheim.runtime.titles import absolute_path, tool_action
+from openheim.runtime.titles import absolute_path, tool_action, tool_title
 
 MAX_SHOWN = 4000
 """Characters of a call's arguments or diff a question shows; more is cut and ends with "…"."""
@@ -123,7 +123,7 @@ class Question:
     """An approval question as every surface shows it."""
 
     title: str
-    """Plain words: "Allow write_file to write notes.txt?" (a subagent's names it first)."""
+    """Plain words: "Allow openheim to write notes.txt?" (a subagent's names it first)."""
     why: str
     """Why the policy asks, one line in plain words; empty when ``reasons`` say it (risks)."""
     reasons: tuple[str, ...]
@@ -147,12 +147,18 @@ def question(request: ApprovalRequest, ask: Ask) -> Question:
 
 
 def title(request: ApprovalRequest, ask: Ask) -> str:
-    """ "Allow write_file to write notes.txt?", or "Allow my_tool to run?" when its arguments
-    say nothing plainer; a subagent's question starts with its label ("[subagent helper]")."""
-    action = tool_action(request.tool, request.arguments, Path(request.cwd or "."))
-    what = f"{action[:1].lower()}{action[1:]}" if action else "run"
+    """ "Allow openheim to write notes.txt?", or "Allow openheim to use github: create_issue?"
+    when the arguments say nothing plainer: a person reads what the agent would do, not a tool's
+    internal name; a subagent's question starts with its label ("[subagent helper]")."""
+    cwd = Path(request.cwd or ".")
+    action = tool_action(request.tool, request.arguments, cwd)
+    what = (
+        f"{action[:1].lower()}{action[1:]}"
+        if action
+        else f"use {tool_title(request.tool, request.arguments, cwd)}"
+    )
     label = ask.prompt.partition("]")[0] + "]" if ask.prompt.startswith(SUBAGENT) else ""
-    return redact(f"{label} Allow {request.tool} to {what}?".strip())
+    return redact(f"{label} Allow openheim to {what}?".strip())
 
 
 MODE_ASKS = "asked because the approval mode is ask and no permission rule allows this call"

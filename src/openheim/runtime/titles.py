@@ -1,7 +1,7 @@
 """Plain-words titles of tool calls ("Write notes.txt", "Run `make test`") from their arguments.
 
 One titler for every surface: an editor's tool call title (ACP), the approval question a person
-reads ("Allow write_file to write notes.txt?", ``runtime.approvals``). Titles are built from the
+reads ("Allow openheim to write notes.txt?", ``runtime.approvals``). Titles are built from the
 arguments alone, without touching the file system.
 """
 

@@ -12,8 +12,8 @@ An ASGI middleware, so it sees HTTP requests and WebSocket upgrades alike, befor
   the API with JSON;
 - a CORS preflight from an allowed origin is answered here; responses to allowed origins carry
   ``Access-Control-Allow-Origin``;
-- every route but ``/login`` (and its script) and ``/healthz`` needs the token (``auth``): 401
-  for the API, a redirect to the login page for the page itself;
+- every route but ``/login`` (and its script and favicon) and ``/healthz`` needs the token
+  (``auth``): 401 for the API, a redirect to the login page for the page itself;
 - a request body over the limit is refused with 413 before the route reads it.
 """
 
@@ -29,8 +29,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from openheim.server.pages import PAGE_PATHS, login_page
 from openheim.serving.auth import Auth
 
-OPEN_PATHS = frozenset({"/login", "/login/", "/static/login.js", "/healthz"})
-"""Reachable without the token: the login page and its script, and the health check (``ok``)."""
+OPEN_PATHS = frozenset({"/login", "/login/", "/static/login.js", "/static/favicon.svg", "/healthz"})
+"""Reachable without the token, each by its exact path: the login page, its script and the
+favicon it shows in the tab, and the health check (``ok``)."""
 CORS_METHODS = "GET, POST, DELETE, OPTIONS"
 CORS_HEADERS = "Authorization, Content-Type"
 SECURITY_HEADERS = [

@@ -152,6 +152,7 @@ class Live:
             "tool_call_id": request.tool_call_id,
             "tool": request.tool,
             "title": asked.title,
+            "why": asked.why,
             "arguments": redact_data(dict(request.arguments)),
             "reasons": list(asked.reasons),
             "detail": asked.diff,

@@ -58,7 +58,7 @@ ApprovalScreen, Picker { align: center middle; }
 #approval-box, #picker-box { width: 90%; max-width: 120; height: auto; max-height: 90%;
   border: thick $warning; background: $surface; padding: 0 1; }
 #picker-box { border: thick $accent; }
-#approval-detail { height: auto; max-height: 20; }
+#approval-detail { height: 1fr; }
 #approval-choices, #picker-list { height: auto; max-height: 12; }
 """
 

@@ -1,9 +1,13 @@
 """Approvals in the terminal UI: one modal per request showing the runtime's question
 (``runtime.approvals``: its title, why the policy asks in dim text below, the risks, the
-arguments and the diff) and its choices: ``y`` allow once, ``a`` allow always, ``n`` reject,
-``r`` reject always, or arrows and Enter; Esc does not dismiss it. ``t`` ("no, and tell the
-model why") moves to the field below the choices (so does Tab): type the reason, and Enter
-rejects with it (``n`` or ``r`` chosen afterwards pass it on too).
+diff, and the arguments, folded when there is a diff) and its choices: ``y`` allow once,
+``a`` allow always, ``n`` reject, ``r`` reject always, or arrows and Enter; Esc does not
+dismiss it. ``t`` ("no, and tell the model why") moves to the field below the choices (so does
+Tab): type the reason, and Enter rejects with it (``n`` or ``r`` chosen afterwards pass it on
+too).
+
+The risks, diff and arguments scroll in the space the title, the choices and the reason's
+field leave, so the choices stay on the screen of any size (80x24 included).
 
 Requests of concurrent calls queue and are shown one at a time; a request whose turn was
 cancelled leaves the queue, or its modal closes. A subagent's request names it (its prompt
@@ -21,7 +25,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Input, OptionList, Static
+from textual.widgets import Collapsible, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny
@@ -37,6 +41,14 @@ def option_text(key: str, label: str) -> Text:
     """An option as plain text: "[y] allow once" given to Textual as a string is read as
     markup, and the "[y]" would vanish."""
     return Text(f"[{key}] {label}")
+
+
+def hunks(diff: str) -> str:
+    """A unified diff without its ``---``/``+++`` header: the title names the file already,
+    and on a small screen the two lines are better spent on the change."""
+    lines = diff.splitlines(keepends=True)
+    headed = len(lines) > 2 and lines[0].startswith("--- ") and lines[1].startswith("+++ ")
+    return "".join(lines[2:]) if headed else diff
 
 
 TELL = ("t", "no, and tell the model why")
@@ -68,11 +80,13 @@ class ApprovalScreen(ModalScreen[Answer]):
             if asked.why:
                 yield Static(Text(asked.why, style="dim"), id="approval-why-asked")
             with VerticalScroll(id="approval-detail"):
-                yield Static(Text(asked.arguments), id="approval-args")
                 for reason in asked.reasons:
                     yield Static(Text(f"! {reason}"), classes="approval-reason")
                 if asked.diff:
-                    yield Static(Syntax(asked.diff, "diff", word_wrap=True), id="approval-diff")
+                    shown = Syntax(hunks(asked.diff), "diff", word_wrap=True)
+                    yield Static(shown, id="approval-diff")
+                with Collapsible(title="arguments", collapsed=bool(asked.diff)):
+                    yield Static(Text(asked.arguments), id="approval-args")
             options = [Option(option_text(c.key, c.label), id=c.key) for c in approvals.CHOICES]
             options.append(Option(option_text(*TELL), id=TELL[0]))
             yield OptionList(*options, id="approval-choices")

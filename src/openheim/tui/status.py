@@ -1,7 +1,8 @@
 """The footer: provider/model, the approval mode, context used against the window, the
 session's tokens and cost (from its usage meter, when the model's prices are known), a busy
 indicator with the turn's elapsed time and tokens per second (thinking included) while it runs
-(redrawn four times a second), and hints such as "press Ctrl+C again to quit"."""
+(redrawn four times a second), and hints such as "press Ctrl+C again to quit". On a narrow
+terminal it shows the parts that fit, the most needed first (``RANK``)."""
 
 from __future__ import annotations
 
@@ -58,21 +59,48 @@ class StatusBar(Static):
         elapsed = max(time.monotonic() - self.busy_since, 1e-3)
         return self.streamed_chars / 4 / elapsed
 
-    def line(self) -> str:
-        parts = [self.model, f"approval {self.mode} (⇧Tab)" if self.mode else "", self.context]
-        parts.append(f"{tokens(self.usage.total_tokens)} tok")
-        if self.cost is not None:
-            parts.append(f"${self.cost:.4f}")
+    def line(self, width: int | None = None) -> str:
+        """The footer's text; with a ``width``, only the parts that fit, taken by importance
+        (``RANK``) and shown in their usual order, so a narrow terminal still shows the hint
+        and the ticker."""
+        parts = {
+            "model": self.model,
+            "mode": f"approval {self.mode} (⇧Tab)" if self.mode else "",
+            "context": self.context,
+            "tokens": f"{tokens(self.usage.total_tokens)} tok",
+            "cost": "" if self.cost is None else f"${self.cost:.4f}",
+            "busy": "",
+            "hint": self.hint,
+        }
         if self.busy_since is not None:
             spin = SPINNER[self._frame % len(SPINNER)]
             elapsed = elapsed_text(time.monotonic() - self.busy_since)
-            parts.append(f"{spin} {elapsed} · {self.rate():.0f} tok/s")
-        if self.hint:
-            parts.append(self.hint)
-        return " · ".join(p for p in parts if p)
+            parts["busy"] = f"{spin} {elapsed} · {self.rate():.0f} tok/s"
+        kept: set[str] = set()
+        for name in RANK:
+            candidate = kept | {name}
+            if parts[name] and (
+                not kept or width is None or len(_joined(parts, candidate)) <= width
+            ):
+                kept = candidate
+        return _joined(parts, kept)
 
     def refresh_line(self) -> None:
-        self.update(Text(self.line()))
+        width = self.content_region.width if self.is_mounted else 0
+        self.update(Text(self.line(width or None)))
+
+    def on_resize(self) -> None:
+        self.refresh_line()
+
+
+RANK = ("hint", "busy", "model", "cost", "context", "mode", "tokens")
+"""The footer's parts, the one a narrow terminal keeps first ("press Ctrl+C again to quit",
+always shown) to the one it leaves out first."""
+
+
+def _joined(parts: dict[str, str], kept: set[str]) -> str:
+    """The ``kept`` parts in the footer's order, joined."""
+    return " · ".join(text for name, text in parts.items() if name in kept and text)
 
 
 def elapsed_text(seconds: float) -> str:

@@ -1,5 +1,5 @@
 // An approval question as the runtime asks it (runtime/approvals.py): the title a person
-// reads, the risks that made the gate ask, the redacted arguments, the diff an edit would
+// reads, why the policy asks (dim, below the title), the risks that made the gate ask, the redacted arguments, the diff an edit would
 // write, and one button per choice the runtime offers, with a box for the words a rejection
 // tells the model (Enter in it rejects with them).
 
@@ -24,7 +24,8 @@ function details(summary, body, open) {
 export function approvalNode(frame, onAnswer) {
   const node = el("div", "approval");
   node.dataset.approval = frame.approval_id;
-  node.append(el("div", "title", frame.title || `Allow ${frame.tool} to run?`));
+  node.append(el("div", "title", frame.title || `Allow openheim to use ${frame.tool}?`));
+  if (frame.why) node.append(el("div", "why", frame.why));
   if (frame.reasons.length) {
     const risks = el("ul", "reasons");
     for (const reason of frame.reasons) risks.append(el("li", "", reason));
