@@ -1,0 +1,132 @@
+"""The gateway's state, one suite over both backends: SQLite in data_dir, and the PostgreSQL
+store that ``store_url`` names (shared by replicas)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from openheim.errors import StoreError
+from openheim.gateway.inbound import Inbound
+from openheim.gateway.state import Conversation, GatewayState, open_state
+
+Opener = Callable[[], GatewayState]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
+    """Opens the gateway's state of one backend, as many times as a test asks (as replicas or
+    restarts would); every opened one is closed after the test."""
+    url = request.getfixturevalue("pg_url") if request.param == "postgres" else None
+    opened: list[GatewayState] = []
+
+    def open_one() -> GatewayState:
+        opened.append(open_state(tmp_path / "data", url))
+        return opened[-1]
+
+    yield open_one
+    for state in opened:
+        state.close()
+
+
+def _message(n: int, platform: str = "telegram") -> Inbound:
+    return Inbound(platform, f"9:{n}", "111", "9", f"words {n}", reply_to=str(n))
+
+
+def test_a_message_is_stored_once_and_kept_until_handled(opener: Opener) -> None:
+    state, replica = opener(), opener()
+    first, second = _message(1), _message(2)
+    assert state.receive(first) and state.receive(second)
+    assert not replica.receive(first)  # the same id through another replica: a duplicate
+    assert replica.unhandled("telegram") == [first, second]  # in arrival order
+    assert replica.unhandled("discord") == []
+    state.handled(first)
+    assert replica.unhandled("telegram") == [second]
+    assert not opener().receive(first)  # still a duplicate once handled, after a restart
+
+
+def test_grants_are_given_listed_and_revoked(opener: Opener) -> None:
+    state = opener()
+    state.grant("telegram", "222")
+    state.grant("telegram", "222")  # again: still one grant
+    assert opener().granted("telegram", "222") and not state.granted("discord", "222")
+    assert [(p, s) for p, s, _ in state.grants()] == [("telegram", "222")]
+    assert state.revoke("telegram", "222") and not state.revoke("telegram", "222")
+    assert not state.granted("telegram", "222")
+
+
+def test_rate_counts_restart_in_each_window(opener: Opener) -> None:
+    state, replica = opener(), opener()
+    assert [state.count("telegram", "1", 60.0), replica.count("telegram", "1", 60.0)] == [1, 2]
+    assert state.count("telegram", "2", 60.0) == 1  # per sender
+    assert replica.count("telegram", "1", 120.0) == 1  # a new window
+
+
+def test_conversations_and_cursors_are_kept(opener: Opener) -> None:
+    state = opener()
+    assert state.conversation("k") == Conversation("k")
+    state.save(Conversation("k", "s1", None))
+    state.save(Conversation("k", "s1", "fake-large"))
+    assert opener().conversation("k") == Conversation("k", "s1", "fake-large")
+    assert state.cursor("telegram.offset") is None
+    state.set_cursor("telegram.offset", "41")
+    state.set_cursor("telegram.offset", "42")
+    assert opener().cursor("telegram.offset") == "42"
+
+
+def test_one_holder_leads_until_its_lease_expires_or_it_resigns(opener: Opener) -> None:
+    state, replica = opener(), opener()
+    assert state.lead("telegram", "a", 30.0)
+    assert not replica.lead("telegram", "b", 30.0)  # held by a
+    assert replica.lead("discord", "b", 30.0)  # per platform
+    assert state.lead("telegram", "a", 30.0)  # renewed by its holder
+    state.resign("telegram", "b")  # not b's to give up
+    assert not replica.lead("telegram", "b", 30.0)
+    state.resign("telegram", "a")
+    assert replica.lead("telegram", "b", -1.0)  # taken at once, and already expired:
+    assert state.lead("telegram", "a", 30.0)  # so a takes it back
+
+
+def test_a_dropped_connection_is_retried_in_one_logged_line(
+    pg_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    state = open_state(tmp_path, pg_url)
+    try:
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        with caplog.at_level(logging.WARNING):
+            assert state.receive(_message(1))
+        assert state.unhandled("telegram") == [_message(1)]
+        warnings = [r.getMessage() for r in caplog.records if r.name.startswith("openheim")]
+        assert len(warnings) == 1 and "trying again in 0.5 s" in warnings[0]
+    finally:
+        state.close()
+
+
+def test_a_server_gone_for_good_fails_in_one_line_after_bounded_tries(
+    pg_url: str, tmp_path: Path
+) -> None:
+    from openheim.gateway.pg_state import RETRIES, PgGatewayState
+
+    waits: list[float] = []
+    state = PgGatewayState(pg_url, sleep=waits.append)
+    state.close()  # stands in for a server that no longer answers
+    state._pool = _Refusing()  # type: ignore[assignment]
+    with pytest.raises(StoreError) as raised:
+        state.receive(_message(1))
+    assert waits == [0.5 * 2**n for n in range(RETRIES)]
+    assert "\n" not in str(raised.value) and "failed" in str(raised.value)
+
+
+class _Refusing:
+    """A pool whose every connection fails as an unreachable server's does."""
+
+    def connection(self) -> object:
+        raise psycopg.OperationalError("connection refused")
