@@ -89,6 +89,15 @@ def test_one_holder_leads_until_its_lease_expires_or_it_resigns(opener: Opener) 
     state.resign("telegram", "a")
     assert replica.lead("telegram", "b", -1.0)  # taken at once, and already expired:
     assert state.lead("telegram", "a", 30.0)  # so a takes it back
+    assert replica.leader("telegram") == "a" and replica.leader("whatsapp") is None
+
+
+def test_a_lease_is_taken_over_only_from_the_holder_named(opener: Opener) -> None:
+    state, replica = opener(), opener()
+    assert state.lead("telegram", "dead", 30.0)
+    assert not replica.take_over("telegram", "someone else", "b", 30.0)
+    assert replica.take_over("telegram", "dead", "b", 30.0)
+    assert not state.lead("telegram", "dead", 30.0) and replica.lead("telegram", "b", 30.0)
 
 
 def test_a_dropped_connection_is_retried_in_one_logged_line(

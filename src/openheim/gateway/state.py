@@ -214,6 +214,20 @@ class GatewayState:
         )
         return done.rowcount == 1
 
+    def leader(self, name: str) -> str | None:
+        """Who holds (or last held) the lease on ``name``."""
+        done = self._exec("SELECT holder FROM {p}leaders WHERE name = ?", (name,))
+        return str(done.rows[0][0]) if done.rows else None
+
+    def take_over(self, name: str, old: str, new: str, ttl: float) -> bool:
+        """Give ``old``'s lease on ``name`` to ``new`` (``old`` is known gone); False when it
+        changed hands meanwhile."""
+        done = self._exec(
+            "UPDATE {p}leaders SET holder = ?, expires = ? WHERE name = ? AND holder = ?",
+            (new, self._now() + ttl, name, old),
+        )
+        return done.rowcount == 1
+
     def resign(self, name: str, holder: str) -> None:
         """Give ``holder``'s lease on ``name`` up, so another process takes over at once."""
         self._exec("DELETE FROM {p}leaders WHERE name = ? AND holder = ?", (name, holder))

@@ -1,0 +1,83 @@
+"""Two real ``openheim gateway`` processes on one PostgreSQL store against the fake Telegram:
+one polls, the other stands by; SIGKILL the leader in the middle of a turn and the other takes
+over within the lease, answers the interrupted message once, and goes on."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from pathlib import Path
+
+from openheim.testing import FakeLLMServer, FakeReply
+from tests.cli.test_cli import env_for
+from tests.gateway.fake_telegram import TOKEN, FakeTelegram
+from tests.gateway.loopback import WAIT, serving
+from tests.gateway.support import write_config
+
+LEASE = 2.0
+
+
+async def _start(home: Path, work: Path, pg_url: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "openheim", "--log-level", "info", "gateway",
+        cwd=work, env=env_for(home, TELEGRAM_BOT_TOKEN=TOKEN, OPENHEIM_STORE_URL=pg_url),
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+
+
+async def _said(process: asyncio.subprocess.Process, text: str) -> list[str]:
+    """The stderr lines of ``process`` up to the first that holds ``text`` (bounded)."""
+    assert process.stderr is not None
+    lines: list[str] = []
+    async with asyncio.timeout(WAIT * 2):
+        while not lines or text not in lines[-1]:
+            line = await process.stderr.readline()
+            assert line, f"the gateway ended before saying {text!r}: {lines}"
+            lines.append(line.decode())
+    return lines
+
+
+async def _stop(process: asyncio.subprocess.Process) -> None:
+    if process.returncode is None:
+        process.kill()
+    await asyncio.wait_for(process.wait(), WAIT)
+
+
+async def test_the_other_replica_takes_over_a_killed_leader_once(
+    home: Path, work: Path, pg_url: str
+) -> None:
+    fake = FakeTelegram()
+    stalled = FakeReply(text="an answer cut short", hang_at=2)
+    replies: list[FakeReply | str] = [stalled, "answered by the other replica", "and the next one"]
+    table = f'[gateway]\nleader_lease_secs = {LEASE}\n[gateway.telegram]\napi_base = "{{url}}"\n'
+    table += 'allowed_users = ["111"]\n'
+    async with serving(fake.app()) as url:
+        with FakeLLMServer(replies) as llm:
+            write_config(home, llm, table.format(url=url))
+            leader = await _start(home, work, pg_url)
+            standby = None
+            try:
+                await _said(leader, "telegram: this gateway leads and polls")
+                standby = await _start(home, work, pg_url)
+                await _said(standby, "telegram: another gateway polls; standing by")
+                await fake.message(111, "a question")
+                await asyncio.to_thread(llm.wait_for_requests, 1, WAIT * 2)
+                assert fake.most_polls == 1  # exactly one poller while both ran
+                leader.kill()
+                killed = time.monotonic()
+                took_over = await _said(standby, "telegram: this gateway leads and polls")
+                assert time.monotonic() - killed <= LEASE + LEASE / 3 + 1.0
+                assert "1 message(s) left unanswered last time" in "".join(
+                    took_over + await _said(standby, "left unanswered")
+                )
+                sent = await fake.wait_sent(1, timeout=WAIT * 2)
+                await fake.message(111, "a follow-up")
+                sent = await fake.wait_sent(2, timeout=WAIT * 2)
+            finally:
+                for process in (leader, standby):
+                    if process is not None:
+                        await _stop(process)
+    assert [m.text for m in sent] == ["answered by the other replica", "and the next one"]
+    assert len(llm.requests) == 3  # the interrupted turn, its one retry, the follow-up
