@@ -1,10 +1,9 @@
 """The gateway's state in the PostgreSQL store that ``store_url`` names, shared by every
 gateway replica: the same tables and SQL as ``state.GatewayState``, prefixed ``gateway_``.
 
-Its tables have their own versioned migrations (``openheim_gateway_schema``), applied after
-the store's own (``store.pg_schema``) under the same advisory lock, so replicas starting
-together migrate once. Leases are timed by the database's clock, so replicas on machines whose
-clocks differ agree on when one expired.
+Its tables are created by ``store.pg_extra``'s migrations, applied after the store's own under
+the same advisory lock, so replicas starting together migrate once. Leases are timed by the
+database's clock, so replicas on machines whose clocks differ agree on when one expired.
 
 A failing server is retried a bounded number of times, each failure logged in one line; then
 the ``StoreError`` propagates (the gateway stops, and what it stored stays stored).
@@ -17,67 +16,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import psycopg
-
-from openheim.errors import SchemaError, StoreError
+from openheim.errors import StoreError
 from openheim.gateway.state import GatewayState, Result
-from openheim.store import pg_link, pg_schema
+from openheim.store import pg_extra, pg_link
 
 log = logging.getLogger(__name__)
 
 RETRIES = 4
 """Tries of one statement after the first fails for the server's sake (0.5, 1, 2, 4 s apart)."""
 POOL_SIZE = 2
-
-_V1 = (
-    """CREATE TABLE gateway_inbox (
-        platform TEXT NOT NULL, message_id TEXT NOT NULL, record TEXT,
-        handled INTEGER NOT NULL, at DOUBLE PRECISION NOT NULL,
-        seq BIGINT GENERATED ALWAYS AS IDENTITY, PRIMARY KEY (platform, message_id))""",
-    "CREATE INDEX gateway_inbox_unhandled ON gateway_inbox(platform, handled, at, seq)",
-    """CREATE TABLE gateway_grants (
-        platform TEXT NOT NULL, sender TEXT NOT NULL, at DOUBLE PRECISION NOT NULL,
-        PRIMARY KEY (platform, sender))""",
-    """CREATE TABLE gateway_rate (
-        platform TEXT NOT NULL, sender TEXT NOT NULL, "window" DOUBLE PRECISION NOT NULL,
-        count INTEGER NOT NULL, PRIMARY KEY (platform, sender))""",
-    "CREATE TABLE gateway_conversations (key TEXT PRIMARY KEY, session_id TEXT, model TEXT)",
-    "CREATE TABLE gateway_cursors (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    """CREATE TABLE gateway_leaders (
-        name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires DOUBLE PRECISION NOT NULL)""",
-)
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
-
-
-def migrate(conn: psycopg.Connection[Any], shown: str) -> int:
-    """The store's schema, then the gateway's, brought up to date; the gateway's version."""
-    pg_schema.migrate(conn, shown)
-    target = len(MIGRATIONS)
-    conn.execute("SELECT pg_advisory_lock(%s)", (pg_schema.LOCK_KEY,))
-    try:
-        with conn.transaction():
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS openheim_gateway_schema (version INTEGER PRIMARY KEY,"
-                " applied_at DOUBLE PRECISION NOT NULL)"
-            )
-            row = conn.execute("SELECT MAX(version) FROM openheim_gateway_schema").fetchone()
-            current = int(row[0]) if row is not None and row[0] is not None else 0
-            if current > target:
-                raise SchemaError(
-                    f"the gateway's tables at {shown} have schema version {current}, newer than"
-                    f" this openheim knows ({target})",
-                    hint="upgrade openheim, or point store_url at another database",
-                )
-            for version in range(current, target):
-                for statement in MIGRATIONS[version]:
-                    conn.execute(statement)
-                conn.execute(
-                    "INSERT INTO openheim_gateway_schema (version, applied_at) VALUES (%s, %s)",
-                    (version + 1, time.time()),
-                )
-    finally:
-        conn.execute("SELECT pg_advisory_unlock(%s)", (pg_schema.LOCK_KEY,))
-    return target
 
 
 class PgGatewayState(GatewayState):
@@ -92,7 +39,7 @@ class PgGatewayState(GatewayState):
         self.shown = pg_link.redacted(self.url)
         self._sleep = sleep
         with pg_link.failures(self.url), pg_link.connect(self.url) as conn:
-            migrate(conn, self.shown)
+            pg_extra.migrate(conn, self.shown)
         with pg_link.failures(self.url):
             self._pool = pg_link.pool(self.url, POOL_SIZE)
         self._forget_old()
