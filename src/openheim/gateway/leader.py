@@ -12,11 +12,13 @@ replica; the shared inbox keeps each message id to one handling.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import uuid
 from collections.abc import Awaitable, Callable
 
+from openheim.errors import StoreError
 from openheim.gateway.state import GatewayState
 from openheim.store.lease import pid_alive, process_started, this_host
 
@@ -71,7 +73,8 @@ class Leadership:
                 await self._poll_while_leading(poll)
                 log.warning("%s: lost the leader lease; another gateway polls now", self._name)
         finally:  # on a clean stop, another replica takes over at once
-            self._state.resign(self._name, self._holder)
+            with contextlib.suppress(StoreError):  # else the lease expires: the first error stays
+                self._state.resign(self._name, self._holder)
 
     def _try(self) -> bool:
         """Take or renew the lease; a holder here that is gone is replaced at once."""
