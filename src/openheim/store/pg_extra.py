@@ -1,6 +1,7 @@
 """The PostgreSQL tables of the parts that share the store's database beyond the sessions: the
-gateway's state (``gateway_*``, see ``gateway/pg_state.py``) and ``serve``'s one-time login
-codes (``server_login_codes``, see ``serving/login_codes.py``).
+gateway's state (``gateway_*``, see ``gateway/pg_state.py``), ``serve``'s one-time login
+codes (``server_login_codes``, see ``serving/login_codes.py``) and long-term memory
+(``memories``, see ``memory/pg_db.py``).
 
 They have their own versioned migrations (``openheim_extra_schema``: one row per migration
 applied), run after the store's own (``pg_schema``) and under the same advisory lock, so
@@ -41,7 +42,21 @@ _V1 = (
 the inbox ordered by an identity column instead of SQLite's rowid; the login codes by their
 SHA-256 (the codes themselves are secrets)."""
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+_V2 = (
+    """CREATE TABLE memories (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        text TEXT NOT NULL, tags TEXT NOT NULL DEFAULT '',
+        created TEXT NOT NULL, updated TEXT NOT NULL,
+        embedding BYTEA, embedding_model TEXT,
+        search TSVECTOR GENERATED ALWAYS AS
+            (to_tsvector('openheim_search', text || ' ' || tags)) STORED)""",
+    "CREATE INDEX memories_search ON memories USING GIN (search)",
+    "CREATE INDEX memories_by_updated ON memories(updated, id)",
+)
+"""Long-term memory (``memory/pg_db.py``), as SQLite's ``memory.db`` has it, searched by the
+store's text search configuration."""
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
 
 
 def migrate(conn: psycopg.Connection[Any], shown: str) -> int:
