@@ -9,8 +9,9 @@ import sys
 import time
 from pathlib import Path
 
+from openheim.gateway.state import open_state
 from openheim.testing import FakeLLMServer, FakeReply
-from tests.cli.test_cli import env_for
+from tests.cli.test_cli import configure, env_for, openheim
 from tests.gateway.fake_telegram import TOKEN, FakeTelegram
 from tests.gateway.loopback import WAIT, serving
 from tests.gateway.support import write_config
@@ -81,3 +82,22 @@ async def test_the_other_replica_takes_over_a_killed_leader_once(
                         await _stop(process)
     assert [m.text for m in sent] == ["answered by the other replica", "and the next one"]
     assert len(llm.requests) == 3  # the interrupted turn, its one retry, the follow-up
+
+
+def test_grants_are_listed_and_revoked_in_the_shared_store(
+    home: Path, work: Path, pg_url: str
+) -> None:
+    configure(home, None)
+    state = open_state(home, pg_url)
+    state.grant("telegram", "222")
+    state.close()
+    listed = openheim("gateway", "--grants", home=home, cwd=work, OPENHEIM_STORE_URL=pg_url)
+    assert listed.returncode == 0 and listed.stdout.startswith("telegram:222  granted ")
+    revoked = openheim(
+        "gateway", "--revoke", "telegram:222", home=home, cwd=work, OPENHEIM_STORE_URL=pg_url
+    )
+    assert (revoked.returncode, revoked.stdout) == (0, "revoked telegram:222\n")
+    after = open_state(home, pg_url)
+    assert not after.granted("telegram", "222")
+    after.close()
+    assert not (home / "gateway.db").exists()

@@ -10,7 +10,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from openheim.errors import StoreError
+from openheim.errors import ConfigError, SchemaError, StoreError
 from openheim.gateway.inbound import Inbound
 from openheim.gateway.state import Conversation, GatewayState, open_state
 
@@ -139,3 +139,49 @@ class _Refusing:
 
     def connection(self) -> object:
         raise psycopg.OperationalError("connection refused")
+
+
+def _newer_extra_schema(url: str) -> None:
+    open_state(Path("/nonexistent"), url).close()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("INSERT INTO openheim_extra_schema VALUES (99, 0)")
+
+
+def _foreign_table(url: str) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE invoices (id INTEGER)")
+
+
+def _contents(url: str) -> list[tuple[str, int]]:
+    """Every table of the database and its row count."""
+    with psycopg.connect(url) as conn:
+        names = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+        tables = sorted(str(row[0]) for row in names)
+        return [(t, int(conn.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0])) for t in tables]  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("spoil", "url_of", "error"),
+    [
+        (None, lambda url: "mysql://user@host/db", "store_url is not a postgresql:// URL"),
+        (None, lambda url: "postgresql://host:notaport/db", "is not a valid PostgreSQL URL"),
+        (None, lambda url: url.replace("host=", "host=/nonexistent"), "failed:"),
+        (_foreign_table, lambda url: url, "holds 1 tables of another application"),
+        (_newer_extra_schema, lambda url: url, "have schema version 99, newer than"),
+    ],
+)
+def test_a_database_it_cannot_use_is_one_line_and_nothing_written(
+    pg_url: str,
+    tmp_path: Path,
+    spoil: Callable[[str], None] | None,
+    url_of: Callable[[str], str],
+    error: str,
+) -> None:
+    if spoil is not None:
+        spoil(pg_url)
+    before = _contents(pg_url)
+    with pytest.raises((ConfigError, StoreError, SchemaError)) as raised:
+        open_state(tmp_path, url_of(pg_url))
+    assert error in str(raised.value) and "\n" not in str(raised.value)
+    assert _contents(pg_url) == before
+    assert not (tmp_path / "gateway.db").exists()
