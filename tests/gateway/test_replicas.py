@@ -8,6 +8,9 @@ import asyncio
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
+
+import psycopg
 
 from openheim.gateway.state import open_state
 from openheim.testing import FakeLLMServer, FakeReply
@@ -101,3 +104,49 @@ def test_grants_are_listed_and_revoked_in_the_shared_store(
     assert not after.granted("telegram", "222")
     after.close()
     assert not (home / "gateway.db").exists()
+
+
+async def test_a_database_outage_stops_the_gateway_in_one_line_and_loses_nothing(
+    home: Path, work: Path, pg_url: str
+) -> None:
+    fake = FakeTelegram()
+    table = f'[gateway]\nleader_lease_secs = {LEASE}\n[gateway.telegram]\napi_base = "{{url}}"\n'
+    table += 'allowed_users = ["111"]\n'
+    async with serving(fake.app()) as url:
+        with FakeLLMServer(["answered after the outage"]) as llm:
+            write_config(home, llm, table.format(url=url))
+            first = await _start(home, work, pg_url)
+            try:
+                await _said(first, "telegram: this gateway leads and polls")
+                database = urlsplit(pg_url).path.lstrip("/")
+                maintenance = urlsplit(pg_url)._replace(path="/postgres").geturl()
+                with psycopg.connect(maintenance, autocommit=True) as admin:
+                    _outage(admin, database, allow=False)
+                    try:
+                        await fake.message(111, "sent while the database is down")
+                        _, err = await asyncio.wait_for(first.communicate(), WAIT * 3)
+                    finally:
+                        _outage(admin, database, allow=True)
+            finally:
+                await _stop(first)
+            second = await _start(home, work, pg_url)
+            try:
+                sent = await fake.wait_sent(1, timeout=WAIT * 2)
+            finally:
+                await _stop(second)
+    lines = err.decode().splitlines()
+    retries = [line for line in lines if "trying again in" in line]
+    assert first.returncode == 1 and "Traceback" not in err.decode()
+    assert [r.rsplit(" ", 2)[-2] for r in retries] == ["0.5", "1.0", "2.0", "4.0"]
+    assert lines[-1].startswith("openheim: error: the session database at ")
+    assert [m.text for m in sent] == ["answered after the outage"]  # delivered again
+
+
+def _outage(admin: psycopg.Connection[tuple[object, ...]], database: str, *, allow: bool) -> None:
+    """Refuse (or allow again) every new connection to ``database``, and end the open ones."""
+    admin.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS {str(allow).lower()}')
+    if not allow:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+            (database,),
+        )

@@ -126,19 +126,12 @@ def test_a_server_gone_for_good_fails_in_one_line_after_bounded_tries(
 
     waits: list[float] = []
     state = PgGatewayState(pg_url, sleep=waits.append)
-    state.close()  # stands in for a server that no longer answers
-    state._pool = _Refusing()  # type: ignore[assignment]
+    state.close()
+    state.url = pg_url.replace("host=", "host=/nonexistent")  # a server that no longer answers
     with pytest.raises(StoreError) as raised:
         state.receive(_message(1))
     assert waits == [0.5 * 2**n for n in range(RETRIES)]
     assert "\n" not in str(raised.value) and "failed" in str(raised.value)
-
-
-class _Refusing:
-    """A pool whose every connection fails as an unreachable server's does."""
-
-    def connection(self) -> object:
-        raise psycopg.OperationalError("connection refused")
 
 
 def _newer_extra_schema(url: str) -> None:

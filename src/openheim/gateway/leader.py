@@ -64,7 +64,9 @@ class Leadership:
 
     async def run(self, poll: Callable[[], Awaitable[None]], on_lead: Callable[[], object]) -> None:
         """Poll (``poll()``) while this process leads, until cancelled; ``on_lead`` runs each
-        time it becomes leader (before polling). A failure of ``poll`` ends this with it."""
+        time it becomes leader (before polling). A failure of ``poll`` ends this with it, as
+        does the database's (then the lease is left to expire)."""
+        failed = False
         try:
             while True:
                 await self._until_leading()
@@ -72,9 +74,13 @@ class Leadership:
                 on_lead()
                 await self._poll_while_leading(poll)
                 log.warning("%s: lost the leader lease; another gateway polls now", self._name)
+        except StoreError:
+            failed = True
+            raise
         finally:  # on a clean stop, another replica takes over at once
-            with contextlib.suppress(StoreError):  # else the lease expires: the first error stays
-                self._state.resign(self._name, self._holder)
+            if not failed:
+                with contextlib.suppress(StoreError):  # the lease expires; the error stays
+                    self._state.resign(self._name, self._holder)
 
     def _try(self) -> bool:
         """Take or renew the lease; a holder here that is gone is replaced at once."""

@@ -5,16 +5,21 @@ Its tables are created by ``store.pg_extra``'s migrations, applied after the sto
 the same advisory lock, so replicas starting together migrate once. Leases are timed by the
 database's clock, so replicas on machines whose clocks differ agree on when one expired.
 
-A failing server is retried a bounded number of times, each failure logged in one line; then
-the ``StoreError`` propagates (the gateway stops, and what it stored stays stored).
+One connection, opened again after a failure: a failing server is retried a bounded number of
+times, each failure logged in one line; then the ``StoreError`` propagates (the gateway stops,
+and what it stored stays stored). Every call is one short autocommit statement on the event
+loop's thread; the lock only guards against a stray caller from another thread.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
+
+import psycopg
 
 from openheim.errors import StoreError
 from openheim.gateway.state import GatewayState, Result
@@ -24,7 +29,6 @@ log = logging.getLogger(__name__)
 
 RETRIES = 4
 """Tries of one statement after the first fails for the server's sake (0.5, 1, 2, 4 s apart)."""
-POOL_SIZE = 2
 
 
 class PgGatewayState(GatewayState):
@@ -34,14 +38,19 @@ class PgGatewayState(GatewayState):
     order = "seq"
 
     def __init__(self, url: str, *, sleep: Callable[[float], None] = time.sleep) -> None:
-        """Connect, migrate, open a small pool (the parent's SQLite file is not opened)."""
+        """Connect and migrate (the parent's SQLite file is not opened)."""
         self.url = pg_link.checked(url)
         self.shown = pg_link.redacted(self.url)
         self._sleep = sleep
-        with pg_link.failures(self.url), pg_link.connect(self.url) as conn:
-            pg_extra.migrate(conn, self.shown)
+        self._lock = threading.Lock()
+        self._conn: psycopg.Connection[Any] | None = None
         with pg_link.failures(self.url):
-            self._pool = pg_link.pool(self.url, POOL_SIZE)
+            self._conn = pg_link.connect(self.url)
+            try:
+                pg_extra.migrate(self._conn, self.shown)
+            except BaseException:
+                self.close()
+                raise
         self._forget_old()
 
     def _exec(self, sql: str, parameters: tuple[Any, ...] = ()) -> Result:
@@ -57,14 +66,28 @@ class PgGatewayState(GatewayState):
         raise AssertionError("unreachable")
 
     def _once(self, sql: str, parameters: tuple[Any, ...]) -> Result:
-        with pg_link.failures(self.url), self._pool.connection() as conn:
-            cursor = pg_link.Link(conn).execute(sql, parameters)
-            width = len(cursor.description or ())
-            rows = cursor.fetchall() if width else []
-            return Result(cursor.rowcount, [tuple(row[i] for i in range(width)) for row in rows])
+        """One statement on the connection (opened again when the last one failed)."""
+        with self._lock:
+            try:
+                with pg_link.failures(self.url):
+                    if self._conn is None:
+                        self._conn = pg_link.connect(self.url)
+                    cursor = pg_link.Link(self._conn).execute(sql, parameters)
+                    width = len(cursor.description or ())
+                    rows = cursor.fetchall() if width else []
+            except StoreError:
+                self._drop()
+                raise
+        return Result(cursor.rowcount, [tuple(row[i] for i in range(width)) for row in rows])
+
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
 
     def _now(self) -> float:
         return float(self._exec("SELECT extract(epoch FROM clock_timestamp())::float8").rows[0][0])
 
     def close(self) -> None:
-        self._pool.close()
+        with self._lock:
+            self._drop()
