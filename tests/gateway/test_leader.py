@@ -132,3 +132,29 @@ async def test_a_lease_left_by_a_dead_process_of_this_host_is_taken_at_once(
 )
 def test_who_is_known_gone(holder: str, is_gone: bool) -> None:
     assert gone(holder) is is_gone
+
+
+class CountingState(GatewayState):
+    """The state, counting the lease's renewals."""
+
+    renewals = 0
+
+    def lead(self, name: str, holder: str, ttl: float) -> bool:
+        self.renewals += 1
+        return super().lead(name, holder, ttl)
+
+
+async def test_a_webhook_platform_keeps_the_lease_renewed_at_the_interval(
+    tmp_path: Path,
+) -> None:
+    state = CountingState(tmp_path / "gateway.db")
+    poller = Poller()
+
+    async def webhook_only() -> None:  # as Telegram's receive with a webhook secret
+        poller.polling.set()
+
+    async with leading(state, poller, webhook_only):
+        await asyncio.wait_for(poller.polling.wait(), WAIT)
+        await asyncio.sleep(LEASE)  # three intervals
+        assert not GatewayState(tmp_path / "gateway.db").lead("telegram", "other", LEASE)
+    assert 2 <= state.renewals <= 6  # renewed, not in a busy loop

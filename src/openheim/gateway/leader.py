@@ -107,9 +107,12 @@ class Leadership:
         task = asyncio.ensure_future(poll())
         try:
             while True:
-                await asyncio.wait({task}, timeout=self.interval)
-                if task.done() and task.exception() is not None:
-                    task.result()  # raises
+                if task.done():  # returned: wait the interval here, not in a busy loop
+                    await asyncio.sleep(self.interval)
+                else:
+                    await asyncio.wait({task}, timeout=self.interval)
+                if task.done():
+                    task.result()  # the platform's failure ends the leadership
                 if not self._try():
                     return
         finally:
