@@ -72,7 +72,7 @@ async def test_the_other_replica_takes_over_a_killed_leader_once(
                 leader.kill()
                 killed = time.monotonic()
                 took_over = await _said(standby, "telegram: this gateway leads and polls")
-                assert time.monotonic() - killed <= LEASE + LEASE / 3 + 1.0
+                assert time.monotonic() - killed <= LEASE + LEASE / 3 + 2.0  # expiry, a try, slack
                 assert "1 message(s) left unanswered last time" in "".join(
                     took_over + await _said(standby, "left unanswered")
                 )
