@@ -48,6 +48,9 @@ class FakeTelegram:
     """``(chat_id, message_id)`` of each ``deleteMessage`` the fake accepted."""
     may_delete: bool = True
     """False: ``deleteMessage`` is refused, as for a bot that is not a group's admin."""
+    most_polls: int = 0
+    """The most ``getUpdates`` long polls held at once (Telegram refuses a second with 409)."""
+    _polls: int = 0
     _next_update: int = 1000
     _next_message: int = 1
     _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
@@ -113,12 +116,17 @@ class FakeTelegram:
         self.offsets.append(offset)
         if offset is not None:  # confirms every update before it
             self.updates = [u for u in self.updates if u["update_id"] >= offset]
-        async with self._changed:
-            with_timeout = asyncio.wait_for(
-                self._changed.wait_for(lambda: bool(self.updates)), HOLD
-            )
-            with contextlib.suppress(TimeoutError):
-                await with_timeout
+        self._polls += 1
+        self.most_polls = max(self.most_polls, self._polls)
+        try:
+            async with self._changed:
+                with_timeout = asyncio.wait_for(
+                    self._changed.wait_for(lambda: bool(self.updates)), HOLD
+                )
+                with contextlib.suppress(TimeoutError):
+                    await with_timeout
+        finally:
+            self._polls -= 1
         return JSONResponse({"ok": True, "result": self.updates[:100]})
 
     async def _send_message(self, body: dict[str, Any]) -> JSONResponse:

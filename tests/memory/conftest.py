@@ -79,7 +79,10 @@ def embed_server() -> Iterator[EmbedServer]:
         thread.join()
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[MemoryStore]:
-    with MemoryStore(tmp_path / "memory.db") as opened:
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryStore]:
+    """A fresh memory of each backend: SQLite in a temporary file, and the PostgreSQL store of
+    a fresh database of the test run's cluster (``store_url``). The tests taking it run on both."""
+    url = request.getfixturevalue("pg_url") if request.param == "postgres" else None
+    with MemoryStore(tmp_path / "memory.db", url=url) as opened:
         yield opened

@@ -14,8 +14,12 @@ from openheim.memory.embeddings import cosine, pack, unpack
 from tests.memory.conftest import EmbedServer
 
 
-@pytest.fixture
-def semantic(tmp_path: Path, embed_server: EmbedServer) -> Iterator[MemoryStore]:
+@pytest.fixture(params=["sqlite", "postgres"])
+def semantic(
+    request: pytest.FixtureRequest, tmp_path: Path, embed_server: EmbedServer
+) -> Iterator[MemoryStore]:
+    """A memory with embeddings, on each backend (vectors as SQLite blobs, PostgreSQL bytea)."""
+    url = request.getfixturevalue("pg_url") if request.param == "postgres" else None
     embed_server.vectors.update(
         {
             "cats purr when they are content": [1.0, 0.0, 0.0, 0.0],
@@ -26,7 +30,7 @@ def semantic(tmp_path: Path, embed_server: EmbedServer) -> Iterator[MemoryStore]
         }
     )
     embedder = HTTPEmbedder(f"{embed_server.url}/v1", "emb-model", api_key="test-key-123")
-    with MemoryStore(tmp_path / "memory.db", embedder=embedder) as store:
+    with MemoryStore(tmp_path / "memory.db", embedder=embedder, url=url) as store:
         yield store
 
 
@@ -49,7 +53,7 @@ async def test_search_ranks_by_cosine_similarity(semantic: MemoryStore) -> None:
 
 async def test_the_keyword_index_alone_would_not_find_it(semantic: MemoryStore) -> None:
     await remember_animals(semantic)
-    with MemoryStore(semantic.path) as keyword_only:
+    with MemoryStore(semantic.path, url=semantic.url) as keyword_only:
         assert (await keyword_only.search("kitten", 3)).hits == []
 
 

@@ -86,3 +86,16 @@ async def test_open_memory_embeds_through_the_configured_provider(
     assert path == "/v1/embeddings"
     assert headers["Authorization"] == "Bearer inline-key-1234"
     assert body["model"] == "nomic-embed"
+
+
+async def test_a_store_url_keeps_memory_in_postgresql_not_data_dir(
+    tmp_path: Path, pg_url: str
+) -> None:
+    settings = load_settings(
+        cwd=tmp_path, env={"OPENHEIM_HOME": str(tmp_path), "OPENHEIM_STORE_URL": pg_url}
+    )
+    with open_memory(settings) as first, open_memory(settings) as second:
+        saved = await first.remember("the deploy runs on Fridays", ["ops"])
+        found = (await second.search("deploy", 5)).hits
+    assert [h.memory.id for h in found] == [saved.memory.id]  # another process sees it
+    assert not memory_db_path(settings).exists()

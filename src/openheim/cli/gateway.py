@@ -59,9 +59,9 @@ async def _serve(serving: Coroutine[Any, Any, None], ready: asyncio.Event) -> No
 
 
 def _grants(settings: Settings, revoke: str | None) -> int:
-    from openheim.gateway.state import GatewayState
+    from openheim.gateway.state import open_state
 
-    state = GatewayState(settings.data_dir / "gateway.db")
+    state = open_state(settings.data_dir, settings.store_url)
     try:
         if revoke is None:
             for platform, sender, at in state.grants():

@@ -179,6 +179,7 @@ class GatewayEntry:
     queue: Annotated[int | None, Bounds(0, 100)] = None
     webhook_host: str | None = None
     webhook_port: Annotated[int | None, Bounds(0, 65_535)] = None
+    leader_lease_secs: Seconds = None
     telegram: TelegramEntry | None = None
     discord: DiscordEntry | None = None
     whatsapp: WhatsAppEntry | None = None

@@ -97,8 +97,8 @@ MCP_SERVE_KEYS = {"schema": R}
 HOOK_KEYS = dict.fromkeys(("command", "timeout", "required"), R)
 GATEWAY_KEYS = dict.fromkeys(
     ("provider", "model", "models", "agent", "work_dir", "approval", "passphrase", "rate_limit",
-     "rate_window_secs", "queue", "webhook_host", "webhook_port", "telegram", "discord",
-     "whatsapp"),
+     "rate_window_secs", "queue", "webhook_host", "webhook_port", "leader_lease_secs",
+     "telegram", "discord", "whatsapp"),
     R,
 )  # fmt: skip
 TELEGRAM_KEYS = dict.fromkeys(("token", "api_base", "allowed_users", "mode", "webhook_secret"), R)

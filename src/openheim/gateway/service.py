@@ -5,6 +5,7 @@ unless configured otherwise), until cancelled."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import socket
 from collections.abc import Mapping, Sequence
@@ -16,6 +17,7 @@ from openheim.config.schema import GatewayEntry
 from openheim.errors import ConfigError, OpenheimError
 from openheim.gateway.auth import Authoriser
 from openheim.gateway.inbound import Platform
+from openheim.gateway.leader import DEFAULT_LEASE, Leadership
 from openheim.gateway.pipeline import AgentChoice, Gateway
 from openheim.gateway.ratelimit import RateLimiter
 from openheim.gateway.setup import (
@@ -27,7 +29,7 @@ from openheim.gateway.setup import (
     read_secret,
     session_settings,
 )
-from openheim.gateway.state import GatewayState
+from openheim.gateway.state import GatewayState, open_state
 from openheim.runtime import Runtime, models
 
 log = logging.getLogger(__name__)
@@ -75,7 +77,7 @@ async def serve(
 ) -> None:
     """Serve the platforms ``names`` until cancelled; a platform that refuses the gateway (a
     bad token) ends it with that ``PlatformError``, a failing database with its error."""
-    state = GatewayState(settings.data_dir / "gateway.db")
+    state = open_state(settings.data_dir, settings.store_url)
     platforms: dict[str, Platform] = {}
     try:
         for name in names:
@@ -85,7 +87,9 @@ async def serve(
         if routes and webhook_socket is None:
             webhook_socket = listen(settings.gateway)
         try:
-            await _run(gateway, platforms, (routes, webhook_socket), ready)
+            lease = settings.gateway.leader_lease_secs or DEFAULT_LEASE
+            leaders = {name: Leadership(state, name, lease) for name in platforms}
+            await _run(gateway, leaders, platforms, (routes, webhook_socket), ready)
         finally:
             await gateway.aclose()
             if webhook_socket is not None:
@@ -115,6 +119,7 @@ def listen(entry: GatewayEntry) -> socket.socket:
 
 async def _run(
     gateway: Gateway,
+    leaders: Mapping[str, Leadership],
     platforms: Mapping[str, Platform],
     webhooks: tuple[list[Any], socket.socket | None],
     ready: asyncio.Event | None,
@@ -127,14 +132,22 @@ async def _run(
 
                 group.create_task(serve_webhooks(routes, sock))
             for name, platform in platforms.items():
-                if count := gateway.resume(name):
-                    log.info(
-                        "%s: %d message(s) left unanswered last time, handling them", name, count
+                group.create_task(
+                    leaders[name].run(
+                        functools.partial(platform.receive, gateway.deliver),
+                        functools.partial(_resume, gateway, name),
                     )
-                group.create_task(platform.receive(gateway.deliver))
+                )
             group.create_task(asyncio.Event().wait())  # runs until cancelled
             log.info("gateway: serving %s", ", ".join(platforms))
             if ready is not None:
                 ready.set()
     except* OpenheimError as group_error:
         raise group_error.exceptions[0] from None
+
+
+def _resume(gateway: Gateway, name: str) -> None:
+    """Handle the messages of ``name`` stored but left unanswered (by this gateway's last run,
+    or by the replica that led before)."""
+    if count := gateway.resume(name):
+        log.info("%s: %d message(s) left unanswered last time, handling them", name, count)

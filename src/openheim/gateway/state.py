@@ -10,6 +10,10 @@ private, ``0600``, as are its WAL files, since it holds messages until they are 
 - ``conversations``: the stored session of each conversation (platform, sender, channel), and
   the model chosen there with ``/model``.
 - ``cursors``: where a platform's feed was read up to (Telegram's update offset).
+- ``leaders``: which gateway process polls each platform, until when (the leader lease).
+
+With a ``store_url`` the same tables live in the PostgreSQL store (``pg_state``), shared by
+every replica; this class holds the SQL both backends run.
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from openheim.errors import ConfigError
 from openheim.gateway.inbound import Inbound
 
 KEEP_HANDLED_SECS = 7 * 86_400.0
@@ -39,6 +45,8 @@ CREATE TABLE IF NOT EXISTS rate (
 CREATE TABLE IF NOT EXISTS conversations (
   key TEXT PRIMARY KEY, session_id TEXT, model TEXT);
 CREATE TABLE IF NOT EXISTS cursors (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS leaders (name TEXT PRIMARY KEY, holder TEXT NOT NULL,
+  expires REAL NOT NULL);
 """
 
 
@@ -51,8 +59,24 @@ class Conversation:
     model: str | None = None
 
 
+@dataclass(frozen=True)
+class Result:
+    """What one statement did: the rows it changed and the rows it returned."""
+
+    rowcount: int
+    rows: list[tuple[Any, ...]]
+
+
 class GatewayState:
-    """The gateway's database; every method is one short transaction."""
+    """The gateway's database (SQLite in ``path``); every method is one short transaction.
+
+    Subclasses keep the tables elsewhere by overriding ``_exec``, ``_now`` and ``close``;
+    table names are written ``{p}name`` in the SQL (``prefix`` is prepended).
+    """
+
+    prefix = ""
+    order = "rowid"
+    """The column that keeps the inbox in arrival order among messages of the same time."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -62,8 +86,20 @@ class GatewayState:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.executescript(_SCHEMA)
-        self._db.execute(
-            "DELETE FROM inbox WHERE handled = 1 AND at < ?", (time.time() - KEEP_HANDLED_SECS,)
+        self._forget_old()
+
+    def _exec(self, sql: str, parameters: tuple[Any, ...] = ()) -> Result:
+        cursor = self._db.execute(sql.format(p=self.prefix), parameters)
+        rows = cursor.fetchall()
+        return Result(cursor.rowcount, [tuple(row) for row in rows])
+
+    def _now(self) -> float:
+        """The clock leases are timed by (the database's own where replicas share one)."""
+        return time.time()
+
+    def _forget_old(self) -> None:
+        self._exec(
+            "DELETE FROM {p}inbox WHERE handled = 1 AND at < ?", (time.time() - KEEP_HANDLED_SECS,)
         )
 
     def close(self) -> None:
@@ -73,83 +109,140 @@ class GatewayState:
 
     def receive(self, message: Inbound) -> bool:
         """Store ``message``; False when its id was seen before (a duplicate delivery)."""
-        cursor = self._db.execute(
-            "INSERT OR IGNORE INTO inbox VALUES (?, ?, ?, 0, ?)",
+        done = self._exec(
+            "INSERT INTO {p}inbox (platform, message_id, record, handled, at)"
+            " VALUES (?, ?, ?, 0, ?) ON CONFLICT (platform, message_id) DO NOTHING",
             (message.platform, message.message_id, message.to_json(), time.time()),
         )
-        return cursor.rowcount == 1
+        return done.rowcount == 1
 
     def handled(self, message: Inbound) -> None:
         """``message`` was answered (or refused): keep its id, drop its text."""
-        self._db.execute(
-            "UPDATE inbox SET handled = 1, record = NULL WHERE platform = ? AND message_id = ?",
+        self._exec(
+            "UPDATE {p}inbox SET handled = 1, record = NULL WHERE platform = ? AND message_id = ?",
             (message.platform, message.message_id),
         )
 
     def unhandled(self, platform: str) -> list[Inbound]:
         """``platform``'s stored messages not yet answered, oldest first."""
-        rows = self._db.execute(
-            "SELECT record FROM inbox WHERE platform = ? AND handled = 0 ORDER BY at, rowid",
+        done = self._exec(
+            "SELECT record FROM {p}inbox WHERE platform = ? AND handled = 0"
+            f" ORDER BY at, {self.order}",
             (platform,),
         )
-        return [Inbound.from_json(record) for (record,) in rows]
+        return [Inbound.from_json(row[0]) for row in done.rows]
 
     # grants
 
     def grant(self, platform: str, sender: str) -> None:
-        self._db.execute(
-            "INSERT OR REPLACE INTO grants VALUES (?, ?, ?)", (platform, sender, time.time())
+        self._exec(
+            "INSERT INTO {p}grants (platform, sender, at) VALUES (?, ?, ?)"
+            " ON CONFLICT (platform, sender) DO UPDATE SET at = excluded.at",
+            (platform, sender, time.time()),
         )
 
     def granted(self, platform: str, sender: str) -> bool:
-        row = self._db.execute(
-            "SELECT 1 FROM grants WHERE platform = ? AND sender = ?", (platform, sender)
-        ).fetchone()
-        return row is not None
+        done = self._exec(
+            "SELECT 1 FROM {p}grants WHERE platform = ? AND sender = ?", (platform, sender)
+        )
+        return bool(done.rows)
 
     def revoke(self, platform: str, sender: str) -> bool:
         """Take a sender's grant back; False when there was none."""
-        cursor = self._db.execute(
-            "DELETE FROM grants WHERE platform = ? AND sender = ?", (platform, sender)
+        done = self._exec(
+            "DELETE FROM {p}grants WHERE platform = ? AND sender = ?", (platform, sender)
         )
-        return cursor.rowcount == 1
+        return done.rowcount == 1
 
     def grants(self) -> list[tuple[str, str, float]]:
         """Every grant: platform, sender and when it was given."""
-        rows = self._db.execute("SELECT platform, sender, at FROM grants ORDER BY platform, at")
-        return [(str(p), str(s), float(a)) for p, s, a in rows]
+        done = self._exec("SELECT platform, sender, at FROM {p}grants ORDER BY platform, at")
+        return [(str(p), str(s), float(a)) for p, s, a in done.rows]
 
     # rate
 
     def count(self, platform: str, sender: str, window: float) -> int:
         """Count one message of ``sender`` in the window starting at ``window``; the count."""
-        row = self._db.execute(
-            "INSERT INTO rate VALUES (?, ?, ?, 1) ON CONFLICT (platform, sender) DO UPDATE SET "
-            "count = CASE WHEN window = excluded.window THEN count + 1 ELSE 1 END, "
-            "window = excluded.window RETURNING count",
+        done = self._exec(
+            'INSERT INTO {p}rate (platform, sender, "window", count) VALUES (?, ?, ?, 1)'
+            " ON CONFLICT (platform, sender) DO UPDATE SET count = CASE"
+            ' WHEN {p}rate."window" = excluded."window" THEN {p}rate.count + 1 ELSE 1 END,'
+            ' "window" = excluded."window" RETURNING count',
             (platform, sender, window),
-        ).fetchone()
-        return int(row[0])
+        )
+        return int(done.rows[0][0])
 
     # conversations
 
     def conversation(self, key: str) -> Conversation:
-        row = self._db.execute(
-            "SELECT session_id, model FROM conversations WHERE key = ?", (key,)
-        ).fetchone()
-        return Conversation(key) if row is None else Conversation(key, row[0], row[1])
+        done = self._exec("SELECT session_id, model FROM {p}conversations WHERE key = ?", (key,))
+        return Conversation(key, *done.rows[0]) if done.rows else Conversation(key)
 
     def save(self, conversation: Conversation) -> None:
-        self._db.execute(
-            "INSERT OR REPLACE INTO conversations VALUES (?, ?, ?)",
+        self._exec(
+            "INSERT INTO {p}conversations (key, session_id, model) VALUES (?, ?, ?)"
+            " ON CONFLICT (key) DO UPDATE SET"
+            " session_id = excluded.session_id, model = excluded.model",
             (conversation.key, conversation.session_id, conversation.model),
         )
 
     # cursors
 
     def cursor(self, name: str) -> str | None:
-        row = self._db.execute("SELECT value FROM cursors WHERE name = ?", (name,)).fetchone()
-        return None if row is None else str(row[0])
+        done = self._exec("SELECT value FROM {p}cursors WHERE name = ?", (name,))
+        return str(done.rows[0][0]) if done.rows else None
 
     def set_cursor(self, name: str, value: str) -> None:
-        self._db.execute("INSERT OR REPLACE INTO cursors VALUES (?, ?)", (name, value))
+        self._exec(
+            "INSERT INTO {p}cursors (name, value) VALUES (?, ?)"
+            " ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+            (name, value),
+        )
+
+    # leaders
+
+    def lead(self, name: str, holder: str, ttl: float) -> bool:
+        """Take or renew ``holder``'s lease on ``name`` for ``ttl`` seconds; False while another
+        holder's lease has not expired."""
+        now = self._now()
+        done = self._exec(
+            "INSERT INTO {p}leaders (name, holder, expires) VALUES (?, ?, ?)"
+            " ON CONFLICT (name) DO UPDATE SET holder = excluded.holder,"
+            " expires = excluded.expires"
+            " WHERE {p}leaders.holder = excluded.holder OR {p}leaders.expires < ?",
+            (name, holder, now + ttl, now),
+        )
+        return done.rowcount == 1
+
+    def leader(self, name: str) -> str | None:
+        """Who holds (or last held) the lease on ``name``."""
+        done = self._exec("SELECT holder FROM {p}leaders WHERE name = ?", (name,))
+        return str(done.rows[0][0]) if done.rows else None
+
+    def take_over(self, name: str, old: str, new: str, ttl: float) -> bool:
+        """Give ``old``'s lease on ``name`` to ``new`` (``old`` is known gone); False when it
+        changed hands meanwhile."""
+        done = self._exec(
+            "UPDATE {p}leaders SET holder = ?, expires = ? WHERE name = ? AND holder = ?",
+            (new, self._now() + ttl, name, old),
+        )
+        return done.rowcount == 1
+
+    def resign(self, name: str, holder: str) -> None:
+        """Give ``holder``'s lease on ``name`` up, so another process takes over at once."""
+        self._exec("DELETE FROM {p}leaders WHERE name = ? AND holder = ?", (name, holder))
+
+
+def open_state(data_dir: Path, url: str | None = None) -> GatewayState:
+    """The gateway's state in the PostgreSQL store at ``url`` when one is given (shared by
+    replicas), else in ``data_dir/gateway.db``."""
+    if not url:
+        return GatewayState(data_dir / "gateway.db")
+    try:
+        from openheim.gateway.pg_state import PgGatewayState
+    except ImportError as err:
+        raise ConfigError(
+            f"store_url needs PostgreSQL support, which is not installed ({err.name} is missing)",
+            hint="pip install 'openheim[postgres]', or leave store_url unset for SQLite",
+        ) from None
+    return PgGatewayState(url)

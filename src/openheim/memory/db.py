@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from openheim.errors import ConfigError
 
@@ -69,9 +69,34 @@ class Hit:
     method: Literal["keyword", "semantic"] = "keyword"
 
 
+class MemoryTables(Protocol):
+    """What ``MemoryStore`` asks of its database: this SQLite one, or PostgreSQL's
+    (``pg_db.PgMemoryDB``)."""
+
+    def close(self) -> None: ...
+    def insert(
+        self, text: str, tags: Sequence[str], vector: bytes | None, model: str | None
+    ) -> Memory: ...
+    def update(
+        self, id_: int, text: str, vector: bytes | None, model: str | None
+    ) -> Memory | None: ...
+    def delete(self, id_: int) -> Memory | None: ...
+    def get(self, id_: int) -> Memory | None: ...
+    def recent(self, limit: int) -> list[Memory]: ...
+    def keyword_search(
+        self, query: str, limit: int, *, unembedded_for: str | None = None
+    ) -> list[Hit]: ...
+    def vectors(self, model: str) -> list[tuple[Memory, bytes]]: ...
+
+
+def words_of(text: str) -> list[str]:
+    """The words of a search: letters, digits and underscores (anything else is no syntax)."""
+    return _WORD.findall(text)
+
+
 def fts_query(text: str) -> str | None:
     """An FTS5 query matching any word of ``text``, each quoted so no character is syntax."""
-    words = _WORD.findall(text)
+    words = words_of(text)
     return " OR ".join(f'"{word}"' for word in words) if words else None
 
 
@@ -82,11 +107,13 @@ def _open_error(path: Path, err: Exception) -> ConfigError:
     )
 
 
-def _now() -> str:
+def now_stamp() -> str:
+    """A memory's ``created``/``updated`` stamp: UTC, to the second."""
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _memory(row: Sequence[Any]) -> Memory:
+def memory_of(row: Sequence[Any]) -> Memory:
+    """A ``Memory`` from a row of id, text, tags, created, updated (first)."""
     id_, text, tags, created, updated = row[:5]
     return Memory(int(id_), text, tuple(t for t in tags.split("\n") if t), created, updated)
 
@@ -128,7 +155,7 @@ class MemoryDB:
     def insert(
         self, text: str, tags: Sequence[str], vector: bytes | None, model: str | None
     ) -> Memory:
-        now = _now()
+        now = now_stamp()
         with self._lock, self._conn:
             cursor = self._conn.execute(
                 "INSERT INTO memories (text, tags, created, updated, embedding, embedding_model) "
@@ -143,7 +170,7 @@ class MemoryDB:
             self._conn.execute(
                 "UPDATE memories SET text = ?, updated = ?, embedding = ?, embedding_model = ? "
                 "WHERE id = ?",
-                (text, _now(), vector, model, id_),
+                (text, now_stamp(), vector, model, id_),
             )
             return self._find(id_)
 
@@ -165,12 +192,12 @@ class MemoryDB:
         sql = f"SELECT {_COLUMNS} FROM memories m ORDER BY m.updated DESC, m.id DESC LIMIT ?"
         with self._lock:
             rows = self._conn.execute(sql, (limit,)).fetchall()
-        return [_memory(row) for row in rows]
+        return [memory_of(row) for row in rows]
 
     def _find(self, id_: int) -> Memory | None:
         row = self._conn.execute(f"SELECT {_COLUMNS} FROM memories m WHERE m.id = ?", (id_,))
         found = row.fetchone()
-        return None if found is None else _memory(found)
+        return None if found is None else memory_of(found)
 
     def keyword_search(
         self, query: str, limit: int, *, unembedded_for: str | None = None
@@ -195,7 +222,7 @@ class MemoryDB:
         params.append(limit)
         with self._lock:
             rows = self._conn.execute(sql, params).fetchall()
-        return [Hit(_memory(row), -float(row[5])) for row in rows]
+        return [Hit(memory_of(row), -float(row[5])) for row in rows]
 
     def vectors(self, model: str) -> list[tuple[Memory, bytes]]:
         """Every memory with a vector from ``model``, and that vector."""
@@ -205,4 +232,4 @@ class MemoryDB:
                 "WHERE m.embedding IS NOT NULL AND m.embedding_model = ? ORDER BY m.id",
                 (model,),
             ).fetchall()
-        return [(_memory(row), bytes(row[5])) for row in rows]
+        return [(memory_of(row), bytes(row[5])) for row in rows]

@@ -1,9 +1,11 @@
 """Memory from settings: where the database lives and which embedder, if any, to use.
 
 ``[memory].db_path`` (``~`` expanded; a relative path is under the data dir) defaults to
-``data_dir/memory.db``. Embeddings are on when both ``embedding_provider`` (a provider name, as in
-``[providers.NAME]`` or a built-in one) and ``embedding_model`` are set; that provider's
-``api_base`` and key are used. OpenAI-compatible and Gemini providers can embed; others cannot.
+``data_dir/memory.db``; with a ``store_url`` memory is kept in that PostgreSQL store instead,
+shared by every machine on it. Embeddings are on when both ``embedding_provider`` (a provider
+name, as in ``[providers.NAME]`` or a built-in one) and ``embedding_model`` are set; that
+provider's ``api_base`` and key are used. OpenAI-compatible and Gemini providers can embed;
+others cannot.
 """
 
 from __future__ import annotations
@@ -64,4 +66,6 @@ def embedder_for(settings: Settings, env: Mapping[str, str] | None = None) -> HT
 
 def open_memory(settings: Settings, env: Mapping[str, str] | None = None) -> MemoryStore:
     """The memory store of ``settings`` (close it when the session ends)."""
-    return MemoryStore(memory_db_path(settings), embedder=embedder_for(settings, env))
+    return MemoryStore(
+        memory_db_path(settings), embedder=embedder_for(settings, env), url=settings.store_url
+    )

@@ -16,14 +16,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import TypeVar
 
 from openheim.errors import ProviderError
-from openheim.memory.db import Hit, Memory, MemoryDB
+from openheim.memory.db import Hit, Memory, MemoryDB, MemoryTables
 from openheim.memory.embeddings import Embedder, cosine, pack, unpack
 
 log = logging.getLogger(__name__)
-P = ParamSpec("P")
 R = TypeVar("R")
 
 
@@ -45,12 +44,16 @@ class SearchResult:
 
 
 class MemoryStore:
-    """Memories in one SQLite file, optionally with an embedder for semantic search."""
+    """Memories in one SQLite file (or the PostgreSQL store at ``url``), optionally with an
+    embedder for semantic search."""
 
-    def __init__(self, path: Path, *, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self, path: Path, *, embedder: Embedder | None = None, url: str | None = None
+    ) -> None:
         self.path = path
+        self.url = url
         self.embedder = embedder
-        self._db: MemoryDB | None = None
+        self._db: MemoryTables | None = None
         self._open_lock = threading.Lock()
 
     def close(self) -> None:
@@ -73,26 +76,26 @@ class MemoryStore:
     async def remember(self, text: str, tags: Sequence[str] = ()) -> Saved:
         """Store ``text`` with ``tags`` (and its vector when an embedder is set)."""
         vector, note = await self._vector(text, "stored it without")
-        memory = await self._run(MemoryDB.insert, text, tags, vector, self._model)
+        memory = await self._run(lambda db: db.insert(text, tags, vector, self._model))
         return Saved(memory, note)
 
     async def edit(self, id_: int, text: str) -> Saved | None:
         """Replace the text of memory ``id_`` (re-embedding it); None when there is none."""
         vector, note = await self._vector(text, "saved the new text without")
-        memory = await self._run(MemoryDB.update, id_, text, vector, self._model)
+        memory = await self._run(lambda db: db.update(id_, text, vector, self._model))
         return None if memory is None else Saved(memory, note)
 
     async def forget(self, id_: int) -> Memory | None:
         """Delete memory ``id_`` and return it; None when there is none."""
-        return await self._run(MemoryDB.delete, id_)
+        return await self._run(lambda db: db.delete(id_))
 
     async def get(self, id_: int) -> Memory | None:
         """Memory ``id_``, or None when there is none."""
-        return await self._run(MemoryDB.get, id_)
+        return await self._run(lambda db: db.get(id_))
 
     async def recent(self, limit: int) -> list[Memory]:
         """The ``limit`` most recently updated memories, newest first (to list them)."""
-        return await self._run(MemoryDB.recent, limit)
+        return await self._run(lambda db: db.recent(limit))
 
     async def search(self, query: str, limit: int) -> SearchResult:
         """The best ``limit`` matches of ``query``: by meaning with an embedder, else by words."""
@@ -105,23 +108,28 @@ class MemoryStore:
                 note = f"embedding the query failed ({err}), so these are keyword search results"
             else:
                 model = self.embedder.model
-                hits = await self._run(_semantic, model, wanted, query, limit)
+                hits = await self._run(lambda db: _semantic(db, model, wanted, query, limit))
                 return SearchResult(hits, semantic=True)
-        hits = await self._run(MemoryDB.keyword_search, query, limit)
+        hits = await self._run(lambda db: db.keyword_search(query, limit))
         return SearchResult(hits, semantic=False, note=note)
 
-    def _database(self) -> MemoryDB:
+    def _database(self) -> MemoryTables:
         """The database, opened on first use: a session that never uses memory makes no file."""
         with self._open_lock:
             if self._db is None:
-                self._db = MemoryDB(self.path)
+                self._db = self._open()
             return self._db
 
-    async def _run(
-        self, method: Callable[Concatenate[MemoryDB, P], R], *args: P.args, **kwargs: P.kwargs
-    ) -> R:
-        """``method(db, ...)`` in a worker thread, so SQLite never blocks the event loop."""
-        return await asyncio.to_thread(lambda: method(self._database(), *args, **kwargs))
+    def _open(self) -> MemoryTables:
+        if self.url is None:
+            return MemoryDB(self.path)
+        from openheim.memory.pg_db import PgMemoryDB  # psycopg only with a store_url
+
+        return PgMemoryDB(self.url)
+
+    async def _run(self, call: Callable[[MemoryTables], R]) -> R:
+        """``call(db)`` in a worker thread, so the database never blocks the event loop."""
+        return await asyncio.to_thread(lambda: call(self._database()))
 
     @property
     def _model(self) -> str | None:
@@ -141,7 +149,7 @@ class MemoryStore:
 
 
 def _semantic(
-    db: MemoryDB, model: str, wanted: Sequence[float], query: str, limit: int
+    db: MemoryTables, model: str, wanted: Sequence[float], query: str, limit: int
 ) -> list[Hit]:
     """Cosine-ranked memories, then keyword matches among memories without a vector."""
     scored = [

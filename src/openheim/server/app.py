@@ -94,7 +94,7 @@ async def login(request: Request) -> Response:
         return _login_page("That is not the server's token.", 401)
     code = request.query_params.get("code")
     if code is not None:
-        if context.auth.use_login_code(code):
+        if await asyncio.to_thread(context.auth.use_login_code, code):  # may ask the database
             return _logged_in(request)
         return _login_page("This login link was used already: paste the token instead.", 401)
     return _login_page("", 200)

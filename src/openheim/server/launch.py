@@ -46,6 +46,10 @@ def build(
     server = settings.server
     max_frame = server.max_frame_bytes or DEFAULT_MAX_FRAME
     store = runtime.shared.borrow_store(settings.data_dir, settings.store_url)  # the sessions' own
+    if settings.store_url:  # a login link of this replica works through every replica
+        from openheim.serving.login_codes import SharedLoginCodes
+
+        auth.share_login_code(SharedLoginCodes(settings.store_url))
     context = ServerContext(
         runtime, store, auth, Hub(runtime, store), max_frame, collector=Collector(), acp=acp
     )

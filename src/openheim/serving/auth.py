@@ -21,11 +21,15 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from openheim.config.load import Settings
 from openheim.errors import ConfigError
 from openheim.files.atomic import atomic_write
 from openheim.files.hostile import read_regular
+
+if TYPE_CHECKING:
+    from openheim.serving.login_codes import SharedLoginCodes
 
 TOKEN_ENV = "OPENHEIM_SERVER_TOKEN"
 TOKEN_FILE = "server-token"
@@ -46,6 +50,8 @@ class Auth:
     generated: bool
     kept_in: Path | None = None
     login_code: str | None = field(default_factory=lambda: secrets.token_urlsafe(24))
+    shared: SharedLoginCodes | None = None
+    """With a PostgreSQL store: where every replica's codes are, so any replica takes any."""
 
     @property
     def cookie_value(self) -> str:
@@ -55,8 +61,16 @@ class Auth:
     def check_token(self, given: str) -> bool:
         return hmac.compare_digest(given.encode(), self.token.encode())
 
+    def share_login_code(self, codes: SharedLoginCodes) -> None:
+        """Put this server's login code with the other replicas' in ``codes``."""
+        if self.login_code is not None:
+            codes.add(self.login_code)
+        self.shared = codes
+
     def use_login_code(self, given: str) -> bool:
-        """Whether ``given`` is the login code; it works once."""
+        """Whether ``given`` is the login code (or, shared, any replica's); it works once."""
+        if self.shared is not None:
+            return self.shared.use(given)
         code = self.login_code
         if code is None or not hmac.compare_digest(given.encode(), code.encode()):
             return False
