@@ -159,3 +159,23 @@ async def test_a_replica_killed_mid_turn_loses_nothing_and_another_goes_on(
     closed = stored[2]["content"][0]
     assert closed["kind"] == "tool_result" and closed["content"] == INTERRUPTED
     assert "carried on" in str(stored[-1])
+
+
+async def test_clients_attaching_on_other_replicas_mid_stream_see_each_frame_once(
+    tmp_path: Path, work: Path, pg_url: str
+) -> None:
+    reply = FakeReply(chunks=[f"w{i} " for i in range(60)], chunk_delay=0.02)
+    with FakeLLMServer([reply]) as llm, replicas(tmp_path, work, llm, pg_url, 2) as (a, b):
+        async with a.socket() as runner, b.socket() as early, b.socket() as late:
+            sid = (await runner.call("agent", type="open"))["session_id"]
+            await early.call("agent", type="resume", session_id=sid, after=0)
+            await runner.call("agent", type="prompt", session_id=sid, text="go")
+            await early.until(lambda d: d.get("type") == "event" and d["seq"] > 10)
+            await late.call("agent", type="resume", session_id=sid, after=3)
+            await runner.events_until_finished(sid)
+            await early.events_until_finished(sid)
+            await late.events_until_finished(sid)
+    ran = _seqs(runner, sid)
+    assert len(ran) > 60 and ran == list(range(1, len(ran) + 1))
+    assert _seqs(early, sid) == ran
+    assert _seqs(late, sid) == ran[3:]

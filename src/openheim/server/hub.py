@@ -153,11 +153,15 @@ class Live:
             self.on_idle(self)
 
     def since(self, after: int) -> list[tuple[int, str]]:
-        """The kept frames numbered above ``after``, with their numbers."""
+        """The kept frames numbered above ``after``, with their numbers, up to ``seq``: those
+        stored later by another replica are forwarded by ``follow``, each once."""
         if self.writer is None:
             return [(seq, text) for seq, text in self.log if seq > after]
         self.writer.flush()
-        return list(self.writer.store.frames.after(self.key, after))
+        frames = self.writer.store.frames
+        if not self.busy:  # another replica's prompt may be storing more: up to date first
+            self.follow(frames.last(self.key))
+        return [(seq, text) for seq, text in frames.after(self.key, after) if seq <= self.seq]
 
     async def resolve(self, request: ApprovalRequest, ask: Ask) -> Allow | Deny:
         """The session's ``Resolver``: ask every attached client, wait for the first answer."""
