@@ -75,6 +75,7 @@ class Relay:
         """Listen, and connect again whenever the connection drops."""
         import psycopg
 
+        from openheim.errors import OpenheimError
         from openheim.store.postgres import CONTROL_CHANNEL, FRAMES_CHANNEL
 
         delay = RETRY_MIN
@@ -91,7 +92,7 @@ class Relay:
                     self.hub.catch_up()  # what was stored while no one listened
                     async for note in conn.notifies():
                         self._take(note.channel == FRAMES_CHANNEL, note.payload)
-            except (psycopg.Error, OSError) as err:
+            except (psycopg.Error, OSError, OpenheimError) as err:  # the store's own reads too
                 self.connected.clear()
                 line = (str(err).strip().splitlines() or [type(err).__name__])[0]
                 log.warning("the replicas' listener lost PostgreSQL (%s); connecting again", line)
