@@ -46,6 +46,8 @@ def build(
     server = settings.server
     max_frame = server.max_frame_bytes or DEFAULT_MAX_FRAME
     store = runtime.shared.borrow_store(settings.data_dir, settings.store_url)  # the sessions' own
+    if server.lease_timeout_secs is not None:  # every prompt of this server heartbeats to it
+        store.lease_timeout = server.lease_timeout_secs
     context = ServerContext(
         runtime, store, auth, Hub(runtime, store), max_frame, collector=Collector(), acp=acp
     )
