@@ -34,7 +34,7 @@ from openheim.server import relay
 from openheim.server.redacting import EventRedactor
 from openheim.server.start_gate import StartGate
 from openheim.server.turns import Turn
-from openheim.server.writer import FrameWriter
+from openheim.server.writer import FLUSH_DELAY, RELAY_DELAY, FrameWriter
 from openheim.store import SessionStore
 
 log = logging.getLogger(__name__)
@@ -278,7 +278,6 @@ class Hub:
         self.runtime = runtime
         self.host = SessionHost(runtime)
         self.store = store
-        self.writer = FrameWriter(store)
         self.gate = StartGate()
         self.max_log = max_log
         self.idle_close = idle_close
@@ -287,6 +286,7 @@ class Hub:
         self.deleting: set[str] = set()
         shared = relay.postgres(store)
         self.relay = relay.Relay(self, shared) if shared is not None else None
+        self.writer = FrameWriter(store, RELAY_DELAY if shared is not None else FLUSH_DELAY)
 
     def start(self) -> None:
         """Listen to the other replicas (a PostgreSQL store only)."""
