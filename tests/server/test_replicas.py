@@ -207,3 +207,23 @@ async def test_replicas_outlive_a_restart_of_postgresql(
     assert last["type"] == "finished" and last["text"] == "relayed again"
     assert [m["role"] for m in stored][-2:] == ["user", "assistant"]
     assert "relayed again" in str(stored[-1])
+
+
+async def test_the_next_prompt_on_another_replica_goes_on_from_the_conversation(
+    tmp_path: Path, work: Path, pg_url: str
+) -> None:
+    script = [FakeReply(text="one"), FakeReply(text="two")]
+    with FakeLLMServer(script) as llm, replicas(tmp_path, work, llm, pg_url, 2) as (a, b):
+        async with a.socket() as first, b.socket() as second:
+            sid = (await first.call("agent", type="open"))["session_id"]
+            await second.call("agent", type="resume", session_id=sid, after=0)
+            await first.call("agent", type="prompt", session_id=sid, text="first")
+            await first.events_until_finished(sid)
+            await second.events_until_finished(sid)
+            await second.call("agent", type="prompt", session_id=sid, text="second")
+            await second.events_until_finished(sid)
+            await first.events_until_finished(sid)
+        sent = llm.requests[1].messages
+    assert [m["content"] for m in sent if m["role"] != "system"] == ["first", "one", "second"]
+    numbers = _seqs(first, sid)
+    assert numbers == list(range(1, len(numbers) + 1)) and _seqs(second, sid) == numbers
