@@ -21,6 +21,7 @@ import logging
 import sys
 from typing import TYPE_CHECKING, Any
 
+from openheim.redaction.secrets import redact
 from openheim.runtime import approvals
 
 if TYPE_CHECKING:
@@ -94,7 +95,7 @@ class Relay:
                         self._take(note.channel == FRAMES_CHANNEL, note.payload)
             except (psycopg.Error, OSError, OpenheimError) as err:  # the store's own reads too
                 self.connected.clear()
-                line = (str(err).strip().splitlines() or [type(err).__name__])[0]
+                line = redact((str(err).strip().splitlines() or [type(err).__name__])[0])
                 log.warning("the replicas' listener lost PostgreSQL (%s); connecting again", line)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RETRY_MAX)
