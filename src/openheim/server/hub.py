@@ -7,6 +7,10 @@ connection may attach to it and first receive what came after the last number it
 client whose socket drops re-attaches and misses nothing, and a prompt goes on while no one
 watches.
 
+With the PostgreSQL store, replicas act as one server (``server.relay``): a session open here
+while another replica runs its prompt forwards that prompt's frames from the store
+(``Live.follow``), and a second prompt is refused here as there (the store's lease).
+
 Approval requests wait for an answer from any attached connection, with the choices of
 ``runtime.approvals``: ``once``, ``always``, ``reject`` or ``reject_always`` ("always" ones the
 policy keeps for the session), a rejection with an optional reason for the model.
