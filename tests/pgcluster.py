@@ -98,6 +98,12 @@ class Cluster:
         with psycopg.connect(self.url(), autocommit=True) as conn:
             conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
+    def restart(self) -> None:
+        """Stop the server at once (every connection cut) and start it again."""
+        log = str(self.folder / "server.log")
+        self._run("pg_ctl", "-D", str(self.data), "-l", log, "-m", "immediate", "-w", "-t",
+                  str(START_TIMEOUT), "restart")  # fmt: skip
+
     def stop(self) -> None:
         """Stop the server at once (if it runs) and delete its folder."""
         try:

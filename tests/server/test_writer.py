@@ -121,3 +121,24 @@ async def test_a_deleted_session_loses_only_its_own_frames(store: SQLiteStore) -
     await out.aclose()
     assert [text for _, text in store.frames.after(kept, 0)] == ["kept one", "kept two"]
     assert store.frames.last(gone) == 0
+
+
+async def test_a_batch_the_store_fails_is_written_again_in_order(store: SQLiteStore) -> None:
+    from openheim.errors import StoreError
+
+    sid = _session(store)
+    append = store.frames.append
+    failures = [StoreError("the database restarts", hint="wait")]
+
+    def away(batch: Sequence[tuple[str, int, str]]) -> None:
+        if failures:
+            raise failures.pop()
+        append(batch)
+
+    store.frames.append = away  # type: ignore[method-assign,assignment]
+    out = FrameWriter(store)
+    out.add(sid, 1, "frame 1")
+    out.flush()  # fails: kept
+    out.add(sid, 2, "frame 2")
+    await out.aclose()
+    assert [text for _, text in store.frames.after(sid, 0)] == ["frame 1", "frame 2"]

@@ -161,3 +161,31 @@ def test_no_repair_is_stored_while_another_process_may_run_the_tool(
         child.finish()
     assert sqlite_store.messages(sid)[0] == call("c1")
     assert sqlite_store.get(sid).message_count == 2
+
+
+@pytest.mark.parametrize(("silent_for", "taken_over"), [(11.0, True), (5.0, False)])
+def test_a_postgresql_lease_of_another_machine_expires_within_ten_seconds(
+    pg_url: str, silent_for: float, taken_over: bool
+) -> None:
+    from openheim.store.postgres import PostgresStore
+
+    with PostgresStore(pg_url) as store:
+        sid = new(store)
+        put_lease(store, sid, host="elsewhere", pid=1, heartbeat_at=time.time() - silent_for)
+        try:
+            store.acquire(sid).release()
+            got = True
+        except SessionBusy:
+            got = False
+    assert got is taken_over
+
+
+def test_a_prompt_refreshes_its_lease_well_within_the_timeout(pg_url: str) -> None:
+    from openheim.runtime.store_writes import Heartbeat
+    from openheim.store.postgres import PostgresStore
+
+    with PostgresStore(pg_url) as store:
+        lease = store.acquire(new(store))
+        every = Heartbeat(lease).every
+        lease.release()
+    assert every <= lease.timeout / 3 and lease.timeout <= 10

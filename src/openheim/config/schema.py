@@ -109,6 +109,9 @@ class ServerEntry:
     """Seconds a kept-alive connection may sit idle between requests."""
     max_connections: Annotated[int | None, Bounds(1, 1_000_000)] = None
     max_connections_per_address: Annotated[int | None, Bounds(1, 1_000_000)] = None
+    lease_timeout_secs: Annotated[float | None, Bounds(1, 3600)] = None
+    """Seconds without a heartbeat before a prompt lease held on another machine is stale
+    (PostgreSQL store; default 10): how soon a dead replica's sessions go on elsewhere."""
 
 
 ClientMcpServers = Literal["stdio", "http", "none"]

@@ -89,7 +89,8 @@ CLI_AGENTS_KEYS = dict.fromkeys(("timeout_secs", "env_allow"), R)
 COMPACTION_KEYS = dict.fromkeys(("threshold", "model"), R)
 SERVER_KEYS = dict.fromkeys(
     ("token_file", "allowed_origins", "max_body_bytes", "max_frame_bytes", "header_timeout_secs",
-     "idle_timeout_secs", "max_connections", "max_connections_per_address"),
+     "idle_timeout_secs", "max_connections", "max_connections_per_address",
+     "lease_timeout_secs"),
     R,
 )  # fmt: skip
 ACP_KEYS = {"client_mcp_servers": N}

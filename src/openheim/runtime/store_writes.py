@@ -29,7 +29,8 @@ log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 REFRESH = 20.0
-"""Seconds between two heartbeats of a running prompt's lease (the store wants one a minute)."""
+"""Seconds between two heartbeats of a running prompt's lease (the store wants one a minute),
+or a third of the lease's timeout when that is shorter (PostgreSQL's 10 seconds)."""
 
 
 async def off_loop(
@@ -63,19 +64,20 @@ class Heartbeat:
 
     def __init__(self, lease: Lease | None) -> None:
         self.lease = lease
+        self.every = REFRESH if lease is None else min(REFRESH, lease.timeout / 3)
         self.last = time.monotonic()
         self._timer: asyncio.TimerHandle | None = None
 
     def beat(self) -> None:
         now = time.monotonic()
-        if self.lease is not None and now - self.last >= REFRESH:
+        if self.lease is not None and now - self.last >= self.every:
             self.lease.refresh()
             self.last = now
 
     def start(self) -> None:
-        """Refresh every ``REFRESH`` seconds until ``stop``, whatever the prompt is doing."""
+        """Refresh every ``every`` seconds until ``stop``, whatever the prompt is doing."""
         if self.lease is not None and self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(REFRESH, self._tick)
+            self._timer = asyncio.get_running_loop().call_later(self.every, self._tick)
 
     def stop(self) -> None:
         if self._timer is not None:

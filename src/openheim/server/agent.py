@@ -29,6 +29,7 @@ from openheim.errors import OpenheimError, SessionNotFound
 from openheim.messages import ImageBlock, Message, TextBlock
 from openheim.redaction.secrets import SecretPolicy
 from openheim.runtime import SessionOptions, approvals, attach, models, prompt_commands
+from openheim.server import relay
 from openheim.server.context import ServerContext
 from openheim.server.frames import BadRequest, opt_str, req_str, str_list
 from openheim.server.hub import Live, Subscriber
@@ -159,7 +160,7 @@ class AgentChannel:
         return Message("user", (TextBlock(text), *blocks))
 
     async def _cancel(self, data: dict[str, Any]) -> dict[str, Any]:
-        self._live(data).cancel()
+        relay.cancel(self.context.hub, self._live(data))
         return {"type": "ok"}
 
     async def _approve(self, data: dict[str, Any]) -> dict[str, Any]:
@@ -171,7 +172,7 @@ class AgentChannel:
         reason = data.get("reason", "")
         if not isinstance(reason, str):
             raise BadRequest("reason must be a string", "send the words for the model as text")
-        if not live.answer(req_str(data, "approval_id"), choice, reason):
+        if not relay.answer(self.context.hub, live, req_str(data, "approval_id"), choice, reason):
             raise BadRequest("no such pending approval", "it was answered or its prompt ended")
         return {"type": "ok"}
 

@@ -117,6 +117,7 @@ def create_app(context: ServerContext, policy: Policy) -> Starlette:
         pacing = None
         if collector is not None:
             pacing = asyncio.create_task(collector.run(context.hub.busy))
+        context.hub.start()
         try:
             yield
         finally:

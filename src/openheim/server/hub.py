@@ -7,6 +7,10 @@ connection may attach to it and first receive what came after the last number it
 client whose socket drops re-attaches and misses nothing, and a prompt goes on while no one
 watches.
 
+With the PostgreSQL store, replicas act as one server (``server.relay``): a session open here
+while another replica runs its prompt forwards that prompt's frames from the store
+(``Live.follow``), and a second prompt is refused here as there (the store's lease).
+
 Approval requests wait for an answer from any attached connection, with the choices of
 ``runtime.approvals``: ``once``, ``always``, ``reject`` or ``reject_always`` ("always" ones the
 policy keeps for the session), a rejection with an optional reason for the model.
@@ -30,10 +34,11 @@ from openheim.events import Event, Failed, event_to_dict
 from openheim.messages import Message
 from openheim.redaction.secrets import redact_data
 from openheim.runtime import Runtime, Session, SessionHost, SessionOptions, approvals
+from openheim.server import relay
 from openheim.server.redacting import EventRedactor
 from openheim.server.start_gate import StartGate
 from openheim.server.turns import Turn
-from openheim.server.writer import FrameWriter
+from openheim.server.writer import FLUSH_DELAY, RELAY_DELAY, FrameWriter
 from openheim.store import SessionStore
 
 log = logging.getLogger(__name__)
@@ -83,6 +88,8 @@ class Live:
         self._stop = asyncio.Event()
         self._quoted = ("", '""')
         """The key, and the key as JSON (for ``publish_event``)."""
+        self.stale = False
+        """Another replica ran a prompt here since the history was read (``follow``)."""
 
     @property
     def busy(self) -> bool:
@@ -119,6 +126,20 @@ class Live:
             subscriber.push(text)
         return self.seq, text
 
+    def follow(self, seq: int) -> None:
+        """Frames up to ``seq`` were stored by another replica's prompt: send the attached
+        clients those after ours, in order, and number on from there."""
+        if self.busy or self.writer is None or seq <= self.seq:
+            return
+        self.stale = True
+        if not self.subscribers:
+            self.seq = seq
+            return
+        for number, text in self.writer.store.frames.after(self.key, self.seq):
+            self.seq = number
+            for subscriber in list(self.subscribers):
+                subscriber.push(text)
+
     def unsubscribe(self, subscriber: Subscriber) -> None:
         self.subscribers.discard(subscriber)
         self.watch_idle()
@@ -136,11 +157,15 @@ class Live:
             self.on_idle(self)
 
     def since(self, after: int) -> list[tuple[int, str]]:
-        """The kept frames numbered above ``after``, with their numbers."""
+        """The kept frames numbered above ``after``, with their numbers, up to ``seq``: those
+        stored later by another replica are forwarded by ``follow``, each once."""
         if self.writer is None:
             return [(seq, text) for seq, text in self.log if seq > after]
         self.writer.flush()
-        return list(self.writer.store.frames.after(self.key, after))
+        frames = self.writer.store.frames
+        if not self.busy:  # another replica's prompt may be storing more: up to date first
+            self.follow(frames.last(self.key))
+        return [(seq, text) for seq, text in frames.after(self.key, after) if seq <= self.seq]
 
     async def resolve(self, request: ApprovalRequest, ask: Ask) -> Allow | Deny:
         """The session's ``Resolver``: ask every attached client, wait for the first answer."""
@@ -161,6 +186,8 @@ class Live:
         }
         seq, text = self.publish("approval_request", body)
         self.pending[approval_id] = (seq, text, future)
+        if self.writer is not None:  # the prompt waits: what it sent is stored, for any replica
+            self.writer.flush()
         try:
             answer = await future
         finally:
@@ -178,11 +205,20 @@ class Live:
         return True
 
     def start(self, message: Message) -> None:
-        """Run a prompt in a task of its own; SessionBusy while one runs."""
-        if self.busy:
+        """Run a prompt in a task of its own; SessionBusy while one runs, here or on another
+        replica (the same refusal: the replicas act as one server)."""
+        writer = self.writer
+        if self.busy or (writer is not None and writer.store.held_elsewhere(self.key)):
             raise SessionBusy(self.key, pid=0, host="this server")
         self._stop = asyncio.Event()
         assert self.session is not None
+        if writer is not None and self.session.id is not None:
+            store = writer.store
+            writer.flush()  # numbered after every frame stored, by any replica
+            self.seq = max(self.seq, store.frames.last(self.key))
+            if self.stale:  # the conversation went on elsewhere: go on from it
+                self.session.history[:] = store.messages(self.session.id)
+                self.stale = False
         self.turn = Turn(self.seq, len(self.session.history), message)
         self.task = asyncio.create_task(self._run(message))
 
@@ -247,13 +283,32 @@ class Hub:
         self.runtime = runtime
         self.host = SessionHost(runtime)
         self.store = store
-        self.writer = FrameWriter(store)
         self.gate = StartGate()
         self.max_log = max_log
         self.idle_close = idle_close
         self._closing: set[asyncio.Task[None]] = set()
         self.sessions: dict[str, Live] = {}
         self.deleting: set[str] = set()
+        shared = relay.postgres(store)
+        self.relay = relay.Relay(self, shared) if shared is not None else None
+        self.writer = FrameWriter(store, RELAY_DELAY if shared is not None else FLUSH_DELAY)
+
+    def start(self) -> None:
+        """Listen to the other replicas (a PostgreSQL store only)."""
+        if self.relay is not None:
+            self.relay.start()
+
+    def relayed(self, key: str, seq: int) -> None:
+        """Another replica stored frames of ``key`` up to ``seq`` (``Live.follow``)."""
+        live = self.sessions.get(key)
+        if live is not None:
+            live.follow(seq)
+
+    def catch_up(self) -> None:
+        """Follow every open session to its last stored frame (the listener reconnected)."""
+        for live in list(self.sessions.values()):
+            if live.writer is not None and not live.busy:
+                live.follow(self.store.frames.last(live.key))
 
     async def open(self, options: SessionOptions) -> Live:
         """Open (or resume) a session that lives until ``close`` or the server stops."""
@@ -334,6 +389,8 @@ class Hub:
             self.deleting.discard(key)
 
     async def close_all(self) -> None:
+        if self.relay is not None:
+            await self.relay.aclose()
         for key in list(self.sessions):
             await self.forget(key)
         await self.host.aclose()

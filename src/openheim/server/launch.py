@@ -50,6 +50,8 @@ def build(
         from openheim.serving.login_codes import SharedLoginCodes
 
         auth.share_login_code(SharedLoginCodes(settings.store_url))
+    if server.lease_timeout_secs is not None:  # every prompt of this server heartbeats to it
+        store.lease_timeout = server.lease_timeout_secs
     context = ServerContext(
         runtime, store, auth, Hub(runtime, store), max_frame, collector=Collector(), acp=acp
     )

@@ -12,6 +12,9 @@ re-attaching) calls ``flush()`` first, which waits for that batch and writes the
 the batches handed to the thread wait in one queue, and whoever holds the write lock writes
 every batch queued so far, so one the thread has not begun is never left out. The frames of a
 session deleted meanwhile (by another process) are dropped alone; the batch's others are stored.
+A batch the store fails to write (its database restarting) is written again, in order, with
+the next one (``MAX_UNSTORED`` frames at most), so no frame is missing from the log between
+two that are there.
 """
 
 from __future__ import annotations
@@ -29,6 +32,12 @@ log = logging.getLogger(__name__)
 
 FLUSH_DELAY = 0.05
 """Seconds a frame may wait before it is written (with those that follow it)."""
+RELAY_DELAY = 0.01
+"""The same on a PostgreSQL store, whose other replicas forward a frame once it is stored."""
+
+MAX_UNSTORED = 100_000
+"""Frames kept to be written again while the store fails (PostgreSQL restarting); past it,
+they are dropped with a warning."""
 
 Row = tuple[str, int, str]
 """``(session_id, seq, text)``."""
@@ -37,8 +46,10 @@ Row = tuple[str, int, str]
 class FrameWriter:
     """Batches ``(session_id, seq, text)`` frames into the store; see the module docstring."""
 
-    def __init__(self, store: SessionStore) -> None:
+    def __init__(self, store: SessionStore, delay: float = FLUSH_DELAY) -> None:
         self.store = store
+        self.delay = delay
+        """Seconds a frame may wait (shorter where other replicas read the frames)."""
         self.rows: list[Row] = []
         self._timer: asyncio.TimerHandle | None = None
         self._lock = threading.Lock()
@@ -50,7 +61,7 @@ class FrameWriter:
     def add(self, session_id: str, seq: int, text: str) -> None:
         self.rows.append((session_id, seq, text))
         if self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(FLUSH_DELAY, self._hand_over)
+            self._timer = asyncio.get_running_loop().call_later(self.delay, self._hand_over)
 
     def _hand_over(self) -> None:
         """Give the frames added so far to the writing thread."""
@@ -94,8 +105,11 @@ class FrameWriter:
                 return
             try:
                 self._append(batch)
-            except OpenheimError:
-                log.warning("%d session frames were not stored", len(batch), exc_info=True)
+            except OpenheimError as err:  # the database is away: try again with the next batch
+                if len(batch) > MAX_UNSTORED:
+                    log.warning("%d session frames were not stored: %s", len(batch), err.message)
+                    return
+                self._handed.appendleft(batch)
 
     def _append(self, batch: list[Row]) -> None:
         """Store a batch; when a session of it is gone (deleted by another process while it

@@ -81,6 +81,8 @@ class Lease(ABC):
     """
 
     session_id: str
+    timeout: float = 300.0
+    """Seconds without a refresh after which another machine may take the lease over."""
 
     @abstractmethod
     def release(self) -> None:
@@ -170,6 +172,10 @@ class SessionStore(Protocol):
     def acquire(self, session_id: str) -> Lease:
         """The session's lease, taking over a stale one; ``SessionBusy`` while it is held."""
         ...
+
+    def held_elsewhere(self, session_id: str) -> bool:
+        """Whether a live prompt of another process holds the session's lease."""
+        return False
 
     def later(self, write: Callable[[], _T]) -> asyncio.Future[_T]:
         """Run ``write`` (calls of this store) off the event loop, committed together with the

@@ -263,6 +263,11 @@ class SqlStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def held_elsewhere(self, session_id: str) -> bool:
+        with self._reader() as conn:
+            holder = leases.foreign_holder(conn, session_id, timeout=self.lease_timeout)
+        return holder is not None
+
     def later(self, write: Callable[[], _T]) -> asyncio.Future[_T]:
         """Run ``write`` (calls of this store) on the store's writing thread, committed with
         the writes queued with it (``store.batches``); the future is settled once it is."""
@@ -311,6 +316,7 @@ class SqlLease(Lease):
 
     def __init__(self, store: SqlStore, session_id: str, token: str) -> None:
         self.session_id = session_id
+        self.timeout = store.lease_timeout
         self._store = store
         self._token = token
         self._released = False

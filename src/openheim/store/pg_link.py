@@ -175,6 +175,7 @@ def pool(url: str, size: int) -> psycopg_pool.ConnectionPool[psycopg.Connection[
         max_size=size,
         kwargs={"autocommit": True, "row_factory": rows, "connect_timeout": CONNECT_TIMEOUT},
         timeout=CONNECT_TIMEOUT,
+        check=psycopg_pool.ConnectionPool.check_connection,  # one cut by a server restart
         open=False,
         name="openheim-store",
     )

@@ -23,7 +23,6 @@ from contextlib import contextmanager
 import psycopg
 
 from openheim.messages import Message
-from openheim.store import lease as leases
 from openheim.store import pg_link, pg_schema
 from openheim.store.base import SearchHit
 from openheim.store.batches import BatchWriter
@@ -33,6 +32,14 @@ from openheim.store.compactions import CompactionLog
 from openheim.store.frames import FrameLog, gone
 from openheim.store.tables import Connection, body_json, search_text
 
+FRAMES_CHANNEL = "openheim_frames"
+"""The ``NOTIFY`` channel of frames stored: ``"<seq> <session id>"``, the highest number
+stored for that session (sent on commit, so a listener finds the frames already there)."""
+CONTROL_CHANNEL = "openheim_control"
+"""The ``NOTIFY`` channel of what one replica asks of the prompt another runs (JSON)."""
+LEASE_TIMEOUT = 10.0
+"""Seconds without a heartbeat before a lease held on another machine is stale: a replica
+killed mid-turn frees its sessions within this bound."""
 POOL_SIZE = 8
 """Connections a store opens at most (reads run in parallel; writes queue on one lock)."""
 SNIPPET_WORDS = 12
@@ -45,7 +52,7 @@ class PostgresStore(SqlStore):
         self,
         url: str,
         *,
-        lease_timeout: float = leases.HEARTBEAT_TIMEOUT,
+        lease_timeout: float = LEASE_TIMEOUT,
         pool_size: int = POOL_SIZE,
     ) -> None:
         """Connect to ``url``, migrate its schema, and open the pool.
@@ -82,6 +89,11 @@ class PostgresStore(SqlStore):
             (*words, limit),
         )
         return [SearchHit(row["session_id"], row["title"], row["snippet"]) for row in rows]
+
+    def notify(self, payload: str) -> None:
+        """Send ``payload`` on ``CONTROL_CHANNEL`` to every replica listening."""
+        with self._reader() as conn:
+            conn.execute("SELECT pg_notify(?, ?)", (CONTROL_CHANNEL, payload))
 
     def close(self) -> None:
         """Write what is queued and close the pool; closing twice does nothing."""
@@ -138,7 +150,8 @@ class PostgresStore(SqlStore):
 
 
 class _Frames(FrameLog):
-    """The frame log with PostgreSQL's upsert."""
+    """The frame log with PostgreSQL's upsert, and a ``NOTIFY`` per session on
+    ``FRAMES_CHANNEL`` (delivered once the batch commits)."""
 
     def _insert(self, conn: Connection, frames: Sequence[tuple[str, int, str]]) -> None:
         try:
@@ -149,3 +162,10 @@ class _Frames(FrameLog):
             )
         except psycopg.errors.ForeignKeyViolation:
             raise gone(frames) from None
+        last: dict[str, int] = {}
+        for session_id, seq, _ in frames:
+            last[session_id] = max(seq, last.get(session_id, 0))
+        conn.executemany(
+            "SELECT pg_notify(?, ?)",
+            [(FRAMES_CHANNEL, f"{seq} {sid}") for sid, seq in last.items()],
+        )
