@@ -1,42 +1,21 @@
 """The web page in a real headless Chromium (Debian's ``chromium``, started through Playwright
 with ``executable_path``): log in with the link, stream an answer, approve a tool call, cancel a
 turn, reopen a session, view a file. A screenshot of each state goes to the test's artefacts
-(``$OPENHEIM_ARTEFACTS`` when set, else the test's temporary folder)."""
+(``$OPENHEIM_ARTEFACTS`` when set, else the test's temporary folder); the browser and that
+folder are the fixtures of ``tests/server/conftest.py``."""
 
 from __future__ import annotations
 
-import os
-import shutil
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import cast
 
-import pytest
-from playwright.async_api import Browser, Page, async_playwright, expect
+from playwright.async_api import Browser, Page, expect
 
 from openheim.server.ws import Connection
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from tests.server.support import served
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 TIMEOUT_MS = 10_000
-
-
-@pytest.fixture
-def artefacts(tmp_path: Path) -> Path:
-    folder = Path(os.environ.get("OPENHEIM_ARTEFACTS") or tmp_path / "artefacts")
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
-        try:
-            yield launched
-        finally:
-            await launched.close()
 
 
 async def send(page: Page, text: str) -> None:
