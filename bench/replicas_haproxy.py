@@ -39,6 +39,8 @@ from tests.server.support import Socket  # noqa: E402
 
 from openheim.testing import FakeLLMServer, FakeReply  # noqa: E402
 
+SERVER = "[server]\nmax_connections = 2000\nmax_connections_per_address = 2000\n"
+"""Every client comes from one address (HAProxy's, or this process's): room for all of them."""
 BATCH = 50
 """Web sockets opened at once (the replicas' accept queues stay short)."""
 
@@ -145,7 +147,7 @@ async def behind_haproxy(store_url: str, reply: FakeReply, sessions: int) -> Loa
     with tempfile.TemporaryDirectory() as folder, FakeLLMServer([reply] * sessions) as llm:
         root = Path(folder)
         (root / "work").mkdir()
-        with haproxy_fleet(root, root / "work", llm, store_url) as proxied:
+        with haproxy_fleet(root, root / "work", llm, store_url, SERVER) as proxied:
             pids = [process.pid for process in proxied.replicas.values()]
             return await load(proxied.ws_url + "/ws", pids, sessions)
 
@@ -155,7 +157,7 @@ async def one_alone(store_url: str, reply: FakeReply, sessions: int) -> Load:
     with (
         tempfile.TemporaryDirectory() as folder,
         FakeLLMServer([reply] * sessions) as llm,
-        solo_fleet(Path(folder), llm, store_url, 1) as (replica,),
+        solo_fleet(Path(folder), llm, store_url, 1, SERVER) as (replica,),
     ):
         return await load(replica.ws, [replica.process.pid], sessions)
 
