@@ -44,9 +44,11 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 class Replica:
     """One ``openheim serve`` process with a home of its own."""
 
-    def __init__(self, home: Path, work: Path, llm: FakeLLMServer, url: str) -> None:
+    def __init__(
+        self, home: Path, work: Path, llm: FakeLLMServer, url: str, extra: str = ""
+    ) -> None:
         home.mkdir(parents=True, exist_ok=True)
-        write_config(home, llm, f'store_url = "{url}"')
+        write_config(home, llm, f'store_url = "{url}"\n{extra}')
         env = {k: v for k, v in os.environ.items() if not k.startswith("OPENHEIM_")}
         env |= {"OPENHEIM_HOME": str(home), "OPENHEIM_SERVER_TOKEN": TOKEN}
         self.process = subprocess.Popen(
@@ -73,13 +75,16 @@ class Replica:
 
 
 @contextlib.contextmanager
-def fleet(root: Path, llm: FakeLLMServer, url: str, n: int) -> Iterator[list[Replica]]:
+def fleet(
+    root: Path, llm: FakeLLMServer, url: str, n: int, extra: str = ""
+) -> Iterator[list[Replica]]:
+    """``n`` replicas on the store ``url``, ``extra`` in each one's config; stopped at the end."""
     work = root / "work"
     work.mkdir(exist_ok=True)
     started: list[Replica] = []
     try:
         for i in range(n):
-            started.append(Replica(root / f"home-{i}", work, llm, url))
+            started.append(Replica(root / f"home-{i}", work, llm, url, extra))
         yield started
     finally:
         for replica in started:

@@ -104,15 +104,18 @@ class Fleet:
 
 
 @contextlib.contextmanager
-def fleet(tmp: Path, work: Path, llm: FakeLLMServer, store_url: str) -> Iterator[Fleet]:
-    """Three replicas on ``store_url`` and HAProxy in front, all stopped at the end."""
+def fleet(
+    tmp: Path, work: Path, llm: FakeLLMServer, store_url: str, extra: str = ""
+) -> Iterator[Fleet]:
+    """Three replicas on ``store_url`` (``extra`` at the top of each one's config) and HAProxy
+    in front, all stopped at the end."""
     started: list[subprocess.Popen[str]] = []
     try:
         addresses = []
         for n in range(1, REPLICAS + 1):
             home = tmp / f"replica{n}"
             home.mkdir()
-            write_config(home, llm)
+            write_config(home, llm, extra)
             process = _replica(home, work, store_url)
             started.append(process)
             addresses.append(_address(process))

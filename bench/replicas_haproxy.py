@@ -1,0 +1,204 @@
+"""Many concurrent streaming sessions over three ``openheim serve`` replicas behind HAProxy
+(the rig of tests/server/replicas.py: one private PostgreSQL cluster, Debian's haproxy),
+against the same load on one replica alone.
+
+Each session has a runner (it prompts) and an observer (it resumed the session), each a web
+socket through HAProxy, so round-robin spreads them over the replicas; the replica each one
+landed on is the ``X-Replica`` header of its upgrade answer. Half the observers are picked on
+their runner's replica and half on another. Per frame of the streamed replies, the observer's
+arrival minus the runner's is the added latency, reported apart for an observer on the same
+replica and on another (p50, p99). Frames per CPU second: the frames both clients of every
+session received, over the CPU seconds the replicas spent (user + system, from /proc) while
+the replies streamed; the same load on one replica alone (no HAProxy) gives the baseline.
+
+    .venv/bin/python bench/replicas_haproxy.py --sessions 300 --frames 40 --delay 0.02
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from replicas import AUTH, arrivals, pct
+from replicas import fleet as solo_fleet
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.pgcluster import Cluster  # noqa: E402
+from tests.server.replicas import fleet as haproxy_fleet  # noqa: E402
+from tests.server.support import Socket  # noqa: E402
+
+from openheim.testing import FakeLLMServer, FakeReply  # noqa: E402
+
+SERVER = "[server]\nmax_connections = 2000\nmax_connections_per_address = 2000\n"
+"""Every client comes from one address (HAProxy's, or this process's): room for all of them."""
+BATCH = 50
+"""Web sockets opened at once (the replicas' accept queues stay short)."""
+
+
+@dataclass
+class Load:
+    """What one run measured."""
+
+    same: list[float] = field(default_factory=list)
+    other: list[float] = field(default_factory=list)
+    frames: int = 0
+    cpu: float = 0.0
+    wall: float = 0.0
+
+    @property
+    def per_cpu(self) -> float:
+        return self.frames / self.cpu if self.cpu else 0.0
+
+
+def cpu_seconds(pids: Sequence[int]) -> float:
+    """User + system CPU seconds the processes ``pids`` have spent so far."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / tick
+
+
+async def open_sockets(url: str, count: int) -> list[tuple[Socket, str]]:
+    """``count`` connected sockets to ``url``, each with the replica it landed on."""
+    out: list[tuple[Socket, str]] = []
+    while len(out) < count:
+        batch = [Socket(url, AUTH, {"max_size": None}) for _ in range(min(BATCH, count - len(out)))]
+        for sock in await asyncio.gather(*(s.__aenter__() for s in batch)):
+            assert sock.conn is not None and sock.conn.response is not None
+            out.append((sock, sock.conn.response.headers.get("x-replica", "alone")))
+    return out
+
+
+def pair(
+    runners: list[tuple[Socket, str]], observers: list[tuple[Socket, str]]
+) -> list[tuple[Socket, Socket, bool]]:
+    """Each runner with an observer: on its replica for even ones, on another for odd ones
+    where the pools allow (otherwise whichever is left); True where both share a replica."""
+    pools: dict[str, list[Socket]] = {}
+    for sock, name in observers:
+        pools.setdefault(name, []).append(sock)
+    out = []
+    for i, (runner, name) in enumerate(runners):
+        others = sorted((n for n in pools if n != name and pools[n]), key=lambda n: -len(pools[n]))
+        wanted = [name, *others] if i % 2 == 0 else [*others, name]
+        chosen = next(n for n in wanted if pools.get(n))
+        out.append((runner, pools[chosen].pop(), chosen == name))
+    return out
+
+
+async def load(url: str, pids: Sequence[int], sessions: int) -> Load:
+    """Open ``sessions`` sessions through ``url``, prompt them all at once, time the frames."""
+    runners = await open_sockets(url, sessions)
+    observers = await open_sockets(url, sessions)
+    pairs = pair(runners, observers)
+    ids = []
+    for start in range(0, len(pairs), BATCH):
+        chunk = pairs[start : start + BATCH]
+        opened = await asyncio.gather(*(r.call("agent", type="open") for r, _, _ in chunk))
+        ids += [o["session_id"] for o in opened]
+        await asyncio.gather(
+            *(
+                o.call("agent", type="resume", session_id=s, after=0)
+                for (_, o, _), s in zip(chunk, ids[start:], strict=False)
+            )
+        )
+    result = Load()
+    cpu = cpu_seconds(pids)
+    began = time.perf_counter()
+    await asyncio.gather(
+        *(
+            r.send("agent", type="prompt", session_id=s, text="go")
+            for (r, _, _), s in zip(pairs, ids, strict=True)
+        )
+    )
+    timed: list[tuple[dict[int, float], dict[int, float]]] = [({}, {}) for _ in pairs]
+    await asyncio.gather(
+        *(arrivals(r, s, here) for (r, _, _), s, (here, _) in zip(pairs, ids, timed, strict=True)),
+        *(
+            arrivals(o, s, there)
+            for (_, o, _), s, (_, there) in zip(pairs, ids, timed, strict=True)
+        ),
+    )
+    result.wall = time.perf_counter() - began
+    result.cpu = cpu_seconds(pids) - cpu
+    for (_, _, same), (here, there) in zip(pairs, timed, strict=True):
+        assert sorted(there) == sorted(here), "a frame was lost or doubled"
+        (result.same if same else result.other).extend((there[s] - here[s]) * 1000 for s in here)
+        result.frames += len(here) + len(there)
+    for sock, _ in runners + observers:
+        await sock.__aexit__(None, None, None)
+    return result
+
+
+async def behind_haproxy(store_url: str, reply: FakeReply, sessions: int) -> Load:
+    """The load on the rig's three replicas behind HAProxy."""
+    with tempfile.TemporaryDirectory() as folder, FakeLLMServer([reply] * sessions) as llm:
+        root = Path(folder)
+        (root / "work").mkdir()
+        with haproxy_fleet(root, root / "work", llm, store_url, SERVER) as proxied:
+            pids = [process.pid for process in proxied.replicas.values()]
+            return await load(proxied.ws_url + "/ws", pids, sessions)
+
+
+async def one_alone(store_url: str, reply: FakeReply, sessions: int) -> Load:
+    """The same load on one replica alone, its clients connected to it directly."""
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        FakeLLMServer([reply] * sessions) as llm,
+        solo_fleet(Path(folder), llm, store_url, 1, SERVER) as (replica,),
+    ):
+        return await load(replica.ws, [replica.process.pid], sessions)
+
+
+def _line(label: str, values: list[float]) -> str:
+    if not values:
+        return f"{label}: none"
+    return (
+        f"{label}, {len(values)} frames: p50 {statistics.median(values):.1f} ms, "
+        f"p99 {pct(values, 99):.1f} ms"
+    )
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sessions", type=int, default=300)
+    parser.add_argument("--frames", type=int, default=40, help="deltas per reply")
+    parser.add_argument("--delay", type=float, default=0.02, help="seconds between deltas")
+    args = parser.parse_args()
+    reply = FakeReply(chunks=[f"w{i} " for i in range(args.frames)], chunk_delay=args.delay)
+    cluster = Cluster()
+    try:
+        three = await behind_haproxy(cluster.database(), reply, args.sessions)
+        alone = await one_alone(cluster.database(), reply, args.sessions)
+    finally:
+        cluster.stop()
+    print(f"{args.sessions} sessions x {args.frames} deltas, {args.delay * 1000:.0f} ms apart")
+    print(_line("three replicas, observer on the runner's replica", three.same))
+    print(_line("three replicas, observer on another replica", three.other))
+    print(_line("one replica alone, observer on it", alone.same))
+    for label, run in (("three replicas", three), ("one replica alone", alone)):
+        print(
+            f"{label}: {run.frames} frames in {run.wall:.1f} s, replicas' CPU {run.cpu:.1f} s, "
+            f"{run.per_cpu:.0f} frames per CPU second"
+        )
+    if alone.per_cpu:
+        print(
+            "ratio of frames per CPU second, three replicas over one alone: "
+            f"{three.per_cpu / alone.per_cpu:.2f}"
+        )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
