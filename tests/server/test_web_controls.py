@@ -16,9 +16,7 @@ from playwright.async_api import Browser, Page, expect
 
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from tests.server.support import Served, served
-from tests.server.test_web_page import TIMEOUT_MS, artefacts, browser
-
-__all__ = ["artefacts", "browser"]  # the fixtures, shared with test_web_page
+from tests.server.test_web_page import TIMEOUT_MS
 
 BUSY = re.compile(r"\bbusy\b")
 TASKS = "".join(f'  "line {n}": {n},\n' for n in range(1, 13))

@@ -22,10 +22,10 @@ from playwright.async_api import Browser, Page, Route, async_playwright, expect
 
 from openheim.server.pages import STATIC
 from openheim.testing import FakeLLMServer, FakeReply
+from tests.server.conftest import CHROMIUM
 from tests.server.support import served
-from tests.server.test_web_page import CHROMIUM, TIMEOUT_MS, artefacts, send
+from tests.server.test_web_page import TIMEOUT_MS, send
 
-__all__ = ["artefacts"]  # the fixture, shared with test_web_page.py
 in_module_loop = pytest.mark.asyncio(loop_scope="module")  # one browser for the file's tests
 
 ORIGIN = "http://render.test"
