@@ -75,11 +75,12 @@ async def test_a_prompt_on_another_replica_marks_the_session_busy(
             await runner.call("agent", type="prompt", session_id=sid, text="go")
             began = (await watcher.until(_is("session_busy")))["data"]
             await runner.until(_is("approval_request"))
+            listed = {row["id"]: row["busy"] for row in b.get("/api/sessions")["sessions"]}
             async with b.socket() as late:
                 opened = await late.call("agent", type="resume", session_id=sid, after=0)
             await runner.call("agent", type="cancel", session_id=sid)
             ended = (await watcher.until(_is("session_busy")))["data"]
             await runner.events_until_finished(sid)
-    assert opened["busy"] is True
+    assert opened["busy"] is True and listed[sid] is True
     assert (began["session_id"], began["busy"]) == (sid, True)
     assert (ended["session_id"], ended["busy"]) == (sid, False)
