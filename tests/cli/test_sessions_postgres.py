@@ -39,13 +39,14 @@ def one_error_line(stderr: str) -> str:
     [
         (f"mysql://me:{SECRET}@127.0.0.1/db", exit_codes.USAGE, "is not a postgresql:// URL"),
         (f"postgresql://me:{SECRET}@127.0.0.1:x/db", exit_codes.USAGE, "not a valid PostgreSQL"),
+        (f"postgresql://me:{SECRET}@127.0.0.1/db?port=notaport", exit_codes.USAGE, "its port is"),
         (
             f"postgresql://me:{SECRET}@127.0.0.1:1/db?connect_timeout=5",
             exit_codes.ERROR,
             'failed: connection to server at "127.0.0.1", port 1 failed',
         ),
     ],
-    ids=["wrong-scheme", "bad-port", "unreachable"],
+    ids=["wrong-scheme", "bad-port", "query-port", "unreachable"],
 )
 def test_a_bad_url_is_one_line_with_its_exit_code(
     home: Path, work: Path, url: str, code: int, says: str

@@ -16,7 +16,7 @@ import pytest
 from openheim.errors import ConfigError, SchemaError, SessionBusy, StoreError
 from openheim.messages import Message
 from openheim.store.opener import open_store
-from openheim.store.pg_link import redacted
+from openheim.store.pg_link import checked, redacted
 from openheim.store.pg_schema import MIGRATIONS
 from openheim.store.postgres import PostgresStore
 from tests.pgcluster import Cluster
@@ -94,9 +94,18 @@ def test_a_schema_newer_than_this_openheim_is_refused_untouched(pg_url: str) -> 
         f"postgresql://me:{SECRET}@db.internal:notaport/openheim",
         f"postgresql://me@db.internal/openheim?password={SECRET}&unknown=option",
         "",
+        f"postgresql://me:{SECRET}@db.internal/openheim?port=notaport",
+        f"postgresql://me:{SECRET}@db.internal/openheim?port=70000",
+        f"postgresql://me:{SECRET}@a,b/openheim?port=5432,x",
+        f"postgresql://me:{SECRET}@db.internal/openheim?connect_timeout=soon",
+        f"postgresql://me:{SECRET}@db.internal/openheim?keepalives_idle=-4",
     ],
-    ids=["other-scheme", "no-scheme", "keyword-string", "bad-port", "bad-option", "empty"],
-)
+    ids=[
+        "other-scheme", "no-scheme", "keyword-string", "bad-port", "bad-option", "empty",
+        "query-port-letters", "query-port-range", "query-port-list", "timeout-letters",
+        "keepalive-negative",
+    ],
+)  # fmt: skip
 def test_a_wrong_url_is_refused_in_one_line_without_its_password(url: str) -> None:
     with pytest.raises(ConfigError) as caught:
         PostgresStore(url)
@@ -104,6 +113,31 @@ def test_a_wrong_url_is_refused_in_one_line_without_its_password(url: str) -> No
     assert SECRET not in text
     assert "\n" not in str(caught.value)
     assert "store_url" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("query", "says"),
+    [
+        ("port=notaport", "port is not a number from 1 to 65535"),
+        ("port=0", "port is not a number from 1 to 65535"),
+        ("port=5432,x", "port is not a number from 1 to 65535"),
+        ("connect_timeout=soon", "connect_timeout is not a whole number of 0 or more"),
+        ("keepalives_count=1.5", "keepalives_count is not a whole number of 0 or more"),
+    ],
+)
+def test_a_number_option_that_is_not_a_number_is_named(query: str, says: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        checked(f"postgresql://me:{SECRET}@h/db?{query}")
+    assert says in str(caught.value)
+    assert "postgresql://me:***@h/db" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "query", ["port=5432", "port=5432,5433", "port=,5433", "connect_timeout=0", "sslmode=require"]
+)
+def test_good_number_options_are_taken(query: str) -> None:
+    url = f"postgresql://me@a,b/db?{query}"
+    assert checked(url) == url
 
 
 def test_an_unreachable_server_is_a_store_error_without_the_password() -> None:

@@ -248,17 +248,23 @@ def _convert(tp: Any, value: object, path: str) -> Any:
 
 
 def _convert_union(args: tuple[Any, ...], value: object, path: str) -> Any:
+    """The first option ``value`` fits. When none fits, an error found inside an option's
+    table or list (``value`` had that option's shape) is raised as it is, with its key's path;
+    otherwise one error at ``path`` lists every option's problem."""
     if value is None and _NONE in args:
         return None
-    problems = []
+    errors: list[TypeCheckError] = []
     for option in args:
         if option is _NONE:
             continue
         try:
             return convert(option, value, path)
         except TypeCheckError as err:
-            problems.append(err.problem)
-    raise TypeCheckError(path, " or ".join(dict.fromkeys(problems)))
+            errors.append(err)
+    inner = next((err for err in errors if err.path != path), None)
+    if inner is not None:
+        raise inner
+    raise TypeCheckError(path, " or ".join(dict.fromkeys(err.problem for err in errors)))
 
 
 def _convert_scalar(tp: Any, value: object, path: str) -> Any:

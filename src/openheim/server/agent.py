@@ -81,7 +81,9 @@ class AgentChannel:
         gap = _gap(live, after, kept[0][0] if kept else live.seq + 1)
         missed = [text for _, text in kept]
         asked = [text for seq, text, _ in live.pending.values() if after is None or seq <= after]
-        self.subscriber.replay([*gap, *missed, *asked])
+        hub = self.context.hub
+        elsewhere = relay.asked_elsewhere(hub, live, after) if after is not None else []
+        self.subscriber.replay([*gap, *missed, *asked, *elsewhere])
         live.subscribers.add(self.subscriber)
         self.attached[live.key] = live
         assert live.session is not None
@@ -90,7 +92,7 @@ class AgentChannel:
             "session_id": live.key,
             "model": live.session.model,
             "seq": live.seq,
-            "busy": live.busy,
+            "busy": live.busy or relay.runs_elsewhere(hub, live),
             "replayed": len(missed),
         }
 

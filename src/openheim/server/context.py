@@ -75,6 +75,12 @@ class ServerContext:
     """What serves ``/acp``, handed in by whoever composes the server (``openheim serve``
     hands it ACP's); None: the app has no ``/acp``."""
 
+    def __post_init__(self) -> None:
+        shared = self.hub.relay
+        if shared is not None:  # replicas: a prompt's busy changes are told across them
+            shared.on_busy = self.busy.tell
+            self.busy.share = shared.share_busy
+
     @property
     def settings(self) -> Settings:
         return self.runtime.settings

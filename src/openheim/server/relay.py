@@ -5,7 +5,10 @@ Every batch of frames stored names its session and its highest number on the fra
 a session that a prompt on another replica runs reads those frames from the store's frame log
 and forwards them in order (``Hub.relayed``). Approval answers and cancels sent to a replica
 that does not run the prompt go out on the control channel, and the replica that runs it
-applies them (``Hub.controlled``).
+applies them (``Hub.controlled``). A client attaching to a replica while another runs the
+prompt is told it is busy and sent the approval requests still waiting (``asked_elsewhere``),
+and each replica tells its ``watch_busy`` clients when a prompt begins or ends on any replica
+(``share_busy``, and ``on_busy`` on the others).
 
 One listening connection per replica, not per session. When it drops (PostgreSQL restarted),
 the relay connects again, within ``RETRY_MAX`` seconds between tries, and catches up with the
@@ -19,6 +22,8 @@ import contextlib
 import json
 import logging
 import sys
+import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from openheim.redaction.secrets import redact
@@ -36,6 +41,8 @@ RETRY_MAX = 2.0
 """Seconds between two tries to connect the listener again (doubling from ``RETRY_MIN``)."""
 MAX_PAYLOAD = 7000
 """Bytes of a control message at most (PostgreSQL takes 8000 per ``NOTIFY``)."""
+TURN_ENDS = ("finished", "failed")
+"""The events that end a prompt's frames: no approval of it waits after one."""
 
 
 def postgres(store: SessionStore) -> PostgresStore | None:
@@ -53,6 +60,10 @@ class Relay:
         self.connected = asyncio.Event()
         """Set while the listener is connected (tests and the health route wait on it)."""
         self._task: asyncio.Task[None] | None = None
+        self.origin = uuid.uuid4().hex
+        """This replica's name in its control messages: its own copies are ignored."""
+        self.on_busy: Callable[[str, bool], None] | None = None
+        """Told when a prompt begins (True) or ends (False) on another replica."""
 
     def start(self) -> None:
         if self._task is None:
@@ -67,7 +78,7 @@ class Relay:
 
     def send(self, message: dict[str, Any]) -> None:
         """Publish a control message to every replica (this one's own copy is ignored)."""
-        payload = json.dumps(message)
+        payload = json.dumps({**message, "origin": self.origin})
         if len(payload) > MAX_PAYLOAD:
             raise ValueError(f"a control message of {len(payload)} bytes is too long")
         self.store.notify(payload)
@@ -100,6 +111,14 @@ class Relay:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RETRY_MAX)
 
+    def share_busy(self, session_id: str, busy: bool) -> None:
+        """Tell the other replicas that a prompt here began or ended (a lost notice is logged:
+        their clients' busy marks are a display, the lease still refuses a second prompt)."""
+        try:
+            self.send({"kind": "busy", "session": session_id, "busy": busy})
+        except Exception as err:
+            log.warning("the replicas were not told of a busy change (%s)", type(err).__name__)
+
     def _take(self, frames: bool, payload: str) -> None:
         """One notification: frames stored, or a control message."""
         try:
@@ -108,13 +127,18 @@ class Relay:
                 self.hub.relayed(session_id, int(seq))
             else:
                 message = json.loads(payload)
-                if isinstance(message, dict):
+                if isinstance(message, dict) and message.get("origin") != self.origin:
                     self._control(message)
         except Exception:  # one bad notification must not end the listener
             log.exception("a replica notification could not be handled")
 
     def _control(self, message: dict[str, Any]) -> None:
-        """A control message of another replica for a prompt that may run here."""
+        """A control message of another replica: a busy change, or for a prompt that may run
+        here."""
+        if message.get("kind") == "busy":
+            if self.on_busy is not None:
+                self.on_busy(str(message.get("session")), message.get("busy") is True)
+            return
         live = self.hub.get(str(message.get("session")))
         if live is None or not live.busy:
             return
@@ -143,3 +167,36 @@ def answer(hub: Hub, live: Live, approval_id: str, choice: approvals.Choice, rea
     message = {"approval_id": approval_id, "choice": choice.id, "reason": reason}
     hub.relay.send({"kind": "answer", "session": live.key, **message})
     return True
+
+
+def runs_elsewhere(hub: Hub, live: Live) -> bool:
+    """Whether a prompt of ``live``'s stored session runs on another replica now."""
+    return (
+        not live.busy
+        and hub.relay is not None
+        and live.writer is not None
+        and hub.store.held_elsewhere(live.key)
+    )
+
+
+def asked_elsewhere(hub: Hub, live: Live, after: int) -> list[str]:
+    """The approval requests numbered up to ``after`` that a prompt on another replica still
+    waits on, as stored: a client attaching here past them is sent them again, as the replica
+    running the prompt would (it answers them through ``answer``)."""
+    if not runs_elsewhere(hub, live):
+        return []
+    waiting: dict[str, str] = {}
+    for seq, text in hub.store.frames.after(live.key, 0):
+        if not text.startswith('{"type": "approval_') and not any(
+            f'"{end}"' in text for end in TURN_ENDS
+        ):
+            continue  # most frames are deltas: not parsed
+        data = json.loads(text)
+        kind = data.get("type")
+        if kind == "approval_request" and seq <= after:
+            waiting[str(data.get("approval_id"))] = text
+        elif kind == "approval_resolved":
+            waiting.pop(str(data.get("approval_id")), None)
+        elif kind == "event" and data.get("event", {}).get("type") in TURN_ENDS:
+            waiting.clear()  # an earlier prompt's requests (cancelled ones are never resolved)
+    return list(waiting.values())

@@ -139,8 +139,11 @@ def _rows(context: ServerContext, records: list[SessionRecord]) -> list[dict[str
 
 
 def _busy(context: ServerContext, key: str) -> bool:
+    """Whether a turn runs in the session here, or (replicas) on another replica."""
     live = context.hub.get(key)
-    return live is not None and live.busy
+    if live is not None and live.busy:
+        return True
+    return context.hub.relay is not None and context.store.held_elsewhere(key)
 
 
 async def get_session(request: Request) -> Response:
@@ -150,7 +153,7 @@ async def get_session(request: Request) -> Response:
     context = ctx(request)
     messages = context.store.messages(found.id)
     live = context.hub.get(found.id)
-    state = None if live is None else {"seq": live.seq, "busy": live.busy}
+    state = None if live is None else {"seq": live.seq, "busy": _busy(context, found.id)}
     seq = live.seq if live is not None else context.store.frames.last(found.id)
     if live is not None and live.busy and live.turn is not None:  # the turn comes as frames
         messages, seq = before_turn(messages, live.turn), live.turn.seq

@@ -62,13 +62,36 @@ def checked(url: str) -> str:
     shown = redacted(url)
     try:
         urlsplit(url).port  # noqa: B018 - reading it checks it
-        conninfo_to_dict(url)
+        problem = _number_problem(conninfo_to_dict(url))
     except (ValueError, psycopg.Error) as err:
+        problem = _line(err, url)
+    if problem is not None:
         raise ConfigError(
-            f"store_url {shown} is not a valid PostgreSQL URL: {_line(err, url)}",
+            f"store_url {shown} is not a valid PostgreSQL URL: {problem}",
             hint="write it as postgresql://USER:PASSWORD@HOST:PORT/DATABASE",
-        ) from None
+        )
     return url
+
+
+WHOLE_NUMBER_OPTIONS = (
+    "connect_timeout", "keepalives", "keepalives_idle", "keepalives_interval",
+    "keepalives_count", "tcp_user_timeout",
+)  # fmt: skip
+"""libpq options that take a whole number of 0 or more; libpq itself reads them only when it
+connects, so a wrong one would otherwise pass as a URL and fail later as an unreachable store."""
+
+
+def _number_problem(options: dict[str, Any]) -> str | None:
+    """What is wrong with the URL's port (one per host, comma-separated, empty for the default)
+    or its number options; ``None`` when they are all numbers. Values are not shown."""
+    for port in str(options.get("port") or "").split(","):
+        if port and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
+            return "its port is not a number from 1 to 65535"
+    for key in WHOLE_NUMBER_OPTIONS:
+        value = options.get(key)
+        if value is not None and not (str(value).isascii() and str(value).isdigit()):
+            return f"its {key} is not a whole number of 0 or more"
+    return None
 
 
 def _register_password(url: str) -> None:
