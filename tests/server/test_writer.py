@@ -142,3 +142,33 @@ async def test_a_batch_the_store_fails_is_written_again_in_order(store: SQLiteSt
     out.add(sid, 2, "frame 2")
     await out.aclose()
     assert [text for _, text in store.frames.after(sid, 0)] == ["frame 1", "frame 2"]
+
+
+async def test_a_last_batch_the_store_fails_is_written_again_with_no_frame_after_it(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The frame that ends a turn may be the last for a long time: a failed write of it is
+    tried again on a timer, not only when another frame comes."""
+    from openheim.errors import StoreError
+
+    monkeypatch.setattr(frame_writer, "RETRY_DELAY", 0.01)
+    sid = _session(store)
+    append = store.frames.append
+    failures = [StoreError("the database restarts", hint="wait")] * 3
+    stored = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def away(batch: Sequence[tuple[str, int, str]]) -> None:
+        if failures:
+            raise failures.pop()
+        append(batch)
+        loop.call_soon_threadsafe(stored.set)
+
+    store.frames.append = away  # type: ignore[method-assign,assignment]
+    out = FrameWriter(store, delay=0.001)
+    out.add(sid, 1, "finished")
+    async with asyncio.timeout(WAIT):
+        await stored.wait()
+    assert [text for _, text in store.frames.after(sid, 0)] == ["finished"]
+    assert failures == []
+    await out.aclose()

@@ -13,8 +13,9 @@ the batches handed to the thread wait in one queue, and whoever holds the write 
 every batch queued so far, so one the thread has not begun is never left out. The frames of a
 session deleted meanwhile (by another process) are dropped alone; the batch's others are stored.
 A batch the store fails to write (its database restarting) is written again, in order, with
-the next one (``MAX_UNSTORED`` frames at most), so no frame is missing from the log between
-two that are there.
+the next one or ``RETRY_DELAY`` seconds later, whichever comes first (``MAX_UNSTORED`` frames
+at most), so no frame is missing from the log between two that are there, and the last frame of
+a turn reaches it too, though no frame follows it.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ FLUSH_DELAY = 0.05
 RELAY_DELAY = 0.01
 """The same on a PostgreSQL store, whose other replicas forward a frame once it is stored."""
 
+RETRY_DELAY = 0.5
+"""Seconds before a batch the store failed is tried again when no other frame comes."""
 MAX_UNSTORED = 100_000
 """Frames kept to be written again while the store fails (PostgreSQL restarting); past it,
 they are dropped with a warning."""
@@ -57,19 +60,24 @@ class FrameWriter:
         self._writing: set[asyncio.Future[None]] = set()
         self._handed: deque[list[Row]] = deque()
         """Batches handed over and not written yet, oldest first (taken under ``_lock``)."""
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closed = False
 
     def add(self, session_id: str, seq: int, text: str) -> None:
         self.rows.append((session_id, seq, text))
+        self._loop = asyncio.get_running_loop()
         if self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(self.delay, self._hand_over)
+            self._timer = self._loop.call_later(self.delay, self._hand_over)
 
     def _hand_over(self) -> None:
-        """Give the frames added so far to the writing thread."""
+        """Give the frames added so far, and any batch left to write again, to the writing
+        thread."""
         self._timer = None
         batch, self.rows = self.rows, []
-        if not batch:
+        if batch:
+            self._handed.append(batch)
+        if not self._handed:
             return
-        self._handed.append(batch)
         if self._thread is None:
             self._thread = ThreadPoolExecutor(1, thread_name_prefix="openheim-frames")
         future = asyncio.get_running_loop().run_in_executor(self._thread, self._write)
@@ -87,7 +95,9 @@ class FrameWriter:
         self._write()
 
     async def aclose(self) -> None:
-        """Write every frame added so far and wait for the thread's batches."""
+        """Write every frame added so far and wait for the thread's batches (a batch the store
+        fails now is not tried again)."""
+        self._closed = True
         self.flush()
         if self._writing:
             await asyncio.gather(*self._writing)
@@ -110,6 +120,13 @@ class FrameWriter:
                     log.warning("%d session frames were not stored: %s", len(batch), err.message)
                     return
                 self._handed.appendleft(batch)
+                if self._loop is not None and not self._closed:
+                    self._loop.call_soon_threadsafe(self._retry)
+
+    def _retry(self) -> None:
+        """Try the failed batch again in ``RETRY_DELAY`` seconds, unless a frame comes first."""
+        if self._timer is None and not self._closed and self._loop is not None:
+            self._timer = self._loop.call_later(RETRY_DELAY, self._hand_over)
 
     def _append(self, batch: list[Row]) -> None:
         """Store a batch; when a session of it is gone (deleted by another process while it
