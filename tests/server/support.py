@@ -176,10 +176,13 @@ class Socket:
         reply: dict[str, Any] = frame["data"]
         return reply
 
-    async def events_until_finished(self, session_id: str) -> list[dict[str, Any]]:
-        """The session's ``event`` frames up to and including ``finished`` or ``failed``."""
+    async def events_until_finished(
+        self, session_id: str, wait: float = WAIT
+    ) -> list[dict[str, Any]]:
+        """The session's ``event`` frames up to and including ``finished`` or ``failed``,
+        within ``wait`` seconds."""
         out: list[dict[str, Any]] = []
-        async with asyncio.timeout(WAIT):
+        async with asyncio.timeout(wait):
             while True:
                 data = (await self.next())["data"]
                 if data.get("type") == "event" and data["session_id"] == session_id:

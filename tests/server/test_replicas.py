@@ -184,6 +184,12 @@ async def test_clients_attaching_on_other_replicas_mid_stream_see_each_frame_onc
     assert _seqs(late, sid) == ran[3:]
 
 
+RECOVERY_WAIT = 30.0
+"""Seconds the turn cut by a PostgreSQL restart may take to end on each replica: a store pool
+that tried to connect while the server was down waits out its reconnect back-off (1 s,
+doubling) before it writes or reads again, and the listener reconnects within 2 s of that."""
+
+
 async def test_replicas_outlive_a_restart_of_postgresql(
     tmp_path: Path, work: Path, pg_url: str, pg_cluster: Cluster
 ) -> None:
@@ -196,8 +202,8 @@ async def test_replicas_outlive_a_restart_of_postgresql(
             await runner.call("agent", type="prompt", session_id=sid, text="go")
             await watcher.until(lambda d: d.get("type") == "event" and d["seq"] > 5)
             pg_cluster.restart()
-            ended = (await runner.events_until_finished(sid))[-1]["event"]
-            await watcher.events_until_finished(sid)
+            ended = (await runner.events_until_finished(sid, RECOVERY_WAIT))[-1]["event"]
+            await watcher.events_until_finished(sid, RECOVERY_WAIT)
             await runner.call("agent", type="prompt", session_id=sid, text="again")
             await runner.events_until_finished(sid)
             last = (await watcher.events_until_finished(sid))[-1]["event"]
