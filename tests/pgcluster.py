@@ -99,12 +99,7 @@ class Cluster:
             conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
     def restart(self) -> None:
-        """Stop the server at once (every connection cut) and start it again. A checkpoint
-        first keeps the crash recovery of the start short: every database a test made since
-        the last one (each a copy of its template in the WAL) would be replayed otherwise,
-        many seconds once the suite has made a few hundred."""
-        with psycopg.connect(self.url(), autocommit=True) as conn:
-            conn.execute("CHECKPOINT")
+        """Stop the server at once (every connection cut) and start it again."""
         log = str(self.folder / "server.log")
         self._run("pg_ctl", "-D", str(self.data), "-l", log, "-m", "immediate", "-w", "-t",
                   str(START_TIMEOUT), "restart")  # fmt: skip
