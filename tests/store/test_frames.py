@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from openheim.errors import SessionNotFound
+from openheim.store import frames
 from openheim.store.common import SqlStore
 from openheim.store.schema import _V1, MIGRATIONS
 from openheim.store.sqlite import SQLiteStore
@@ -27,6 +28,18 @@ def test_frames_are_read_back_after_a_number(store: SqlStore) -> None:
     assert list(store.frames.after(sid, 3)) == []
     assert (store.frames.last(sid), store.frames.last(other)) == (3, 1)
     assert store.frames.last(new_session(store)) == 0
+
+
+def test_frames_of_many_sessions_are_read_at_once(
+    store: SqlStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(frames, "MANY", 2)  # three sessions: two queries
+    one, two, three, quiet = (new_session(store) for _ in range(4))
+    store.frames.append([(one, 1, "a"), (one, 2, "b"), (two, 1, "x"), (three, 5, "z")])
+    store.frames.append([(one, 3, "c"), (two, 2, "y")])
+    found = store.frames.after_many({one: 1, two: 2, three: 0, quiet: 0})
+    assert found == {one: [(2, "b"), (3, "c")], three: [(5, "z")]}
+    assert store.frames.after_many({}) == {}
 
 
 def test_only_the_last_frames_are_kept(store: SqlStore) -> None:

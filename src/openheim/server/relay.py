@@ -3,7 +3,7 @@
 Every batch of frames stored names its session and its highest number on the frames channel
 (``store.postgres.FRAMES_CHANNEL``, sent on commit). A replica whose clients are attached to
 a session that a prompt on another replica runs reads those frames from the store's frame log
-and forwards them in order (``Hub.relayed``). Approval answers and cancels sent to a replica
+and forwards them in order (``server.follower``). Approval answers and cancels sent to a replica
 that does not run the prompt go out on the control channel, and the replica that runs it
 applies them (``Hub.controlled``). A client attaching to a replica while another runs the
 prompt is told it is busy and sent the approval requests still waiting (``asked_elsewhere``),
@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from openheim.redaction.secrets import redact
 from openheim.runtime import approvals
+from openheim.server.follower import ANY, Follower
 
 if TYPE_CHECKING:
     from openheim.server.hub import Hub, Live
@@ -64,6 +65,7 @@ class Relay:
         """This replica's name in its control messages: its own copies are ignored."""
         self.on_busy: Callable[[str, bool], None] | None = None
         """Told when a prompt begins (True) or ends (False) on another replica."""
+        self.follower = Follower(hub)
 
     def start(self) -> None:
         if self._task is None:
@@ -75,6 +77,7 @@ class Relay:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+        await self.follower.aclose()
 
     def send(self, message: dict[str, Any]) -> None:
         """Publish a control message to every replica (this one's own copy is ignored)."""
@@ -101,7 +104,9 @@ class Relay:
                     await conn.execute(f"LISTEN {CONTROL_CHANNEL}")
                     self.connected.set()
                     delay = RETRY_MIN
-                    self.hub.catch_up()  # what was stored while no one listened
+                    for key, live in list(self.hub.sessions.items()):
+                        if live.writer is not None:  # what was stored while no one listened
+                            self.follower.notice(key, ANY)
                     async for note in conn.notifies():
                         self._take(note.channel == FRAMES_CHANNEL, note.payload)
             except (psycopg.Error, OSError, OpenheimError) as err:  # the store's own reads too
@@ -124,7 +129,7 @@ class Relay:
         try:
             if frames:
                 seq, _, session_id = payload.partition(" ")
-                self.hub.relayed(session_id, int(seq))
+                self.follower.notice(session_id, int(seq))
             else:
                 message = json.loads(payload)
                 if isinstance(message, dict) and message.get("origin") != self.origin:
