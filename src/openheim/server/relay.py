@@ -1,6 +1,6 @@
 """``Relay``: what replicas sharing a PostgreSQL store tell each other, over ``LISTEN/NOTIFY``.
 
-Every batch of frames stored names its session and its highest number on the frames channel
+Every batch of frames stored names its sessions and their highest numbers on the frames channel
 (``store.postgres.FRAMES_CHANNEL``, sent on commit). A replica whose clients are attached to
 a session that a prompt on another replica runs reads those frames from the store's frame log
 and forwards them in order (``server.follower``). Approval answers and cancels sent to a replica
@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from openheim.redaction.secrets import redact
 from openheim.runtime import approvals
 from openheim.server.follower import ANY, Follower
+from openheim.store.frame_notices import stored
 
 if TYPE_CHECKING:
     from openheim.server.hub import Hub, Live
@@ -128,8 +129,8 @@ class Relay:
         """One notification: frames stored, or a control message."""
         try:
             if frames:
-                seq, _, session_id = payload.partition(" ")
-                self.follower.notice(session_id, int(seq))
+                for session_id, seq in stored(payload):
+                    self.follower.notice(session_id, seq)
             else:
                 message = json.loads(payload)
                 if isinstance(message, dict) and message.get("origin") != self.origin:

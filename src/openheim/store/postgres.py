@@ -29,12 +29,14 @@ from openheim.store.batches import BatchWriter
 from openheim.store.checkpoint_rows import CheckpointRows
 from openheim.store.common import SqlStore
 from openheim.store.compactions import CompactionLog
+from openheim.store.frame_notices import payloads
 from openheim.store.frames import FrameLog, gone
 from openheim.store.tables import Connection, body_json, search_text
 
 FRAMES_CHANNEL = "openheim_frames"
-"""The ``NOTIFY`` channel of frames stored: ``"<seq> <session id>"``, the highest number
-stored for that session (sent on commit, so a listener finds the frames already there)."""
+"""The ``NOTIFY`` channel of frames stored: lines of ``"<seq> <session id>"``, the highest
+number stored per session of a batch (``store.frame_notices``; sent on commit, so a listener
+finds the frames already there)."""
 CONTROL_CHANNEL = "openheim_control"
 """The ``NOTIFY`` channel of what one replica asks of the prompt another runs (JSON)."""
 LEASE_TIMEOUT = 10.0
@@ -150,8 +152,8 @@ class PostgresStore(SqlStore):
 
 
 class _Frames(FrameLog):
-    """The frame log with PostgreSQL's upsert, and a ``NOTIFY`` per session on
-    ``FRAMES_CHANNEL`` (delivered once the batch commits)."""
+    """The frame log with PostgreSQL's upsert, and ``NOTIFY`` on ``FRAMES_CHANNEL`` of the
+    sessions of each batch (delivered once the batch commits)."""
 
     def _insert(self, conn: Connection, frames: Sequence[tuple[str, int, str]]) -> None:
         try:
@@ -166,6 +168,5 @@ class _Frames(FrameLog):
         for session_id, seq, _ in frames:
             last[session_id] = max(seq, last.get(session_id, 0))
         conn.executemany(
-            "SELECT pg_notify(?, ?)",
-            [(FRAMES_CHANNEL, f"{seq} {sid}") for sid, seq in last.items()],
+            "SELECT pg_notify(?, ?)", [(FRAMES_CHANNEL, text) for text in payloads(last)]
         )
