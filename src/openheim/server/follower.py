@@ -13,7 +13,6 @@ later notice comes.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from typing import TYPE_CHECKING
 
@@ -41,7 +40,8 @@ class Follower:
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
-        self._task: asyncio.Task[None] | None = None
+        self.task: asyncio.Task[None] | None = None
+        """The forwarding task, started by the first notice (``Relay.aclose`` ends it)."""
 
     def notice(self, key: str, seq: int) -> None:
         """Frames of ``key`` up to ``seq`` were stored elsewhere (``ANY``: maybe some)."""
@@ -49,19 +49,12 @@ class Follower:
         self.wanted[key] = ANY if ANY in (seq, known) else max(seq, known or 0)
         self._idle.clear()
         self._wake.set()
-        if self._task is None:
-            self._task = asyncio.create_task(self._run())
+        if self.task is None:
+            self.task = asyncio.create_task(self._run())
 
     async def settled(self) -> None:
         """Return once every notice so far has been forwarded (or its session is gone)."""
         await self._idle.wait()
-
-    async def aclose(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
 
     async def _run(self) -> None:
         delay = RETRY_MIN

@@ -73,12 +73,13 @@ class Relay:
             self._task = asyncio.create_task(self._run())
 
     async def aclose(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-        await self.follower.aclose()
+        """Stop listening, and forwarding frames."""
+        for task in (self._task, self.follower.task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._task = self.follower.task = None
 
     def send(self, message: dict[str, Any]) -> None:
         """Publish a control message to every replica (this one's own copy is ignored)."""
