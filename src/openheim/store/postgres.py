@@ -5,7 +5,10 @@ Connections come from a psycopg pool. Every write is one transaction (a savepoin
 batch's, as with SQLite) that first takes one transaction-level advisory lock: writes are
 serialised as SQLite's ``BEGIN IMMEDIATE`` serialises them, so a session's message numbers,
 its lease and the store-wide unique ``updated_at`` need no other locking, and no two writers
-ever wait on each other's rows (no deadlock). Reads take no lock and see committed writes.
+ever wait on each other's rows (no deadlock). The frame log's batches are the exception: they
+only upsert and trim the frames of sessions whose prompts run in the writing process (the
+lease), so they take no lock and never queue behind the writes of every other replica. Reads
+take no lock and see committed writes.
 Search uses PostgreSQL's own text search (``pg_schema``), snippets by ``ts_headline``.
 
 The schema is created or brought up to date on opening (``pg_schema.migrate``); a wrong URL,
@@ -70,7 +73,7 @@ class PostgresStore(SqlStore):
         with pg_link.failures(self.url):
             self._pool = pg_link.pool(self.url, pool_size)
         self._closed = False
-        self.frames: FrameLog = _Frames(self._tx, self._read)
+        self.frames: FrameLog = _Frames(self._unlocked_tx, self._read)
         self._batches = BatchWriter(self._tx)
         self.compactions = CompactionLog(self._tx, self._read)
         self.checkpoint_rows = CheckpointRows(self._tx, self._read)
@@ -121,6 +124,12 @@ class PostgresStore(SqlStore):
                     yield link
                 finally:
                     self._local.link = None
+
+    @contextmanager
+    def _unlocked_tx(self) -> Iterator[Connection]:
+        """One write transaction without the write lock (the frame log's; see the docstring)."""
+        with pg_link.failures(self.url), self._pool.connection() as conn, conn.transaction():
+            yield pg_link.Link(conn)
 
     @contextmanager
     def _reader(self) -> Iterator[Connection]:
