@@ -27,4 +27,4 @@ class HubPrompts:
         if live is not None:
             relay.cancel(hub, live)
         elif hub.relay is not None and hub.store.held_elsewhere(session_id):
-            hub.relay.send({"kind": "cancel", "session": session_id})
+            relay.cancel_elsewhere(hub, session_id)

@@ -159,9 +159,15 @@ class Relay:
 
 def cancel(hub: Hub, live: Live) -> None:
     """Cancel the prompt of ``live``, wherever it runs."""
-    if not live.busy and hub.relay is not None and live.writer is not None:
-        hub.relay.send({"kind": "cancel", "session": live.key})
+    if not live.busy and live.writer is not None:
+        cancel_elsewhere(hub, live.key)
     live.cancel()
+
+
+def cancel_elsewhere(hub: Hub, session_id: str) -> None:
+    """Ask the other replicas to cancel the prompt of ``session_id`` (one runs it, if any)."""
+    if hub.relay is not None:
+        hub.relay.send({"kind": "cancel", "session": session_id})
 
 
 def answer(hub: Hub, live: Live, approval_id: str, choice: approvals.Choice, reason: str) -> bool:
