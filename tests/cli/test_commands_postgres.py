@@ -188,12 +188,16 @@ def test_compact_summarises_in_postgresql_and_the_next_run_is_sent_the_summary(
     assert fresh.texts()[0] == WRITE  # the history keeps every message
 
 
-def test_chat_restores_a_postgresql_session_and_stores_its_turns(fresh: Seeded) -> None:
-    typed = f":sessions {fresh.sid[:8]}\nand the keeper?\n:export chat.md\n:quit\n"
+def test_chat_restores_compacts_and_continues_a_postgresql_session(fresh: Seeded) -> None:
+    typed = f":sessions {fresh.sid[:8]}\nand the keeper?\n:export chat.md\n:compact\n:quit\n"
     code, out, err = fresh.cli("chat", "--no-tui", stdin=typed)
     assert code == 0, err
     assert "restored session" in out and "answer to and the keeper?" in out
+    assert "compacted " in out
     assert fresh.texts()[-2:] == ["and the keeper?", "answer to and the keeper?"]
+    with psycopg.connect(fresh.url, autocommit=True) as conn:
+        (kept,) = conn.execute("SELECT head FROM session_compactions").fetchone() or ("",)
+    assert SUMMARY in kept
     exported = (fresh.work / "chat.md").read_text(encoding="utf-8")
     assert WRITE in exported and "and the keeper?" in exported
     assert fresh.sessions() == [fresh.sid]
