@@ -3,6 +3,7 @@ seconds, counted in the gateway's database so a restart does not reset it."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from collections.abc import Callable
@@ -36,11 +37,12 @@ class RateLimiter:
         self._window = window
         self._clock = clock
 
-    def check(self, platform: str, sender: str) -> Verdict:
-        """Count one message of the sender, and say whether it is within the limit."""
+    async def check(self, platform: str, sender: str) -> Verdict:
+        """Count one message of the sender (in the state, off the event loop), and say
+        whether it is within the limit."""
         now = self._clock()
         start = math.floor(now / self._window) * self._window
-        count = self._state.count(platform, sender, start)
+        count = await asyncio.to_thread(self._state.count, platform, sender, start)
         if count <= self._limit:
             return Verdict(True)
         return Verdict(False, start + self._window - now, count == self._limit + 1)

@@ -14,6 +14,11 @@ private, ``0600``, as are its WAL files, since it holds messages until they are 
 
 With a ``store_url`` the same tables live in the PostgreSQL store (``pg_state``), shared by
 every replica; this class holds the SQL both backends run.
+
+Every method is synchronous and may wait on its database (a busy SQLite file, an unreachable
+PostgreSQL server retried for seconds): the gateway's async code calls them through
+``asyncio.to_thread``, so the event loop keeps serving meanwhile; a lock makes each statement
+one at a time on the connection.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,16 +88,18 @@ class GatewayState:
         path.parent.mkdir(parents=True, exist_ok=True)
         with contextlib.suppress(FileExistsError):  # private: it holds messages until answered
             os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-        self._db = sqlite3.connect(path, isolation_level=None)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.executescript(_SCHEMA)
         self._forget_old()
 
     def _exec(self, sql: str, parameters: tuple[Any, ...] = ()) -> Result:
-        cursor = self._db.execute(sql.format(p=self.prefix), parameters)
-        rows = cursor.fetchall()
-        return Result(cursor.rowcount, [tuple(row) for row in rows])
+        with self._lock:  # called from worker threads: one statement at a time
+            cursor = self._db.execute(sql.format(p=self.prefix), parameters)
+            rows = cursor.fetchall()
+            return Result(cursor.rowcount, [tuple(row) for row in rows])
 
     def _now(self) -> float:
         """The clock leases are timed by (the database's own where replicas share one)."""
@@ -103,7 +111,8 @@ class GatewayState:
         )
 
     def close(self) -> None:
-        self._db.close()
+        with self._lock:
+            self._db.close()
 
     # inbox
 
