@@ -147,6 +147,26 @@ async def test_a_delivery_waits_off_the_event_loop(state: PgGatewayState, pg_url
     assert not state.receive(MESSAGE)  # it was stored: a second delivery is a duplicate
 
 
+async def test_calls_waiting_on_the_database_leave_the_shared_threads_free(
+    state: PgGatewayState, pg_url: str
+) -> None:
+    """More waiting calls than the default executor has threads: the process's other
+    ``to_thread`` work (tools, file reads) still runs meanwhile."""
+
+    async def ask() -> list[bool]:
+        return await asyncio.gather(
+            *(state.off_loop(state.granted, "telegram", str(n)) for n in range(40))
+        )
+
+    with locked(pg_url, "gateway_grants") as release:
+        async with background(ask()) as waiting:
+            await until_waiting(pg_url, "gateway_grants", release)
+            assert await asyncio.wait_for(asyncio.to_thread(sum, [1, 2]), WAIT) == 3
+            assert not release.is_set() and not waiting.done()
+            release.set()
+            assert await asyncio.wait_for(waiting, WAIT) == [False] * 40
+
+
 @pytest.mark.parametrize(
     ("first", "second", "both_poll"),
     [("111", "222", True), ("111", "111", False)],

@@ -4,7 +4,6 @@ survives restarts) until ``openheim gateway --revoke`` takes it back."""
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 from collections.abc import Mapping
 
@@ -33,7 +32,7 @@ class Authoriser:
         state off the event loop)."""
         if sender in self._allowed.get(platform, frozenset()):
             return True
-        return await asyncio.to_thread(self._state.granted, platform, sender)
+        return await self._state.off_loop(self._state.granted, platform, sender)
 
     async def try_passphrase(self, platform: str, sender: str, phrase: str) -> bool:
         """Admit the sender when ``phrase`` is the passphrase (compared in constant time)."""
@@ -41,5 +40,5 @@ class Authoriser:
             return False
         if not hmac.compare_digest(phrase.strip().encode(), self._passphrase):
             return False
-        await asyncio.to_thread(self._state.grant, platform, sender)
+        await self._state.off_loop(self._state.grant, platform, sender)
         return True

@@ -9,8 +9,8 @@ started again on one machine) is taken at once. Messages pushed by webhooks reac
 replica; the shared inbox keeps each message id to one handling.
 
 A lease is named by the platform and the bot (``lease_name``): two bots of one platform sharing
-a store each have a leader. The state's calls run off the event loop (``asyncio.to_thread``):
-a database that is slow or unreachable holds one worker thread, never the gateway's loop.
+a store each have a leader. The state's calls run off the event loop (``GatewayState.off_loop``):
+a database that is slow or unreachable holds the state's worker thread, never the loop.
 """
 
 from __future__ import annotations
@@ -95,11 +95,11 @@ class Leadership:
         finally:  # on a clean stop, another replica takes over at once
             if not failed:
                 with contextlib.suppress(StoreError):  # the lease expires; the error stays
-                    await asyncio.to_thread(self._state.resign, self._name, self._holder)
+                    await self._state.off_loop(self._state.resign, self._name, self._holder)
 
     async def _try(self) -> bool:
         """Take or renew the lease, in a worker thread."""
-        return await asyncio.to_thread(self._take)
+        return await self._state.off_loop(self._take)
 
     def _take(self) -> bool:
         """Take or renew the lease; a holder here that is gone is replaced at once."""

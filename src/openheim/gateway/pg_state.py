@@ -8,10 +8,10 @@ database's clock, so replicas on machines whose clocks differ agree on when one 
 One connection, opened again after a failure: a failing server is retried a bounded number of
 times, each failure logged in one line; then the ``StoreError`` propagates (the gateway stops,
 and what it stored stays stored), and every later call fails at once with it. Every call is
-one short autocommit statement, made from a worker thread (the gateway calls the state through
-``asyncio.to_thread``, so a slow or unreachable server never holds the event loop); the lock
-keeps the calls of several threads one at a time on the connection, so an outage is retried
-once, not by each waiting call.
+one short autocommit statement, made from the state's worker thread (the gateway calls it
+through ``off_loop``, so a slow or unreachable server never holds the event loop); the lock
+keeps the calls of any thread one at a time on the connection, so an outage is retried once,
+not by each waiting call.
 """
 
 from __future__ import annotations
@@ -97,5 +97,6 @@ class PgGatewayState(GatewayState):
         return float(self._exec("SELECT extract(epoch FROM clock_timestamp())::float8").rows[0][0])
 
     def close(self) -> None:
+        self._stop_worker()
         with self._lock:
             self._drop()

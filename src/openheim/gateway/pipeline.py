@@ -5,9 +5,9 @@ each conversation runs one turn at a time, with a bounded queue behind it.
 
 ``deliver`` decides at once and returns (a platform acknowledges a message as soon as it is
 stored); replies and turns run in tasks of their own. The state is asked off the event loop
-(``asyncio.to_thread``), and messages are decided one at a time, in the order they arrive. A
-message stays unhandled in the database until it has been answered, so one in flight when the
-process stopped is handled at the next start, in the same conversation.
+(``GatewayState.off_loop``), and messages are decided one at a time, in the order they
+arrive. A message stays unhandled in the database until it has been answered, so one in flight
+when the process stopped is handled at the next start, in the same conversation.
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ class Gateway:
     async def deliver(self, message: Inbound) -> None:
         """Store ``message`` and decide what to do with it; a duplicate is dropped."""
         async with self._deciding:
-            if not await asyncio.to_thread(self._state.receive, message):
+            if not await self._state.off_loop(self._state.receive, message):
                 log.info(
                     "%s: message %s delivered again; ignored", message.platform, message.message_id
                 )
@@ -117,19 +117,19 @@ class Gateway:
     async def resume(self, platform: str) -> int:
         """Handle ``platform``'s messages left unanswered by the last run; how many."""
         async with self._deciding:
-            messages = await asyncio.to_thread(self._state.unhandled, platform)
+            messages = await self._state.off_loop(self._state.unhandled, platform)
             for message in messages:
                 await self._route(message)
         return len(messages)
 
     async def _handled(self, message: Inbound) -> None:
-        await asyncio.to_thread(self._state.handled, message)
+        await self._state.off_loop(self._state.handled, message)
 
     async def _stored(self, key: str) -> Conversation:
-        return await asyncio.to_thread(self._state.conversation, key)
+        return await self._state.off_loop(self._state.conversation, key)
 
     async def _save(self, conversation: Conversation) -> None:
-        await asyncio.to_thread(self._state.save, conversation)
+        await self._state.off_loop(self._state.save, conversation)
 
     async def aclose(self) -> None:
         """Cancel running turns and replies (their messages stay unhandled for next time),

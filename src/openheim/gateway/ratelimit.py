@@ -3,7 +3,6 @@ seconds, counted in the gateway's database so a restart does not reset it."""
 
 from __future__ import annotations
 
-import asyncio
 import math
 import time
 from collections.abc import Callable
@@ -42,7 +41,7 @@ class RateLimiter:
         whether it is within the limit."""
         now = self._clock()
         start = math.floor(now / self._window) * self._window
-        count = await asyncio.to_thread(self._state.count, platform, sender, start)
+        count = await self._state.off_loop(self._state.count, platform, sender, start)
         if count <= self._limit:
             return Verdict(True)
         return Verdict(False, start + self._window - now, count == self._limit + 1)

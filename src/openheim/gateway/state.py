@@ -17,23 +17,31 @@ every replica; this class holds the SQL both backends run.
 
 Every method is synchronous and may wait on its database (a busy SQLite file, an unreachable
 PostgreSQL server retried for seconds): the gateway's async code calls them through
-``asyncio.to_thread``, so the event loop keeps serving meanwhile; a lock makes each statement
-one at a time on the connection.
+``off_loop``, in the state's own worker thread, so the event loop keeps serving meanwhile and a
+slow database ties up that one thread, not the threads the rest of the process shares; a lock
+makes each statement one at a time on the connection for any other caller.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import functools
 import os
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from openheim.errors import ConfigError
 from openheim.gateway.inbound import Inbound
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 KEEP_HANDLED_SECS = 7 * 86_400.0
 """How long a handled message's id is kept to recognise a late duplicate."""
@@ -83,6 +91,8 @@ class GatewayState:
     prefix = ""
     order = "rowid"
     """The column that keeps the inbox in arrival order among messages of the same time."""
+    _worker: ThreadPoolExecutor | None = None
+    """The one thread ``off_loop`` runs calls in, started by the first."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -110,7 +120,20 @@ class GatewayState:
             "DELETE FROM {p}inbox WHERE handled = 1 AND at < ?", (time.time() - KEEP_HANDLED_SECS,)
         )
 
+    async def off_loop(self, call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """``call(*args, **kwargs)`` (a method of this state) in the state's worker thread, in
+        the order asked; the event loop serves on while it waits on the database."""
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(1, thread_name_prefix="gateway-state")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._worker, functools.partial(call, *args, **kwargs))
+
+    def _stop_worker(self) -> None:
+        if self._worker is not None:
+            self._worker.shutdown(wait=False, cancel_futures=True)  # none runs once closed
+
     def close(self) -> None:
+        self._stop_worker()
         with self._lock:
             self._db.close()
 

@@ -94,7 +94,7 @@ class Telegram:
         With a webhook secret, updates come through the webhook app instead."""
         if self._webhook_secret is not None:
             return
-        raw = await asyncio.to_thread(self._state.cursor, self._cursor)
+        raw = await self._state.off_loop(self._state.cursor, self._cursor)
         offset = int(raw) if raw is not None else None
         failures = 0
         while True:
@@ -114,7 +114,7 @@ class Telegram:
                 if message is not None:
                     await deliver(message)
                 offset = int(update["update_id"]) + 1
-                await asyncio.to_thread(self._state.set_cursor, self._cursor, str(offset))
+                await self._state.off_loop(self._state.set_cursor, self._cursor, str(offset))
 
     def webhook_routes(self, deliver: Deliver) -> list[Any]:
         """``/telegram`` when the bot is set up for a webhook, else none."""
