@@ -226,9 +226,8 @@ class Live:
         self._stop = asyncio.Event()
         assert self.session is not None
         if writer is not None and self.session.id is not None:
-            store = writer.store
-            writer.flush()  # numbered after every frame stored, by any replica
-            self.seq = max(self.seq, store.frames.last(self.key))
+            store = writer.store  # numbered after every frame another replica stored (and
+            self.seq = max(self.seq, store.frames.last(self.key))  # those ``seq`` counted here)
             if self.stale:  # the conversation went on elsewhere: go on from it
                 self.session.history[:] = store.messages(self.session.id)
                 self.stale = False

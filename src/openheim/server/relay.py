@@ -24,6 +24,7 @@ import logging
 import sys
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from openheim.redaction.secrets import redact
@@ -67,6 +68,8 @@ class Relay:
         self.on_busy: Callable[[str, bool], None] | None = None
         """Told when a prompt begins (True) or ends (False) on another replica."""
         self.follower = Follower(hub)
+        self._notices: ThreadPoolExecutor | None = None
+        """The thread that sends busy changes (``share_busy``)."""
 
     def start(self) -> None:
         if self._task is None:
@@ -80,6 +83,9 @@ class Relay:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
         self._task = self.follower.task = None
+        if self._notices is not None:  # busy marks still unsent are a display: dropped
+            self._notices.shutdown(wait=False, cancel_futures=True)
+            self._notices = None
 
     def send(self, message: dict[str, Any]) -> None:
         """Publish a control message to every replica (this one's own copy is ignored)."""
@@ -119,10 +125,17 @@ class Relay:
                 delay = min(delay * 2, RETRY_MAX)
 
     def share_busy(self, session_id: str, busy: bool) -> None:
-        """Tell the other replicas that a prompt here began or ended (a lost notice is logged:
-        their clients' busy marks are a display, the lease still refuses a second prompt)."""
+        """Tell the other replicas that a prompt here began or ended, from a thread of the
+        relay's own (in order: a prompt's start never waits on PostgreSQL on the event loop;
+        a lost notice is logged: their clients' busy marks are a display, the lease still
+        refuses a second prompt)."""
+        if self._notices is None:
+            self._notices = ThreadPoolExecutor(1, thread_name_prefix="openheim-relay")
+        self._notices.submit(self._tell_busy, {"kind": "busy", "session": session_id, "busy": busy})
+
+    def _tell_busy(self, message: dict[str, Any]) -> None:
         try:
-            self.send({"kind": "busy", "session": session_id, "busy": busy})
+            self.send(message)
         except Exception as err:
             log.warning("the replicas were not told of a busy change (%s)", type(err).__name__)
 
