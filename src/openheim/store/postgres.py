@@ -23,7 +23,7 @@ from contextlib import contextmanager
 import psycopg
 
 from openheim.messages import Message
-from openheim.store import pg_link, pg_schema
+from openheim.store import pg_link, pg_pipeline, pg_schema
 from openheim.store.base import SearchHit
 from openheim.store.batches import BatchWriter
 from openheim.store.checkpoint_rows import CheckpointRows
@@ -104,17 +104,20 @@ class PostgresStore(SqlStore):
 
     @contextmanager
     def _tx(self) -> Iterator[Connection]:
-        """One write transaction holding the store's write lock; nested, a savepoint of the
-        transaction this thread is in (undone alone when the write fails)."""
+        """One write transaction holding the store's write lock, its statements pipelined
+        (``pg_pipeline``); nested, a savepoint of the transaction this thread is in (undone
+        alone when the write fails)."""
         link: pg_link.Link | None = getattr(self._local, "link", None)
         with pg_link.failures(self.url):
             if link is not None:
-                with link.raw.transaction():
+                with pg_pipeline.savepoint(link):
                     yield link
                 return
-            with self._pool.connection() as conn, conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (pg_schema.WRITE_KEY,))
-                self._local.link = link = pg_link.Link(conn)
+            with (
+                self._pool.connection() as conn,
+                pg_pipeline.transaction(conn, pg_schema.WRITE_KEY) as link,
+            ):
+                self._local.link = link
                 try:
                     yield link
                 finally:
@@ -151,17 +154,22 @@ class PostgresStore(SqlStore):
 
 class _Frames(FrameLog):
     """The frame log with PostgreSQL's upsert, and a ``NOTIFY`` per session on
-    ``FRAMES_CHANNEL`` (delivered once the batch commits)."""
+    ``FRAMES_CHANNEL`` (sent in the same pipeline, delivered once the batch commits); a
+    deleted session's frames are refused at the commit (the inserts are pipelined), where
+    ``SessionNotFound`` is raised."""
 
-    def _insert(self, conn: Connection, frames: Sequence[tuple[str, int, str]]) -> None:
+    def append(self, frames: Sequence[tuple[str, int, str]]) -> None:
         try:
-            conn.executemany(
-                "INSERT INTO session_frames (session_id, seq, body) VALUES (?, ?, ?)"
-                " ON CONFLICT (session_id, seq) DO UPDATE SET body = excluded.body",
-                frames,
-            )
+            super().append(frames)
         except psycopg.errors.ForeignKeyViolation:
             raise gone(frames) from None
+
+    def _insert(self, conn: Connection, frames: Sequence[tuple[str, int, str]]) -> None:
+        conn.executemany(
+            "INSERT INTO session_frames (session_id, seq, body) VALUES (?, ?, ?)"
+            " ON CONFLICT (session_id, seq) DO UPDATE SET body = excluded.body",
+            frames,
+        )
         last: dict[str, int] = {}
         for session_id, seq, _ in frames:
             last[session_id] = max(seq, last.get(session_id, 0))
