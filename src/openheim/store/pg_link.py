@@ -9,6 +9,7 @@ is registered with the secret redaction and replaced by ``***`` in every URL sho
 from __future__ import annotations
 
 import functools
+import select
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -16,6 +17,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import psycopg
 import psycopg_pool
+from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
 
 from openheim.errors import ConfigError, StoreError
@@ -234,6 +236,22 @@ def connect(url: str) -> psycopg.Connection[Any]:
     return psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT, row_factory=rows)
 
 
+def check(conn: psycopg.Connection[Any]) -> None:
+    """The pool's check of a connection before it lends it: raise for one the server closed
+    (a restart, a terminated backend), and the pool opens another in its place.
+
+    A server that closes a connection sends a last message, so an idle connection with
+    something to read is asked with a round trip (psycopg's own check); one with nothing to
+    read is lent at once, so that a write costs the round trips of its own statements alone
+    (``pg_pipeline``)."""
+    if not conn.closed and conn.pgconn.status == pq.ConnStatus.OK:
+        waiting = select.poll()
+        waiting.register(conn.fileno(), select.POLLIN)
+        if not waiting.poll(0):
+            return
+    psycopg_pool.ConnectionPool.check_connection(conn)
+
+
 def pool(url: str, size: int) -> psycopg_pool.ConnectionPool[psycopg.Connection[Any]]:
     """A pool of up to ``size`` such connections, opened with one at hand."""
     opened: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = psycopg_pool.ConnectionPool(
@@ -242,7 +260,7 @@ def pool(url: str, size: int) -> psycopg_pool.ConnectionPool[psycopg.Connection[
         max_size=size,
         kwargs={"autocommit": True, "row_factory": rows, "connect_timeout": CONNECT_TIMEOUT},
         timeout=CONNECT_TIMEOUT,
-        check=psycopg_pool.ConnectionPool.check_connection,  # one cut by a server restart
+        check=check,
         open=False,
         name="openheim-store",
     )
