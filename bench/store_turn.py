@@ -15,7 +15,8 @@ getting busier hits both alike. PostgreSQL is a private cluster started here, on
 in a temporary folder (``tests/pgcluster.py``: ``fsync`` and ``synchronous_commit`` off, as
 SQLite's ``synchronous=NORMAL`` does not wait for the disk either). Printed per backend: p50
 and p99 of a turn, turns per second, this process's CPU time per turn, and for PostgreSQL
-the statements and the write transactions the server ran per turn (``pg_stat_statements``);
+the statements and the locked writes (write transactions that take the store's write lock;
+the frame log's take none) the server ran per turn (``pg_stat_statements``);
 then the ratios PostgreSQL / SQLite.
 
 ``--latency MS`` puts PostgreSQL that many milliseconds of round trip away (a relay process on
@@ -217,17 +218,17 @@ def report(backend: Backend, before: tuple[int, int] | None) -> tuple[float, flo
     if backend.counters is not None and before is not None:
         statements, commits = (b - a for a, b in zip(before, backend.counters(), strict=True))
         count = len(backend.times)
-        line += (
-            f"   {statements / count:5.1f} statements, {commits / count:4.1f} transactions per turn"
-        )
+        line += f"   {statements / count:5.1f} statements,"
+        line += f" {commits / count:4.1f} locked writes per turn"
     print(line)
     return p50, p99, rate
 
 
 def server_counters(url: str) -> Callable[[], tuple[int, int]]:
     """Reads the statements (``COUNTED``: not the transaction control, which the server
-    counts only when it comes as simple queries) and the write transactions (each takes the
-    store's advisory lock once) the database's server ran so far."""
+    counts only when it comes as simple queries) and the locked writes (the write transactions
+    that take the store's advisory lock, once each; the frame log's take none) the database's
+    server ran so far."""
 
     def read() -> tuple[int, int]:
         with psycopg.connect(url, autocommit=True) as conn:

@@ -5,7 +5,10 @@ the same token (``OPENHEIM_SERVER_TOKEN``) and the same ``OPENHEIM_STORE_URL``. 
 Debian (``scripts/system-deps``), listens on a loopback port with the configuration
 ``haproxy_config`` writes (the one docs/deploy.md shows): round-robin, WebSocket upgrades kept
 open as tunnels, ``GET /healthz`` as the health check, a refused connection retried on another
-replica, and each answer naming the replica that gave it in ``X-Replica``.
+replica, and each answer naming the replica that gave it in ``X-Replica``. With ``hosts``,
+each replica also has a host name of its own (a UTS namespace of its own, ``unshare``), so
+the others take its prompt leases for another machine's: stale once not refreshed for
+``[server] lease_timeout_secs``, not as soon as its pid is gone.
 """
 
 from __future__ import annotations
@@ -105,10 +108,16 @@ class Fleet:
 
 @contextlib.contextmanager
 def fleet(
-    tmp: Path, work: Path, llm: FakeLLMServer, store_url: str, extra: str = ""
+    tmp: Path,
+    work: Path,
+    llm: FakeLLMServer,
+    store_url: str,
+    extra: str = "",
+    *,
+    hosts: bool = False,
 ) -> Iterator[Fleet]:
-    """Three replicas on ``store_url`` (``extra`` at the top of each one's config) and HAProxy
-    in front, all stopped at the end."""
+    """Three replicas on ``store_url`` (``extra`` at the top of each one's config; with
+    ``hosts``, each on a host name of its own) and HAProxy in front, all stopped at the end."""
     started: list[subprocess.Popen[str]] = []
     try:
         addresses = []
@@ -116,7 +125,7 @@ def fleet(
             home = tmp / f"replica{n}"
             home.mkdir()
             write_config(home, llm, extra)
-            process = _replica(home, work, store_url)
+            process = _replica(home, work, store_url, f"replica{n}" if hosts else None)
             started.append(process)
             addresses.append(_address(process))
         port = _free_port()
@@ -149,10 +158,11 @@ def fleet(
             process.wait(timeout=WAIT)
 
 
-def _replica(home: Path, work: Path, store_url: str) -> subprocess.Popen[str]:
+def _replica(home: Path, work: Path, store_url: str, host: str | None) -> subprocess.Popen[str]:
     env = env_for(home, OPENHEIM_SERVER_TOKEN=TOKEN, OPENHEIM_STORE_URL=store_url)
+    serve = [sys.executable, "-m", "openheim", "serve", "--port", "0", "--work-dir", str(work)]
     return subprocess.Popen(
-        [sys.executable, "-m", "openheim", "serve", "--port", "0", "--work-dir", str(work)],
+        serve if host is None else _on_host(host, serve),
         cwd=work,
         env=env,
         stdout=subprocess.PIPE,
@@ -160,6 +170,21 @@ def _replica(home: Path, work: Path, store_url: str) -> subprocess.Popen[str]:
         text=True,
         start_new_session=True,
     )
+
+
+RENAMED = (
+    "import os, socket, sys; socket.sethostname(sys.argv[1]); os.execv(sys.argv[2], sys.argv[2:])"
+)
+"""Set the host name ``argv[1]``, then become the command ``argv[2:]`` (the same pid)."""
+
+
+def _on_host(host: str, command: list[str]) -> list[str]:
+    """``command`` run with the host name ``host`` in a UTS namespace of its own (as root; in a
+    user namespace of its own too otherwise)."""
+    unshare = shutil.which("unshare")
+    assert unshare is not None, "unshare (util-linux) is missing"
+    own = ["--uts"] if os.geteuid() == 0 else ["--user", "--map-root-user", "--uts"]
+    return [unshare, *own, sys.executable, "-c", RENAMED, host, *command]
 
 
 def _address(process: subprocess.Popen[str]) -> str:

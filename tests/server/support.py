@@ -153,9 +153,10 @@ class Socket:
         await self.raw(json.dumps({"channel": channel, "data": {**data, "id": rid}}))
         return rid
 
-    async def next(self) -> dict[str, Any]:
+    async def next(self, wait: float = WAIT) -> dict[str, Any]:
+        """The next frame, within ``wait`` seconds."""
         assert self.conn is not None
-        text = await asyncio.wait_for(self.conn.recv(), WAIT)
+        text = await asyncio.wait_for(self.conn.recv(), wait)
         frame: dict[str, Any] = json.loads(text)
         self.seen.append(frame)
         return frame
@@ -184,7 +185,7 @@ class Socket:
         out: list[dict[str, Any]] = []
         async with asyncio.timeout(wait):
             while True:
-                data = (await self.next())["data"]
+                data = (await self.next(wait))["data"]
                 if data.get("type") == "event" and data["session_id"] == session_id:
                     out.append(data)
                     if data["event"]["type"] in ("finished", "failed"):

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from openheim.errors import SessionNotFound
+from openheim.store import frames
 from openheim.store.common import SqlStore
 from openheim.store.schema import _V1, MIGRATIONS
 from openheim.store.sqlite import SQLiteStore
@@ -29,6 +30,18 @@ def test_frames_are_read_back_after_a_number(store: SqlStore) -> None:
     assert store.frames.last(new_session(store)) == 0
 
 
+def test_frames_of_many_sessions_are_read_at_once(
+    store: SqlStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(frames, "MANY", 2)  # three sessions: two queries
+    one, two, three, quiet = (new_session(store) for _ in range(4))
+    store.frames.append([(one, 1, "a"), (one, 2, "b"), (two, 1, "x"), (three, 5, "z")])
+    store.frames.append([(one, 3, "c"), (two, 2, "y")])
+    found = store.frames.after_many({one: 1, two: 2, three: 0, quiet: 0})
+    assert found == {one: [(2, "b"), (3, "c")], three: [(5, "z")]}
+    assert store.frames.after_many({}) == {}
+
+
 def test_only_the_last_frames_are_kept(store: SqlStore) -> None:
     sid = new_session(store)
     store.frames.keep = 3
@@ -41,6 +54,21 @@ def test_frames_go_with_their_session(store: SqlStore) -> None:
     store.frames.append([(sid, 1, "a")])
     store.delete(sid)
     assert list(store.frames.after(sid, 0)) == []
+
+
+def test_frames_written_inside_a_transaction_commit_or_fail_with_it(store: SqlStore) -> None:
+    """As ``sessions migrate`` writes a session and its frames: the frames see the session the
+    transaction created, and go with it when the transaction fails."""
+    with store.transaction():
+        sid = new_session(store)
+        store.frames.append([(sid, 1, "with its session")])
+    assert list(store.frames.after(sid, 0)) == [(1, "with its session")]
+    with pytest.raises(RuntimeError), store.transaction():
+        undone = new_session(store)
+        store.frames.append([(undone, 1, "undone")])
+        raise RuntimeError("the transaction fails")
+    assert list(store.frames.after(undone, 0)) == []
+    assert undone not in [record.id for record in store.list()]
 
 
 def test_a_version_1_database_gains_the_frame_table(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from openheim.errors import ConfigError, SchemaError, SessionBusy, StoreError
 from openheim.messages import Message
 from openheim.store.opener import open_store
 from openheim.store.pg_link import checked, redacted
-from openheim.store.pg_schema import MIGRATIONS
+from openheim.store.pg_schema import MIGRATIONS, WRITE_KEY
 from openheim.store.postgres import PostgresStore
 from tests.pgcluster import Cluster
 
@@ -53,6 +53,22 @@ def test_stores_opening_a_fresh_database_together_migrate_it_once(pg_url: str) -
     with psycopg.connect(pg_url, autocommit=True) as conn:
         versions = conn.execute("SELECT version FROM openheim_schema ORDER BY version").fetchall()
     assert versions == [(n + 1,) for n in range(len(MIGRATIONS))]
+
+
+def test_frames_are_stored_while_another_write_holds_the_write_lock(pg_url: str) -> None:
+    """The frame log takes no store-wide write lock: the streaming of every replica's prompts
+    never queues behind another replica's message writes (a message still does)."""
+    with PostgresStore(pg_url) as store, ThreadPoolExecutor(2) as pool:
+        sid = store.create(cwd="/", provider="p", model="m").id
+        with psycopg.connect(pg_url, autocommit=True) as other:
+            other.execute("SELECT pg_advisory_lock(%s)", (WRITE_KEY,))
+            message = pool.submit(store.append, sid, Message.user("waits"))
+            pool.submit(store.frames.append, [(sid, 1, "streamed")]).result(timeout=10)
+            assert list(store.frames.after(sid, 0)) == [(1, "streamed")]
+            assert not message.done()
+            other.execute("SELECT pg_advisory_unlock(%s)", (WRITE_KEY,))
+        message.result(timeout=10)
+        assert [m.text for m in store.messages(sid)] == ["waits"]
 
 
 def test_reopening_a_migrated_database_keeps_its_sessions(pg_url: str) -> None:

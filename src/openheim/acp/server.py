@@ -48,6 +48,7 @@ from openheim.acp import options
 from openheim.acp.blocks import prompt_message
 from openheim.acp.client_io import AcpClientIO
 from openheim.acp.commands import available_commands, command_of, run_command
+from openheim.acp.elsewhere import Elsewhere
 from openheim.acp.errors import busy, request_error
 from openheim.acp.mcp import mcp_servers
 from openheim.acp.notices import AgentMessages, own_folders
@@ -88,10 +89,12 @@ class _Live:
 
 
 class OpenheimAgent:
-    """The ``acp.Agent`` of one connection."""
+    """The ``acp.Agent`` of one connection; ``elsewhere`` reaches the prompts of its sessions
+    that other clients or replicas run (``openheim serve``'s ``/acp``)."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, elsewhere: Elsewhere | None = None) -> None:
         self.runtime = runtime
+        self._elsewhere = elsewhere
         self._conn: Client | None = None
         self._caps: ClientCapabilities | None = None
         self._live: dict[str, _Live] = {}
@@ -260,9 +263,15 @@ class OpenheimAgent:
         raise RequestError.method_not_found("session/fork")
 
     async def cancel(self, session_id: str, **_: Any) -> None:
+        """Cancel the prompt of a session this connection opened: its own, or one that runs
+        elsewhere (another client's, another replica's)."""
         live = self._live.get(session_id)
-        if live is not None:
+        if live is None:
+            return
+        if live.session.busy or self._elsewhere is None:
             live.session.cancel()
+        else:
+            self._elsewhere.cancel(session_id)
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         raise RequestError.method_not_found(f"_{method}")
@@ -362,10 +371,14 @@ class OpenheimAgent:
 
 
 async def serve_acp(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, runtime: Runtime
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    runtime: Runtime,
+    elsewhere: Elsewhere | None = None,
 ) -> None:
-    """Serve ACP on one connection until the client closes its end; then close its sessions."""
-    agent = OpenheimAgent(runtime)
+    """Serve ACP on one connection until the client closes its end; then close its sessions.
+    ``elsewhere``: see ``OpenheimAgent``."""
+    agent = OpenheimAgent(runtime, elsewhere)
     conn = AgentSideConnection(
         agent, LineTransport(reader, writer), listening=False, use_unstable_protocol=True
     )

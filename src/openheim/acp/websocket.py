@@ -18,18 +18,22 @@ import socket
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from openheim.acp.elsewhere import Elsewhere
 from openheim.acp.server import serve_acp
 from openheim.acp.transport import MAX_LINE_BYTES
 from openheim.runtime import Runtime
 
 
-async def serve_websocket(websocket: WebSocket, runtime: Runtime, max_frame_bytes: int) -> None:
+async def serve_websocket(
+    websocket: WebSocket, runtime: Runtime, max_frame_bytes: int, elsewhere: Elsewhere
+) -> None:
     """ACP for ``runtime`` on an accepted ``websocket`` until it closes; a text frame over
-    ``max_frame_bytes`` is refused with a JSON-RPC error."""
+    ``max_frame_bytes`` is refused with a JSON-RPC error; ``elsewhere`` reaches the prompts
+    the server's other clients and replicas run (``session/cancel``)."""
     ours, theirs = socket.socketpair()
     reader, writer = await asyncio.open_connection(sock=theirs, limit=MAX_LINE_BYTES)
     bridge_in, bridge_out = await asyncio.open_connection(sock=ours, limit=MAX_LINE_BYTES)
-    server = asyncio.create_task(serve_acp(reader, writer, runtime))
+    server = asyncio.create_task(serve_acp(reader, writer, runtime, elsewhere))
     back = asyncio.create_task(_to_client(bridge_in, websocket))
     try:
         await _to_server(websocket, bridge_out, max_frame_bytes)

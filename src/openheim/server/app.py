@@ -31,6 +31,7 @@ from starlette.websockets import WebSocket
 
 from openheim.errors import OpenheimError
 from openheim.redaction.secrets import redact
+from openheim.server.acp_prompts import HubPrompts
 from openheim.server.context import ServerContext
 from openheim.server.guard import Guard, Policy
 from openheim.server.openapi import openapi_document
@@ -48,7 +49,8 @@ async def acp_endpoint(websocket: WebSocket) -> None:
     context: ServerContext = websocket.app.state.openheim
     await accept(websocket)
     if context.acp is not None:
-        await context.acp(websocket, context.runtime, context.max_frame_bytes)
+        prompts = HubPrompts(context.hub)
+        await context.acp(websocket, context.runtime, context.max_frame_bytes, prompts)
 
 
 async def index(request: Request) -> Response:

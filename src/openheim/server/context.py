@@ -24,6 +24,8 @@ from openheim.tools.base import ToolSet
 if TYPE_CHECKING:
     from starlette.websockets import WebSocket
 
+    from openheim.server.acp_prompts import HubPrompts
+
 DEFAULT_MAX_BODY = 1024 * 1024
 DEFAULT_MAX_FRAME = 16 * 1024 * 1024
 
@@ -38,10 +40,11 @@ class Queued(Protocol):
 
 class AcpBridge(Protocol):
     """Serves ACP for a runtime over an accepted WebSocket until it closes, refusing frames
-    over a size (``openheim.acp.websocket.serve_websocket``)."""
+    over a size, cancelling the prompts other clients and replicas run through the hub
+    (``openheim.acp.websocket.serve_websocket``)."""
 
     async def __call__(
-        self, websocket: WebSocket, runtime: Runtime, max_frame_bytes: int, /
+        self, websocket: WebSocket, runtime: Runtime, max_frame_bytes: int, hub: HubPrompts, /
     ) -> None: ...
 
 

@@ -9,7 +9,8 @@ watches.
 
 With the PostgreSQL store, replicas act as one server (``server.relay``): a session open here
 while another replica runs its prompt forwards that prompt's frames from the store
-(``Live.follow``), and a second prompt is refused here as there (the store's lease).
+(``server.follower``, ``Live.forward``), and a second prompt is refused here as there (the
+store's lease).
 
 Approval requests wait for an answer from any attached connection, with the choices of
 ``runtime.approvals``: ``once``, ``always``, ``reject`` or ``reject_always`` ("always" ones the
@@ -25,7 +26,7 @@ import json
 import logging
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol
 
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny
@@ -131,14 +132,26 @@ class Live:
         clients those after ours, in order, and number on from there."""
         if self.busy or self.writer is None or seq <= self.seq:
             return
-        self.stale = True
         if not self.subscribers:
-            self.seq = seq
+            self.skip_to(seq)
             return
-        for number, text in self.writer.store.frames.after(self.key, self.seq):
-            self.seq = number
-            for subscriber in list(self.subscribers):
-                subscriber.push(text)
+        self.forward(self.writer.store.frames.after(self.key, self.seq))
+
+    def skip_to(self, seq: int) -> None:
+        """Number on from ``seq``, stored elsewhere while no client was attached here."""
+        self.stale = True
+        self.seq = max(self.seq, seq)
+
+    def forward(self, frames: Iterable[tuple[int, str]]) -> None:
+        """Send the attached clients the frames another replica stored (read in order) that
+        are past ours, each once; nothing while a prompt of this session runs here."""
+        if self.busy:
+            return
+        for number, text in frames:
+            if number > self.seq:
+                self.skip_to(number)
+                for subscriber in list(self.subscribers):
+                    subscriber.push(text)
 
     def unsubscribe(self, subscriber: Subscriber) -> None:
         self.subscribers.discard(subscriber)
@@ -297,18 +310,6 @@ class Hub:
         """Listen to the other replicas (a PostgreSQL store only)."""
         if self.relay is not None:
             self.relay.start()
-
-    def relayed(self, key: str, seq: int) -> None:
-        """Another replica stored frames of ``key`` up to ``seq`` (``Live.follow``)."""
-        live = self.sessions.get(key)
-        if live is not None:
-            live.follow(seq)
-
-    def catch_up(self) -> None:
-        """Follow every open session to its last stored frame (the listener reconnected)."""
-        for live in list(self.sessions.values()):
-            if live.writer is not None and not live.busy:
-                live.follow(self.store.frames.last(live.key))
 
     async def open(self, options: SessionOptions) -> Live:
         """Open (or resume) a session that lives until ``close`` or the server stops."""

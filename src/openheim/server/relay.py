@@ -1,9 +1,9 @@
 """``Relay``: what replicas sharing a PostgreSQL store tell each other, over ``LISTEN/NOTIFY``.
 
-Every batch of frames stored names its session and its highest number on the frames channel
+Every batch of frames stored names its sessions and their highest numbers on the frames channel
 (``store.postgres.FRAMES_CHANNEL``, sent on commit). A replica whose clients are attached to
 a session that a prompt on another replica runs reads those frames from the store's frame log
-and forwards them in order (``Hub.relayed``). Approval answers and cancels sent to a replica
+and forwards them in order (``server.follower``). Approval answers and cancels sent to a replica
 that does not run the prompt go out on the control channel, and the replica that runs it
 applies them (``Hub.controlled``). A client attaching to a replica while another runs the
 prompt is told it is busy and sent the approval requests still waiting (``asked_elsewhere``),
@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from openheim.redaction.secrets import redact
 from openheim.runtime import approvals
+from openheim.server.follower import ANY, Follower
+from openheim.store.frame_notices import stored
 
 if TYPE_CHECKING:
     from openheim.server.hub import Hub, Live
@@ -64,17 +66,20 @@ class Relay:
         """This replica's name in its control messages: its own copies are ignored."""
         self.on_busy: Callable[[str, bool], None] | None = None
         """Told when a prompt begins (True) or ends (False) on another replica."""
+        self.follower = Follower(hub)
 
     def start(self) -> None:
         if self._task is None:
             self._task = asyncio.create_task(self._run())
 
     async def aclose(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        """Stop listening, and forwarding frames."""
+        for task in (self._task, self.follower.task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._task = self.follower.task = None
 
     def send(self, message: dict[str, Any]) -> None:
         """Publish a control message to every replica (this one's own copy is ignored)."""
@@ -101,7 +106,9 @@ class Relay:
                     await conn.execute(f"LISTEN {CONTROL_CHANNEL}")
                     self.connected.set()
                     delay = RETRY_MIN
-                    self.hub.catch_up()  # what was stored while no one listened
+                    for key, live in list(self.hub.sessions.items()):
+                        if live.writer is not None:  # what was stored while no one listened
+                            self.follower.notice(key, ANY)
                     async for note in conn.notifies():
                         self._take(note.channel == FRAMES_CHANNEL, note.payload)
             except (psycopg.Error, OSError, OpenheimError) as err:  # the store's own reads too
@@ -123,8 +130,8 @@ class Relay:
         """One notification: frames stored, or a control message."""
         try:
             if frames:
-                seq, _, session_id = payload.partition(" ")
-                self.hub.relayed(session_id, int(seq))
+                for session_id, seq in stored(payload):
+                    self.follower.notice(session_id, seq)
             else:
                 message = json.loads(payload)
                 if isinstance(message, dict) and message.get("origin") != self.origin:
@@ -152,9 +159,15 @@ class Relay:
 
 def cancel(hub: Hub, live: Live) -> None:
     """Cancel the prompt of ``live``, wherever it runs."""
-    if not live.busy and hub.relay is not None and live.writer is not None:
-        hub.relay.send({"kind": "cancel", "session": live.key})
+    if not live.busy and live.writer is not None:
+        cancel_elsewhere(hub, live.key)
     live.cancel()
+
+
+def cancel_elsewhere(hub: Hub, session_id: str) -> None:
+    """Ask the other replicas to cancel the prompt of ``session_id`` (one runs it, if any)."""
+    if hub.relay is not None:
+        hub.relay.send({"kind": "cancel", "session": session_id})
 
 
 def answer(hub: Hub, live: Live, approval_id: str, choice: approvals.Choice, reason: str) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -20,6 +20,8 @@ from openheim.store.tables import Connection
 
 DEFAULT_KEEP = 10_000
 """Frames kept per session."""
+MANY = 200
+"""Sessions read at most per query of ``after_many``."""
 
 _INSERT = """INSERT OR REPLACE INTO session_frames (session_id, seq, body)
     SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]')
@@ -73,6 +75,23 @@ class FrameLog:
             (session_id, seq),
         )
         return ((row["seq"], row["body"]) for row in rows)
+
+    def after_many(self, after: Mapping[str, int]) -> dict[str, list[tuple[int, str]]]:
+        """``after`` for several sessions (id to number) in one query per ``MANY`` of them:
+        each session's kept frames numbered above its number, in order (none: left out)."""
+        found: dict[str, list[tuple[int, str]]] = {}
+        wanted = list(after.items())
+        for start in range(0, len(wanted), MANY):
+            part = wanted[start : start + MANY]
+            rows = self._read(
+                "SELECT session_id, seq, body FROM session_frames WHERE "
+                + " OR ".join(["(session_id = ? AND seq > ?)"] * len(part))
+                + " ORDER BY session_id, seq",
+                [value for pair in part for value in pair],
+            )
+            for row in rows:
+                found.setdefault(row["session_id"], []).append((row["seq"], row["body"]))
+        return found
 
     def last(self, session_id: str) -> int:
         """The highest number stored for the session (0 when none)."""

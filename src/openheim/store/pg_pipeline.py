@@ -27,13 +27,15 @@ _OPEN = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
 
 
 @contextmanager
-def transaction(conn: psycopg.Connection[Any], lock: int) -> Iterator[Link]:
-    """A transaction on ``conn`` holding the advisory lock ``lock``, committed at the end."""
+def transaction(conn: psycopg.Connection[Any], lock: int | None) -> Iterator[Link]:
+    """A transaction on ``conn``, committed at the end, holding the advisory lock ``lock``
+    unless it is ``None``."""
     try:
         with conn.pipeline() as pipe:
             link = Link(conn, pipe)
             conn.execute("BEGIN")
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock,))
+            if lock is not None:
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock,))
             with _undone(link, "ROLLBACK"):
                 yield link
             conn.execute("COMMIT")  # answered when the pipeline ends, with any error before it

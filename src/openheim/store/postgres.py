@@ -5,7 +5,10 @@ Connections come from a psycopg pool. Every write is one transaction (a savepoin
 batch's, as with SQLite) that first takes one transaction-level advisory lock: writes are
 serialised as SQLite's ``BEGIN IMMEDIATE`` serialises them, so a session's message numbers,
 its lease and the store-wide unique ``updated_at`` need no other locking, and no two writers
-ever wait on each other's rows (no deadlock). Reads take no lock and see committed writes.
+ever wait on each other's rows (no deadlock). The frame log's batches are the exception: they
+only upsert and trim the frames of sessions whose prompts run in the writing process (the
+lease), so they take no lock and never queue behind the writes of every other replica. Reads
+take no lock and see committed writes.
 Search uses PostgreSQL's own text search (``pg_schema``), snippets by ``ts_headline``.
 
 The schema is created or brought up to date on opening (``pg_schema.migrate``); a wrong URL,
@@ -18,7 +21,7 @@ from __future__ import annotations
 import builtins
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 
 import psycopg
 
@@ -29,12 +32,14 @@ from openheim.store.batches import BatchWriter
 from openheim.store.checkpoint_rows import CheckpointRows
 from openheim.store.common import SqlStore
 from openheim.store.compactions import CompactionLog
+from openheim.store.frame_notices import payloads
 from openheim.store.frames import FrameLog, gone
 from openheim.store.tables import Connection, body_json, search_text
 
 FRAMES_CHANNEL = "openheim_frames"
-"""The ``NOTIFY`` channel of frames stored: ``"<seq> <session id>"``, the highest number
-stored for that session (sent on commit, so a listener finds the frames already there)."""
+"""The ``NOTIFY`` channel of frames stored: lines of ``"<seq> <session id>"``, the highest
+number stored per session of a batch (``store.frame_notices``; sent on commit, so a listener
+finds the frames already there)."""
 CONTROL_CHANNEL = "openheim_control"
 """The ``NOTIFY`` channel of what one replica asks of the prompt another runs (JSON)."""
 LEASE_TIMEOUT = 10.0
@@ -68,7 +73,7 @@ class PostgresStore(SqlStore):
         with pg_link.failures(self.url):
             self._pool = pg_link.pool(self.url, pool_size)
         self._closed = False
-        self.frames: FrameLog = _Frames(self._tx, self._read)
+        self.frames: FrameLog = _Frames(self._unlocked_tx, self._read)
         self._batches = BatchWriter(self._tx)
         self.compactions = CompactionLog(self._tx, self._read)
         self.checkpoint_rows = CheckpointRows(self._tx, self._read)
@@ -102,21 +107,28 @@ class PostgresStore(SqlStore):
             self._closed = True
             self._pool.close()
 
+    def _tx(self) -> AbstractContextManager[Connection]:
+        """One write transaction holding the store's write lock; nested, a savepoint of the
+        transaction this thread is in (undone alone when the write fails)."""
+        return self._write(pg_schema.WRITE_KEY)
+
+    def _unlocked_tx(self) -> AbstractContextManager[Connection]:
+        """The frame log's write transaction, without the write lock (see the docstring);
+        nested, a savepoint too (a batch's, or ``sessions migrate``'s, whose session is not
+        committed yet when its frames are written)."""
+        return self._write(None)
+
     @contextmanager
-    def _tx(self) -> Iterator[Connection]:
-        """One write transaction holding the store's write lock, its statements pipelined
-        (``pg_pipeline``); nested, a savepoint of the transaction this thread is in (undone
-        alone when the write fails)."""
+    def _write(self, lock: int | None) -> Iterator[Connection]:
+        """A write transaction whose statements are pipelined (``pg_pipeline``), holding the
+        advisory lock ``lock`` when one is given; a savepoint when this thread is in one."""
         link: pg_link.Link | None = getattr(self._local, "link", None)
         with pg_link.failures(self.url):
             if link is not None:
                 with pg_pipeline.savepoint(link):
                     yield link
                 return
-            with (
-                self._pool.connection() as conn,
-                pg_pipeline.transaction(conn, pg_schema.WRITE_KEY) as link,
-            ):
+            with self._pool.connection() as conn, pg_pipeline.transaction(conn, lock) as link:
                 self._local.link = link
                 try:
                     yield link
@@ -153,8 +165,8 @@ class PostgresStore(SqlStore):
 
 
 class _Frames(FrameLog):
-    """The frame log with PostgreSQL's upsert, and a ``NOTIFY`` per session on
-    ``FRAMES_CHANNEL`` (sent in the same pipeline, delivered once the batch commits); a
+    """The frame log with PostgreSQL's upsert, and ``NOTIFY`` on ``FRAMES_CHANNEL`` of the
+    sessions of each batch (sent in the same pipeline, delivered once the batch commits); a
     deleted session's frames are refused at the commit (the inserts are pipelined), where
     ``SessionNotFound`` is raised."""
 
@@ -174,6 +186,5 @@ class _Frames(FrameLog):
         for session_id, seq, _ in frames:
             last[session_id] = max(seq, last.get(session_id, 0))
         conn.executemany(
-            "SELECT pg_notify(?, ?)",
-            [(FRAMES_CHANNEL, f"{seq} {sid}") for sid, seq in last.items()],
+            "SELECT pg_notify(?, ?)", [(FRAMES_CHANNEL, text) for text in payloads(last)]
         )
