@@ -71,6 +71,37 @@ async def test_flush_writes_at_once_after_the_batch_in_progress(store: SQLiteSto
     await out.aclose()
 
 
+async def test_with_no_delay_frames_added_during_a_write_go_together_right_after(
+    store: SQLiteStore,
+) -> None:
+    sid = _session(store)
+    release = threading.Event()
+    batches: list[list[int]] = []
+    append = store.frames.append
+
+    def held(batch: Sequence[tuple[str, int, str]]) -> None:
+        batches.append([seq for _, seq, _ in batch])
+        if len(batches) == 1:
+            assert release.wait(WAIT)
+        append(batch)
+
+    store.frames.append = held  # type: ignore[method-assign,assignment]
+    out = FrameWriter(store, delay=0.0)
+    out.add(sid, 1, "alone")
+    async with asyncio.timeout(WAIT):
+        while not batches:  # the first batch went at once, with no timer
+            await asyncio.sleep(0)
+    for seq in (2, 3, 4):
+        out.add(sid, seq, "queued")
+    assert out._timer is None  # nothing waits on a clock: the write in progress sends them
+    release.set()
+    async with asyncio.timeout(WAIT):
+        while store.frames.last(sid) < 4:
+            await asyncio.sleep(0.001)
+    assert batches == [[1], [2, 3, 4]]
+    await out.aclose()
+
+
 async def test_aclose_waits_for_every_batch(store: SQLiteStore) -> None:
     sid = _session(store)
     out = FrameWriter(store)

@@ -9,11 +9,9 @@ import asyncio
 import itertools
 import os
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
 from psycopg import pq
 
@@ -121,21 +119,3 @@ def test_a_commit_the_server_refuses_leaves_the_connection_clean(pg_store: Postg
     pg_store.append(sid, Message.user("still writable"))
     assert [m.text for m in pg_store.messages(sid)] == ["still writable"]
     assert list(pg_store.frames.after(sid, 0)) == []
-
-
-def test_a_connection_the_server_closed_is_replaced_before_the_next_write(
-    pg_store: PostgresStore, pg_url: str
-) -> None:
-    sid = pg_store.create(cwd="/w", provider="p", model="m").id
-    with pg_store._pool.connection() as conn:
-        cut = conn.info.backend_pid
-    with psycopg.connect(pg_url, autocommit=True) as admin:
-        admin.execute("SELECT pg_terminate_backend(%s)", (cut,))
-        deadline = time.monotonic() + WAIT
-        while admin.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (cut,)).fetchone():
-            assert time.monotonic() < deadline, "the terminated backend did not end"
-            time.sleep(0.01)
-    pg_store.append(sid, Message.user("after the cut"))
-    assert [m.text for m in pg_store.messages(sid)] == ["after the cut"]
-    with pg_store._pool.connection() as conn:
-        assert conn.info.backend_pid != cut

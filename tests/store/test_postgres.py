@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg_pool.base import AttemptWithBackoff
 
 from openheim.errors import ConfigError, SchemaError, SessionBusy, StoreError
 from openheim.messages import Message
@@ -69,6 +71,28 @@ def test_frames_are_stored_while_another_write_holds_the_write_lock(pg_url: str)
             other.execute("SELECT pg_advisory_unlock(%s)", (WRITE_KEY,))
         message.result(timeout=10)
         assert [m.text for m in store.messages(sid)] == ["waits"]
+
+
+def test_connections_the_server_cut_are_replaced_with_no_wait(pg_url: str) -> None:
+    """After a restart every pooled connection is dead: the next read drops them all and goes
+    on at once, not after psycopg_pool's back-off of a second and more per dead one."""
+    with PostgresStore(pg_url) as store:
+        sid = store.create(cwd="/", provider="p", model="m").id
+        store.append(sid, Message.user("kept"))
+        pool = store._pool
+        with pool.connection(), pool.connection(), pool.connection():
+            pass  # three connections idle in the pool
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            others = "FROM pg_stat_activity WHERE datname = current_database() AND pid <> %s"
+            me = (admin.info.backend_pid,)
+            cut = admin.execute(f"SELECT pg_terminate_backend(pid) {others}", me).fetchall()
+            assert len(cut) >= 3
+            for _ in range(200):  # until their ends have reached the store's sockets
+                if not admin.execute(f"SELECT 1 {others}", me).fetchall():
+                    break
+        began = time.monotonic()
+        assert [m.text for m in store.messages(sid)] == ["kept"]
+        assert time.monotonic() - began < AttemptWithBackoff.INITIAL_DELAY
 
 
 def test_reopening_a_migrated_database_keeps_its_sessions(pg_url: str) -> None:

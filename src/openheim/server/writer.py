@@ -33,8 +33,11 @@ log = logging.getLogger(__name__)
 
 FLUSH_DELAY = 0.05
 """Seconds a frame may wait before it is written (with those that follow it)."""
-RELAY_DELAY = 0.01
-"""The same on a PostgreSQL store, whose other replicas forward a frame once it is stored."""
+RELAY_DELAY = 0.0
+"""The same on a PostgreSQL store, whose other replicas forward a frame once it is stored: no
+wait at all, but one batch at a time, so the frames that come while a batch is written go
+together in the next one, as soon as it is written (the busier the server, the larger the
+batches, with no timer adding to the latency)."""
 
 RETRY_DELAY = 0.5
 """Seconds before a batch the store failed is tried again when no other frame comes."""
@@ -66,7 +69,7 @@ class FrameWriter:
     def add(self, session_id: str, seq: int, text: str) -> None:
         self.rows.append((session_id, seq, text))
         self._loop = asyncio.get_running_loop()
-        if self._timer is None:
+        if self._timer is None and (self.delay or not self._writing):
             self._timer = self._loop.call_later(self.delay, self._hand_over)
 
     def _hand_over(self) -> None:
@@ -82,7 +85,14 @@ class FrameWriter:
             self._thread = ThreadPoolExecutor(1, thread_name_prefix="openheim-frames")
         future = asyncio.get_running_loop().run_in_executor(self._thread, self._write)
         self._writing.add(future)
-        future.add_done_callback(self._writing.discard)
+        future.add_done_callback(self._written)
+
+    def _written(self, future: asyncio.Future[None]) -> None:
+        """A batch is written: with no delay, the frames added meanwhile go next (a failed
+        batch waits for ``_retry``'s timer instead, set before this runs)."""
+        self._writing.discard(future)
+        if self.rows and self._timer is None and not self._closed and self._loop is not None:
+            self._timer = self._loop.call_later(self.delay, self._hand_over)
 
     def flush(self) -> None:
         """Write every frame added so far (after the batch being written, if any)."""

@@ -17,7 +17,6 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import psycopg
 import psycopg_pool
-from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
 
 from openheim.errors import ConfigError, StoreError
@@ -236,31 +235,49 @@ def connect(url: str) -> psycopg.Connection[Any]:
     return psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT, row_factory=rows)
 
 
-def check(conn: psycopg.Connection[Any]) -> None:
-    """The pool's check of a connection before it lends it: raise for one the server closed
-    (a restart, a terminated backend), and the pool opens another in its place.
+class LivePool(psycopg_pool.ConnectionPool[psycopg.Connection[Any]]):
+    """A pool that gives out only connections the server has not closed, checked with no round
+    trip: an idle connection has nothing to read, so one whose socket is readable has been
+    cut (a server restart, an administrator's kill) or holds a notice, and an empty query
+    tells which. A cut one is dropped and the next taken at once: psycopg_pool's own check
+    costs a round trip per checkout and waits a growing back-off (1 s, 2 s, ...) after each
+    failed one, so after a restart one read could wait out every dead connection in turn."""
 
-    A server that closes a connection sends a last message, so an idle connection with
-    something to read is asked with a round trip (psycopg's own check); one with nothing to
-    read is lent at once, so that a write costs the round trips of its own statements alone
-    (``pg_pipeline``)."""
-    if not conn.closed and conn.pgconn.status == pq.ConnStatus.OK:
-        waiting = select.poll()
-        waiting.register(conn.fileno(), select.POLLIN)
-        if not waiting.poll(0):
-            return
-    psycopg_pool.ConnectionPool.check_connection(conn)
+    @contextmanager
+    def connection(self, timeout: float | None = None) -> Iterator[psycopg.Connection[Any]]:
+        for _ in range(self.max_size):
+            with super().connection(timeout) as conn:
+                if _alive(conn):
+                    yield conn
+                    return
+                conn.close()  # the pool drops it when it comes back, and opens another
+        with super().connection(timeout) as conn:  # all cut: this one fails as it is used
+            yield conn
 
 
-def pool(url: str, size: int) -> psycopg_pool.ConnectionPool[psycopg.Connection[Any]]:
+def _alive(conn: psycopg.Connection[Any]) -> bool:
+    """Whether ``conn`` is usable; see ``LivePool``."""
+    if conn.closed:
+        return False
+    try:
+        poller = select.poll()
+        poller.register(conn.pgconn.socket, select.POLLIN)
+        if not poller.poll(0):
+            return True
+        conn.execute("")
+    except (OSError, psycopg.Error):
+        return False
+    return True
+
+
+def pool(url: str, size: int) -> LivePool:
     """A pool of up to ``size`` such connections, opened with one at hand."""
-    opened: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = psycopg_pool.ConnectionPool(
+    opened = LivePool(
         url,
         min_size=1,
         max_size=size,
         kwargs={"autocommit": True, "row_factory": rows, "connect_timeout": CONNECT_TIMEOUT},
         timeout=CONNECT_TIMEOUT,
-        check=check,
         open=False,
         name="openheim-store",
     )
