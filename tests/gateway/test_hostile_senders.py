@@ -77,6 +77,7 @@ def test_a_whatsapp_sender_is_a_number() -> None:
 
 class _Sink:
     name = "telegram"
+    bot_id = "1"
 
     def __init__(self) -> None:
         self.sent: list[str] = []

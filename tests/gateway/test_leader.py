@@ -15,12 +15,14 @@ from pathlib import Path
 import pytest
 
 from openheim.errors import PlatformError
-from openheim.gateway.leader import Leadership, gone
+from openheim.gateway.leader import Leadership, gone, lease_name
 from openheim.gateway.state import GatewayState
 from openheim.store.lease import process_started, this_host
 from tests.gateway.loopback import WAIT
 
 LEASE = 0.6
+BOT = "123456"
+NAME = lease_name("telegram", BOT)
 
 
 class Poller:
@@ -39,7 +41,7 @@ class Poller:
             self.polling.clear()
             self.stopped.set()
 
-    def on_lead(self) -> None:
+    async def on_lead(self) -> None:
         self.leads += 1
 
 
@@ -48,7 +50,7 @@ async def leading(
     state: GatewayState, poller: Poller, poll: Callable[[], Awaitable[None]] | None = None
 ) -> AsyncIterator[asyncio.Task[None]]:
     task = asyncio.create_task(
-        Leadership(state, "telegram", LEASE).run(poll or poller.poll, poller.on_lead)
+        Leadership(state, "telegram", BOT, LEASE).run(poll or poller.poll, poller.on_lead)
     )
     try:
         yield task
@@ -78,7 +80,7 @@ async def test_only_the_leader_polls_and_a_clean_stop_hands_over(tmp_path: Path)
 
 async def test_a_leader_that_stops_renewing_is_replaced_within_the_lease(tmp_path: Path) -> None:
     state, _ = _states(tmp_path)
-    assert state.lead("telegram", "a process since killed", LEASE)
+    assert state.lead(NAME, "a process since killed", LEASE)
     started = time.monotonic()
     poller = Poller()
     async with leading(state, poller):
@@ -105,7 +107,7 @@ async def test_a_failing_platform_ends_the_leadership_with_its_error(tmp_path: P
     async with leading(state, Poller(), refused) as task:
         with pytest.raises(PlatformError):
             await asyncio.wait_for(task, WAIT)
-    assert other.lead("telegram", "another", LEASE)  # resigned on the way out
+    assert other.lead(NAME, "another", LEASE)  # resigned on the way out
 
 
 async def test_a_lease_left_by_a_dead_process_of_this_host_is_taken_at_once(
@@ -114,7 +116,7 @@ async def test_a_lease_left_by_a_dead_process_of_this_host_is_taken_at_once(
     state, _ = _states(tmp_path)
     dead = await asyncio.create_subprocess_exec(sys.executable, "-c", "pass")
     await dead.wait()
-    assert state.lead("telegram", f"{this_host()}/{dead.pid}//0000", 3600.0)
+    assert state.lead(NAME, f"{this_host()}/{dead.pid}//0000", 3600.0)
     poller = Poller()
     async with leading(state, poller):
         await asyncio.wait_for(poller.polling.wait(), LEASE)  # no wait for the hour
@@ -156,5 +158,5 @@ async def test_a_webhook_platform_keeps_the_lease_renewed_at_the_interval(
     async with leading(state, poller, webhook_only):
         await asyncio.wait_for(poller.polling.wait(), WAIT)
         await asyncio.sleep(LEASE)  # three intervals
-        assert not GatewayState(tmp_path / "gateway.db").lead("telegram", "other", LEASE)
+        assert not GatewayState(tmp_path / "gateway.db").lead(NAME, "other", LEASE)
     assert 2 <= state.renewals <= 6  # renewed, not in a busy loop

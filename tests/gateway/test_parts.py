@@ -53,27 +53,27 @@ async def test_a_client_error_is_returned_at_once() -> None:
     assert await _calls([httpx.Response(400)]) == (400, [])
 
 
-def test_the_rate_limit_counts_in_fixed_windows(tmp_path: Path) -> None:
+async def test_the_rate_limit_counts_in_fixed_windows(tmp_path: Path) -> None:
     now = [1000.0]
     state = GatewayState(tmp_path / "gateway.db")
     limiter = RateLimiter(state, limit=2, window=60, clock=lambda: now[0])
-    verdicts = [limiter.check("telegram", "1") for _ in range(4)]
+    verdicts = [await limiter.check("telegram", "1") for _ in range(4)]
     assert verdicts[:2] == [Verdict(True), Verdict(True)]
     assert verdicts[2] == Verdict(False, 20.0, True) and verdicts[3] == Verdict(False, 20.0, False)
-    assert limiter.check("telegram", "2").allowed  # per sender
+    assert (await limiter.check("telegram", "2")).allowed  # per sender
     now[0] = 1020.0  # the next window (1020 to 1080)
-    assert limiter.check("telegram", "1").allowed
+    assert (await limiter.check("telegram", "1")).allowed
 
 
-def test_the_passphrase_must_match_whole(tmp_path: Path) -> None:
+async def test_the_passphrase_must_match_whole(tmp_path: Path) -> None:
     state = GatewayState(tmp_path / "gateway.db")
     auth = Authoriser({"telegram": frozenset({"1"})}, "open sesame", state)
-    assert auth.admitted("telegram", "1") and not auth.admitted("discord", "1")
+    assert await auth.admitted("telegram", "1") and not await auth.admitted("discord", "1")
     for wrong in ("open", "open sesame!", "", "OPEN SESAME"):
-        assert not auth.try_passphrase("telegram", "2", wrong)
-    assert auth.try_passphrase("telegram", "2", " open sesame ")
-    assert auth.admitted("telegram", "2") and not auth.admitted("whatsapp", "2")
-    assert not Authoriser({}, None, state).try_passphrase("telegram", "3", "")
+        assert not await auth.try_passphrase("telegram", "2", wrong)
+    assert await auth.try_passphrase("telegram", "2", " open sesame ")
+    assert await auth.admitted("telegram", "2") and not await auth.admitted("whatsapp", "2")
+    assert not await Authoriser({}, None, state).try_passphrase("telegram", "3", "")
 
 
 def test_the_inbox_knows_a_handled_id_across_a_restart(tmp_path: Path) -> None:

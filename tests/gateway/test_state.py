@@ -132,6 +132,10 @@ def test_a_server_gone_for_good_fails_in_one_line_after_bounded_tries(
         state.receive(_message(1))
     assert waits == [0.5 * 2**n for n in range(RETRIES)]
     assert "\n" not in str(raised.value) and "failed" in str(raised.value)
+    state.url = pg_url  # back: the gateway stops on the outage, so later calls fail at once
+    with pytest.raises(StoreError) as again:
+        state.granted("telegram", "1")
+    assert again.value is raised.value and len(waits) == RETRIES
 
 
 def _newer_extra_schema(url: str) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from openheim.gateway.pipeline import NOT_ADMITTED
+from openheim.gateway.state import GatewayState
 from openheim.testing import FakeLLMServer
 from tests.gateway.fake_telegram import TOKEN, FakeTelegram
 from tests.gateway.support import running, write_config
@@ -123,6 +124,9 @@ async def test_a_restart_resumes_the_conversation(
     assert sent[1].text == "it was blue"
     assert "my colour is blue" in texts and "noted: blue" in texts
     assert fake.offsets[-1] is not None  # the second run went on from the stored offset
+    state = GatewayState(home / "gateway.db")
+    assert state.cursor("telegram.offset/123456") == str(fake.offsets[-1])  # the bot's own
+    state.close()
 
 
 async def test_a_duplicate_delivery_is_answered_once(

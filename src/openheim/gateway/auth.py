@@ -27,17 +27,18 @@ class Authoriser:
     def has_passphrase(self) -> bool:
         return self._passphrase is not None
 
-    def admitted(self, platform: str, sender: str) -> bool:
-        """On the platform's allow-list, or admitted by the passphrase before."""
+    async def admitted(self, platform: str, sender: str) -> bool:
+        """On the platform's allow-list, or admitted by the passphrase before (asked of the
+        state off the event loop)."""
         if sender in self._allowed.get(platform, frozenset()):
             return True
-        return self._state.granted(platform, sender)
+        return await self._state.off_loop(self._state.granted, platform, sender)
 
-    def try_passphrase(self, platform: str, sender: str, phrase: str) -> bool:
+    async def try_passphrase(self, platform: str, sender: str, phrase: str) -> bool:
         """Admit the sender when ``phrase`` is the passphrase (compared in constant time)."""
         if self._passphrase is None:
             return False
         if not hmac.compare_digest(phrase.strip().encode(), self._passphrase):
             return False
-        self._state.grant(platform, sender)
+        await self._state.off_loop(self._state.grant, platform, sender)
         return True

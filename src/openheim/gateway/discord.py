@@ -15,7 +15,7 @@ import httpx
 from openheim.errors import PlatformError
 from openheim.gateway.discord_gateway import GATEWAY_URL, DiscordGateway
 from openheim.gateway.http import Sleep, request_with_retry
-from openheim.gateway.inbound import Deliver, Inbound, numeric_id
+from openheim.gateway.inbound import Deliver, Inbound, numeric_id, token_digest
 
 API_BASE = "https://discord.com/api/v10"
 USER_MESSAGE_TYPES = (0, 19)
@@ -70,6 +70,7 @@ class Discord:
         sleep: Sleep = asyncio.sleep,
     ) -> None:
         self._token = token
+        self.bot_id = token_digest(token)  # its user id is known only once connected
         self._api = api_base.rstrip("/")
         self._gateway_url = gateway_url
         self._sleep = sleep

@@ -3,6 +3,7 @@ pipeline: a receive loop that delivers records, and a send for one reply chunk."
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Awaitable, Callable
@@ -17,6 +18,12 @@ def numeric_id(value: object) -> TypeGuard[str]:
     them: a string of digits. Ids go into conversation keys and URL paths, so any other is
     refused (allow-list)."""
     return isinstance(value, str) and _NUMERIC_ID.fullmatch(value) is not None
+
+
+def token_digest(token: str) -> str:
+    """A bot's identity where its platform gives none that is public: a short digest of its
+    token (which names the bot without revealing the token)."""
+    return "sha256-" + hashlib.sha256(token.encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,10 @@ class Platform(Protocol):
     """A chat platform's client, as the pipeline sees it."""
 
     name: str
+    bot_id: str
+    """Which bot of the platform this client is, never secret: the gateway's leader lease
+    (and Telegram's update offset) is kept per bot, so bots of one platform sharing a store
+    each have their own."""
 
     async def receive(self, deliver: Deliver) -> None:
         """Deliver each inbound message until cancelled (a webhook platform returns at once:

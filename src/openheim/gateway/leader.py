@@ -7,6 +7,10 @@ replica takes it, handles the messages the dead one stored but did not answer, a
 the shared offset. A lease held by a process of this host that is gone (a gateway killed and
 started again on one machine) is taken at once. Messages pushed by webhooks reach every
 replica; the shared inbox keeps each message id to one handling.
+
+A lease is named by the platform and the bot (``lease_name``): two bots of one platform sharing
+a store each have a leader. The state's calls run off the event loop (``GatewayState.off_loop``):
+a database that is slow or unreachable holds the state's worker thread, never the loop.
 """
 
 from __future__ import annotations
@@ -47,12 +51,21 @@ def gone(holder: str) -> bool:
     return bool(started) and now is not None and now != started
 
 
-class Leadership:
-    """The lease of one platform, taken and renewed through ``state``."""
+def lease_name(platform: str, bot: str) -> str:
+    """The lease's name for ``bot`` (a non-secret identity, see ``Platform.bot_id``) on
+    ``platform``: one leader per bot, not per platform."""
+    return f"{platform}/{bot}"
 
-    def __init__(self, state: GatewayState, name: str, lease: float = DEFAULT_LEASE) -> None:
+
+class Leadership:
+    """The lease of one platform's bot, taken and renewed through ``state``."""
+
+    def __init__(
+        self, state: GatewayState, platform: str, bot: str, lease: float = DEFAULT_LEASE
+    ) -> None:
         self._state = state
-        self._name = name
+        self._platform = platform  # what the log lines say
+        self._name = lease_name(platform, bot)
         self._lease = lease
         self._holder = holder_id()
 
@@ -62,7 +75,9 @@ class Leadership:
         or two does not lose it."""
         return self._lease / 3
 
-    async def run(self, poll: Callable[[], Awaitable[None]], on_lead: Callable[[], object]) -> None:
+    async def run(
+        self, poll: Callable[[], Awaitable[None]], on_lead: Callable[[], Awaitable[object]]
+    ) -> None:
         """Poll (``poll()``) while this process leads, until cancelled; ``on_lead`` runs each
         time it becomes leader (before polling). A failure of ``poll`` ends this with it, as
         does the database's (then the lease is left to expire)."""
@@ -70,19 +85,23 @@ class Leadership:
         try:
             while True:
                 await self._until_leading()
-                log.info("%s: this gateway leads and polls", self._name)
-                on_lead()
+                log.info("%s: this gateway leads and polls", self._platform)
+                await on_lead()
                 await self._poll_while_leading(poll)
-                log.warning("%s: lost the leader lease; another gateway polls now", self._name)
+                log.warning("%s: lost the leader lease; another gateway polls now", self._platform)
         except StoreError:
             failed = True
             raise
         finally:  # on a clean stop, another replica takes over at once
             if not failed:
                 with contextlib.suppress(StoreError):  # the lease expires; the error stays
-                    self._state.resign(self._name, self._holder)
+                    await self._state.off_loop(self._state.resign, self._name, self._holder)
 
-    def _try(self) -> bool:
+    async def _try(self) -> bool:
+        """Take or renew the lease, in a worker thread."""
+        return await self._state.off_loop(self._take)
+
+    def _take(self) -> bool:
         """Take or renew the lease; a holder here that is gone is replaced at once."""
         if self._state.lead(self._name, self._holder, self._lease):
             return True
@@ -95,9 +114,9 @@ class Leadership:
 
     async def _until_leading(self) -> None:
         waiting = False
-        while not self._try():
+        while not await self._try():
             if not waiting:
-                log.info("%s: another gateway polls; standing by", self._name)
+                log.info("%s: another gateway polls; standing by", self._platform)
                 waiting = True
             await asyncio.sleep(self.interval)
 
@@ -113,7 +132,7 @@ class Leadership:
                     await asyncio.wait({task}, timeout=self.interval)
                 if task.done():
                     task.result()  # the platform's failure ends the leadership
-                if not self._try():
+                if not await self._try():
                     return
         finally:
             task.cancel()

@@ -7,8 +7,11 @@ database's clock, so replicas on machines whose clocks differ agree on when one 
 
 One connection, opened again after a failure: a failing server is retried a bounded number of
 times, each failure logged in one line; then the ``StoreError`` propagates (the gateway stops,
-and what it stored stays stored). Every call is one short autocommit statement on the event
-loop's thread; the lock only guards against a stray caller from another thread.
+and what it stored stays stored), and every later call fails at once with it. Every call is
+one short autocommit statement, made from the state's worker thread (the gateway calls it
+through ``off_loop``, so a slow or unreachable server never holds the event loop); the lock
+keeps the calls of any thread one at a time on the connection, so an outage is retried once,
+not by each waiting call.
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ class PgGatewayState(GatewayState):
         self._sleep = sleep
         self._lock = threading.Lock()
         self._conn: psycopg.Connection[Any] | None = None
+        self._failed: StoreError | None = None
+        """The error of the outage the retries did not outlast: the gateway stops on it."""
         with pg_link.failures(self.url):
             self._conn = pg_link.connect(self.url)
             try:
@@ -54,30 +59,33 @@ class PgGatewayState(GatewayState):
         self._forget_old()
 
     def _exec(self, sql: str, parameters: tuple[Any, ...] = ()) -> Result:
-        for attempt in range(RETRIES + 1):
-            try:
-                return self._once(sql.format(p=self.prefix), parameters)
-            except StoreError as err:
-                if attempt == RETRIES:
-                    raise
-                wait = 0.5 * 2**attempt
-                log.warning("gateway state: %s; trying again in %.1f s", err, wait)
-                self._sleep(wait)
+        with self._lock:  # held through the retries: callers waiting meanwhile share them
+            if self._failed is not None:
+                raise self._failed
+            for attempt in range(RETRIES + 1):
+                try:
+                    return self._once(sql.format(p=self.prefix), parameters)
+                except StoreError as err:
+                    if attempt == RETRIES:
+                        self._failed = err
+                        raise
+                    wait = 0.5 * 2**attempt
+                    log.warning("gateway state: %s; trying again in %.1f s", err, wait)
+                    self._sleep(wait)
         raise AssertionError("unreachable")
 
     def _once(self, sql: str, parameters: tuple[Any, ...]) -> Result:
         """One statement on the connection (opened again when the last one failed)."""
-        with self._lock:
-            try:
-                with pg_link.failures(self.url):
-                    if self._conn is None:
-                        self._conn = pg_link.connect(self.url)
-                    cursor = pg_link.Link(self._conn).execute(sql, parameters)
-                    width = len(cursor.description or ())
-                    rows = cursor.fetchall() if width else []
-            except StoreError:
-                self._drop()
-                raise
+        try:
+            with pg_link.failures(self.url):
+                if self._conn is None:
+                    self._conn = pg_link.connect(self.url)
+                cursor = pg_link.Link(self._conn).execute(sql, parameters)
+                width = len(cursor.description or ())
+                rows = cursor.fetchall() if width else []
+        except StoreError:
+            self._drop()
+            raise
         return Result(cursor.rowcount, [tuple(row[i] for i in range(width)) for row in rows])
 
     def _drop(self) -> None:
@@ -89,5 +97,6 @@ class PgGatewayState(GatewayState):
         return float(self._exec("SELECT extract(epoch FROM clock_timestamp())::float8").rows[0][0])
 
     def close(self) -> None:
+        self._stop_worker()
         with self._lock:
             self._drop()

@@ -4,9 +4,10 @@ message), authorised, then either a chat command or a prompt for the sender's co
 each conversation runs one turn at a time, with a bounded queue behind it.
 
 ``deliver`` decides at once and returns (a platform acknowledges a message as soon as it is
-stored); replies and turns run in tasks of their own. A message stays unhandled in the
-database until it has been answered, so one in flight when the process stopped is handled at
-the next start, in the same conversation.
+stored); replies and turns run in tasks of their own. The state is asked off the event loop
+(``GatewayState.off_loop``), and messages are decided one at a time, in the order they
+arrive. A message stays unhandled in the database until it has been answered, so one in flight
+when the process stopped is handled at the next start, in the same conversation.
 """
 
 from __future__ import annotations
@@ -97,25 +98,38 @@ class Gateway:
         """Each conversation's last queued reply, which the next one waits for."""
         self._guesses = RateLimiter(state, GUESSES_PER_SENDER, GUESS_WINDOW)
         self._all_guesses = RateLimiter(state, GUESSES_IN_ALL, GUESS_WINDOW)
+        self._deciding = asyncio.Lock()
+        """Held while a message is stored and decided, so messages are routed in order."""
 
     async def deliver(self, message: Inbound) -> None:
         """Store ``message`` and decide what to do with it; a duplicate is dropped."""
-        if not self._state.receive(message):
-            log.info(
-                "%s: message %s delivered again; ignored", message.platform, message.message_id
-            )
-            return
-        log.info("%s: message %s from %s", message.platform, message.message_id, message.sender)
-        if not _is_auth(message.text):  # a passphrase, or a guess at it, is never logged
-            log.debug("%s: message %s text: %s", message.platform, message.message_id, message.text)
-        self._route(message)
+        async with self._deciding:
+            if not await self._state.off_loop(self._state.receive, message):
+                log.info(
+                    "%s: message %s delivered again; ignored", message.platform, message.message_id
+                )
+                return
+            log.info("%s: message %s from %s", message.platform, message.message_id, message.sender)
+            if not _is_auth(message.text):  # a passphrase, or a guess at it, is never logged
+                log.debug("%s: message %s: %s", message.platform, message.message_id, message.text)
+            await self._route(message)
 
-    def resume(self, platform: str) -> int:
+    async def resume(self, platform: str) -> int:
         """Handle ``platform``'s messages left unanswered by the last run; how many."""
-        messages = self._state.unhandled(platform)
-        for message in messages:
-            self._route(message)
+        async with self._deciding:
+            messages = await self._state.off_loop(self._state.unhandled, platform)
+            for message in messages:
+                await self._route(message)
         return len(messages)
+
+    async def _handled(self, message: Inbound) -> None:
+        await self._state.off_loop(self._state.handled, message)
+
+    async def _stored(self, key: str) -> Conversation:
+        return await self._state.off_loop(self._state.conversation, key)
+
+    async def _save(self, conversation: Conversation) -> None:
+        await self._state.off_loop(self._state.save, conversation)
 
     async def aclose(self) -> None:
         """Cancel running turns and replies (their messages stay unhandled for next time),
@@ -126,23 +140,23 @@ class Gateway:
         await asyncio.gather(*tasks, return_exceptions=True)
         await self._sessions.aclose()
 
-    def _route(self, message: Inbound) -> None:
+    async def _route(self, message: Inbound) -> None:
         command = commands.parse(message.text, "gateway")
         if (
             isinstance(command, commands.Invocation)
             and command.name == "auth"
             and not message.private
         ):
-            self._refuse_auth(message)
+            await self._refuse_auth(message)
         elif isinstance(command, commands.Invocation) and command.name == "auth":
-            self._answer(message, self._authenticate(message, command))
-        elif (refusal := self._rate_refusal(message)) is not None:
+            self._answer(message, await self._authenticate(message, command))
+        elif (refusal := await self._rate_refusal(message)) is not None:
             self._answer(message, refusal or None)
-        elif not self._auth.admitted(message.platform, message.sender):
+        elif not await self._auth.admitted(message.platform, message.sender):
             log.info("%s: sender %s is not admitted", message.platform, message.sender)
             self._answer(message, NOT_ADMITTED if self._auth.has_passphrase else None)
         elif isinstance(command, commands.Invocation):
-            self._answer(message, self._command(message, command))
+            self._answer(message, await self._command(message, command))
         elif isinstance(unknown := self._unknown(message, command), commands.Unknown):
             self._answer(message, unknown.message())
         else:
@@ -162,10 +176,10 @@ class Gateway:
         """The skills and templates a message may start with (``/name``), expanded."""
         return prompt_commands.PromptCommands.of(self._sessions.runtime.settings)
 
-    def _rate_refusal(self, message: Inbound) -> str | None:
+    async def _rate_refusal(self, message: Inbound) -> str | None:
         """None when the message is within the sender's limit; else the answer to give (empty
         after the first refusal of a window, so a flood is not answered message by message)."""
-        verdict = self._limiter.check(message.platform, message.sender)
+        verdict = await self._limiter.check(message.platform, message.sender)
         if verdict.allowed:
             return None
         log.info("%s: sender %s is over the rate limit", message.platform, message.sender)
@@ -173,22 +187,22 @@ class Gateway:
             return ""
         return f"Too many messages: try again in {max(1, round(verdict.retry_in))} s."
 
-    def _authenticate(self, message: Inbound, command: commands.Invocation) -> str | None:
-        refusal = self._rate_refusal(message)
+    async def _authenticate(self, message: Inbound, command: commands.Invocation) -> str | None:
+        refusal = await self._rate_refusal(message)
         if refusal is not None:
             return refusal or None
-        if self._auth.has_passphrase and not self._may_guess(message):
+        if self._auth.has_passphrase and not await self._may_guess(message):
             log.warning(
                 "%s: sender %s: too many passphrase attempts", message.platform, message.sender
             )
             return "Too many passphrase attempts: try again in an hour."
-        if self._auth.try_passphrase(message.platform, message.sender, command.argument):
+        if await self._auth.try_passphrase(message.platform, message.sender, command.argument):
             log.info("%s: sender %s admitted by passphrase", message.platform, message.sender)
             return "You are authorised. Send /help for the commands."
         log.info("%s: sender %s sent a wrong passphrase", message.platform, message.sender)
         return "That passphrase is not right." if self._auth.has_passphrase else None
 
-    def _refuse_auth(self, message: Inbound) -> None:
+    async def _refuse_auth(self, message: Inbound) -> None:
         """``/auth`` outside a private chat: not checked, counted as a failed attempt, deleted
         where the platform lets the bot, and answered with where to send it instead."""
         log.warning(
@@ -199,9 +213,9 @@ class Gateway:
         task = asyncio.create_task(self._delete(message))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        answer = self._rate_refusal(message)
+        answer = await self._rate_refusal(message)
         if answer is None and self._auth.has_passphrase:
-            self._may_guess(message)
+            await self._may_guess(message)
             answer = NOT_PRIVATE
         self._answer(message, answer or None)
 
@@ -211,37 +225,38 @@ class Gateway:
         except OpenheimError as err:
             log.warning("%s: message %s not deleted: %s", message.platform, message.message_id, err)
 
-    def _may_guess(self, message: Inbound) -> bool:
+    async def _may_guess(self, message: Inbound) -> bool:
         """Count one ``/auth`` attempt; whether it is within both hourly limits."""
-        own = self._guesses.check(f"auth:{message.platform}", message.sender)
-        return own.allowed and self._all_guesses.check("auth", "*").allowed
+        own = await self._guesses.check(f"auth:{message.platform}", message.sender)
+        return own.allowed and (await self._all_guesses.check("auth", "*")).allowed
 
-    def _command(self, message: Inbound, command: commands.Invocation) -> str:
+    async def _command(self, message: Inbound, command: commands.Invocation) -> str:
         conversation = self._conversations.get(message.key)
-        stored = self._state.conversation(message.key)
+        stored = await self._stored(message.key)
         if command.name == "help":
             return commands.help_text("gateway", self._prompts().names())
         if command.name == "new":
             if conversation is not None:
                 conversation.generation += 1
             self._sessions.retire(message.key)  # closed once a running turn ends
-            self._state.save(Conversation(message.key, None, stored.model))
+            await self._save(Conversation(message.key, None, stored.model))
             return "Started a new conversation."
         if command.name == "stop":
-            return self._stop(conversation)
+            return await self._stop(conversation)
         assert command.name == "models"  # the last command the registry offers here
-        return self._model(stored, command.argument)
+        return await self._model(stored, command.argument)
 
-    def _stop(self, conversation: _Conversation | None) -> str:
+    async def _stop(self, conversation: _Conversation | None) -> str:
         if conversation is None or conversation.cancel is None:
             return "Nothing is running."
         conversation.cancel.set()
-        for dropped in conversation.pending:
-            self._state.handled(dropped)
+        dropped = list(conversation.pending)
         conversation.pending.clear()
+        for message in dropped:
+            await self._handled(message)
         return "Stopping."
 
-    def _model(self, stored: Conversation, name: str) -> str:
+    async def _model(self, stored: Conversation, name: str) -> str:
         """``/model``: the model in use and the others offered, or a switch to ``name``; a
         model the gateway's ``models`` do not list is refused as on every surface."""
         offered = list(self._choice.models)
@@ -255,7 +270,7 @@ class Gateway:
             models.check_listed(provider, current, name, offered, "[gateway]")
         except ConfigError as err:
             return str(err)
-        self._state.save(Conversation(stored.key, stored.session_id, name))
+        await self._save(Conversation(stored.key, stored.session_id, name))
         return f"Model set to {name}."
 
     def _enqueue(self, message: Inbound) -> None:
@@ -273,7 +288,7 @@ class Gateway:
             while conversation.pending:
                 message = conversation.pending.popleft()
                 await self._turn(conversation, message)
-                self._state.handled(message)
+                await self._handled(message)
         finally:
             conversation.task = None
             if self._conversations.get(conversation.key) is conversation:
@@ -302,8 +317,8 @@ class Gateway:
         if result.denied:
             log.info("%s: %d tool call(s) refused", message.platform, result.denied)
         if generation == conversation.generation:
-            stored = self._state.conversation(message.key)
-            self._state.save(Conversation(message.key, result.session_id, stored.model))
+            stored = await self._stored(message.key)
+            await self._save(Conversation(message.key, result.session_id, stored.model))
         if result.stop_reason == "cancelled":
             text = "Stopped."
         else:
@@ -313,7 +328,7 @@ class Gateway:
 
     async def _run(self, message: Inbound, text: str, cancel: asyncio.Event) -> TurnResult:
         """Prompt ``text`` (``message``'s, a skill or template expanded) in its conversation."""
-        stored = self._state.conversation(message.key)
+        stored = await self._stored(message.key)
         args: dict[str, Any] = {"model": stored.model, "agent": self._choice.agent}
         try:
             return await run_turn(
@@ -365,7 +380,7 @@ class Gateway:
         if text:
             await self._reply(message, text)
         if handled:
-            self._state.handled(message)
+            await self._handled(message)
 
     async def _reply(self, message: Inbound, text: str) -> None:
         platform = self._platforms[message.platform]

@@ -36,11 +36,12 @@ class RateLimiter:
         self._window = window
         self._clock = clock
 
-    def check(self, platform: str, sender: str) -> Verdict:
-        """Count one message of the sender, and say whether it is within the limit."""
+    async def check(self, platform: str, sender: str) -> Verdict:
+        """Count one message of the sender (in the state, off the event loop), and say
+        whether it is within the limit."""
         now = self._clock()
         start = math.floor(now / self._window) * self._window
-        count = self._state.count(platform, sender, start)
+        count = await self._state.off_loop(self._state.count, platform, sender, start)
         if count <= self._limit:
             return Verdict(True)
         return Verdict(False, start + self._window - now, count == self._limit + 1)

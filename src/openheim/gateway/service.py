@@ -77,7 +77,7 @@ async def serve(
 ) -> None:
     """Serve the platforms ``names`` until cancelled; a platform that refuses the gateway (a
     bad token) ends it with that ``PlatformError``, a failing database with its error."""
-    state = open_state(settings.data_dir, settings.store_url)
+    state = await asyncio.to_thread(open_state, settings.data_dir, settings.store_url)
     platforms: dict[str, Platform] = {}
     try:
         for name in names:
@@ -88,7 +88,7 @@ async def serve(
             webhook_socket = listen(settings.gateway)
         try:
             lease = settings.gateway.leader_lease_secs or DEFAULT_LEASE
-            leaders = {name: Leadership(state, name, lease) for name in platforms}
+            leaders = {n: Leadership(state, n, p.bot_id, lease) for n, p in platforms.items()}
             await _run(gateway, leaders, platforms, (routes, webhook_socket), ready)
         finally:
             await gateway.aclose()
@@ -97,7 +97,7 @@ async def serve(
     finally:
         for platform in platforms.values():
             await platform.aclose()
-        state.close()
+        await asyncio.to_thread(state.close)
 
 
 def listen(entry: GatewayEntry) -> socket.socket:
@@ -146,8 +146,8 @@ async def _run(
         raise group_error.exceptions[0] from None
 
 
-def _resume(gateway: Gateway, name: str) -> None:
+async def _resume(gateway: Gateway, name: str) -> None:
     """Handle the messages of ``name`` stored but left unanswered (by this gateway's last run,
     or by the replica that led before)."""
-    if count := gateway.resume(name):
+    if count := await gateway.resume(name):
         log.info("%s: %d message(s) left unanswered last time, handling them", name, count)

@@ -14,20 +14,34 @@ private, ``0600``, as are its WAL files, since it holds messages until they are 
 
 With a ``store_url`` the same tables live in the PostgreSQL store (``pg_state``), shared by
 every replica; this class holds the SQL both backends run.
+
+Every method is synchronous and may wait on its database (a busy SQLite file, an unreachable
+PostgreSQL server retried for seconds): the gateway's async code calls them through
+``off_loop``, in the state's own worker thread, so the event loop keeps serving meanwhile and a
+slow database ties up that one thread, not the threads the rest of the process shares; a lock
+makes each statement one at a time on the connection for any other caller.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import functools
 import os
 import sqlite3
+import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from openheim.errors import ConfigError
 from openheim.gateway.inbound import Inbound
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 KEEP_HANDLED_SECS = 7 * 86_400.0
 """How long a handled message's id is kept to recognise a late duplicate."""
@@ -77,21 +91,25 @@ class GatewayState:
     prefix = ""
     order = "rowid"
     """The column that keeps the inbox in arrival order among messages of the same time."""
+    _worker: ThreadPoolExecutor | None = None
+    """The one thread ``off_loop`` runs calls in, started by the first."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         with contextlib.suppress(FileExistsError):  # private: it holds messages until answered
             os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-        self._db = sqlite3.connect(path, isolation_level=None)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.executescript(_SCHEMA)
         self._forget_old()
 
     def _exec(self, sql: str, parameters: tuple[Any, ...] = ()) -> Result:
-        cursor = self._db.execute(sql.format(p=self.prefix), parameters)
-        rows = cursor.fetchall()
-        return Result(cursor.rowcount, [tuple(row) for row in rows])
+        with self._lock:  # called from worker threads: one statement at a time
+            cursor = self._db.execute(sql.format(p=self.prefix), parameters)
+            rows = cursor.fetchall()
+            return Result(cursor.rowcount, [tuple(row) for row in rows])
 
     def _now(self) -> float:
         """The clock leases are timed by (the database's own where replicas share one)."""
@@ -102,8 +120,22 @@ class GatewayState:
             "DELETE FROM {p}inbox WHERE handled = 1 AND at < ?", (time.time() - KEEP_HANDLED_SECS,)
         )
 
+    async def off_loop(self, call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """``call(*args, **kwargs)`` (a method of this state) in the state's worker thread, in
+        the order asked; the event loop serves on while it waits on the database."""
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(1, thread_name_prefix="gateway-state")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._worker, functools.partial(call, *args, **kwargs))
+
+    def _stop_worker(self) -> None:
+        if self._worker is not None:
+            self._worker.shutdown(wait=False, cancel_futures=True)  # none runs once closed
+
     def close(self) -> None:
-        self._db.close()
+        self._stop_worker()
+        with self._lock:
+            self._db.close()
 
     # inbox
 

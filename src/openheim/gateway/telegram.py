@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from typing import Any
 
 import httpx
@@ -14,7 +15,7 @@ import httpx
 from openheim.errors import PlatformError
 from openheim.formats import safejson
 from openheim.gateway.http import Sleep, request_with_retry, retry_after
-from openheim.gateway.inbound import Deliver, Inbound
+from openheim.gateway.inbound import Deliver, Inbound, token_digest
 from openheim.gateway.state import GatewayState
 
 log = logging.getLogger(__name__)
@@ -23,7 +24,7 @@ API_BASE = "https://api.telegram.org"
 POLL_TIMEOUT = 30
 """Seconds a ``getUpdates`` long poll waits for news."""
 MAX_BACKOFF = 60.0
-_CURSOR = "telegram.offset"
+_BOT_ID = re.compile(r"([0-9]{1,20}):")
 _FATAL = {
     401: "the bot token was refused",
     404: "the bot token was refused",
@@ -57,6 +58,13 @@ def normalise_update(update: Any) -> Inbound | None:
     )
 
 
+def bot_id(token: str) -> str:
+    """The bot's user id, the digits a token starts with (``123456:secret``; public: it is
+    the bot's id in every chat), or a digest of a token of another shape."""
+    found = _BOT_ID.match(token)
+    return found.group(1) if found else token_digest(token)
+
+
 class Telegram:
     """A bot's client: the long-poll loop and replies."""
 
@@ -73,6 +81,8 @@ class Telegram:
         sleep: Sleep = asyncio.sleep,
     ) -> None:
         self._base = f"{api_base.rstrip('/')}/bot{token}"
+        self.bot_id = bot_id(token)
+        self._cursor = f"telegram.offset/{self.bot_id}"  # each bot's updates have their own
         self._state = state
         self._webhook_secret = webhook_secret
         self._poll_timeout = poll_timeout
@@ -84,7 +94,7 @@ class Telegram:
         With a webhook secret, updates come through the webhook app instead."""
         if self._webhook_secret is not None:
             return
-        raw = self._state.cursor(_CURSOR)
+        raw = await self._state.off_loop(self._state.cursor, self._cursor)
         offset = int(raw) if raw is not None else None
         failures = 0
         while True:
@@ -104,7 +114,7 @@ class Telegram:
                 if message is not None:
                     await deliver(message)
                 offset = int(update["update_id"]) + 1
-                self._state.set_cursor(_CURSOR, str(offset))
+                await self._state.off_loop(self._state.set_cursor, self._cursor, str(offset))
 
     def webhook_routes(self, deliver: Deliver) -> list[Any]:
         """``/telegram`` when the bot is set up for a webhook, else none."""

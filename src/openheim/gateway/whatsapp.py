@@ -100,6 +100,7 @@ class WhatsApp:
         self.app_secret = app_secret
         self.verify_token = verify_token
         self.phone_number_id = phone_number_id
+        self.bot_id = phone_number_id
         self._url = f"{api_base.rstrip('/')}/{phone_number_id}/messages"
         self._sleep = sleep
         self._client = httpx.AsyncClient(timeout=30, headers={"Authorization": f"Bearer {token}"})
