@@ -55,8 +55,10 @@ def bindir() -> Path:
 class Cluster:
     """A running private cluster; ``database()`` makes a fresh database and returns its URL."""
 
-    def __init__(self) -> None:
+    def __init__(self, settings: Sequence[str] = ()) -> None:
+        """Start the cluster; ``settings`` are more ``name=value`` server settings (a bench's)."""
         self.bin = bindir()
+        self._settings = "".join(f" -c {setting}" for setting in settings)
         self.folder = Path(tempfile.mkdtemp(prefix="openheim-pg-"))
         self.data = self.folder / "data"
         self._owner = _service_user()
@@ -73,7 +75,7 @@ class Cluster:
         self._run("initdb", "-D", str(self.data), "-U", SUPERUSER, "--auth=trust", "-E", "UTF8")
         settings = (
             "-c listen_addresses='' -c max_connections=300 -c fsync=off"
-            f" -c synchronous_commit=off -c full_page_writes=off -k {self.folder}"
+            f" -c synchronous_commit=off -c full_page_writes=off -k {self.folder}{self._settings}"
         )
         log = str(self.folder / "server.log")
         self._run("pg_ctl", "-D", str(self.data), "-l", log, "-o", settings, "-w", "-t",

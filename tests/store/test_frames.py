@@ -56,6 +56,21 @@ def test_frames_go_with_their_session(store: SqlStore) -> None:
     assert list(store.frames.after(sid, 0)) == []
 
 
+def test_frames_written_inside_a_transaction_commit_or_fail_with_it(store: SqlStore) -> None:
+    """As ``sessions migrate`` writes a session and its frames: the frames see the session the
+    transaction created, and go with it when the transaction fails."""
+    with store.transaction():
+        sid = new_session(store)
+        store.frames.append([(sid, 1, "with its session")])
+    assert list(store.frames.after(sid, 0)) == [(1, "with its session")]
+    with pytest.raises(RuntimeError), store.transaction():
+        undone = new_session(store)
+        store.frames.append([(undone, 1, "undone")])
+        raise RuntimeError("the transaction fails")
+    assert list(store.frames.after(undone, 0)) == []
+    assert undone not in [record.id for record in store.list()]
+
+
 def test_a_version_1_database_gains_the_frame_table(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     conn = sqlite3.connect(path)

@@ -157,12 +157,14 @@ class SqlStore:
 
     def append(self, session_id: str, message: Message) -> None:
         with self._tx() as conn:
-            row = conn.execute(
+            # both queries asked before either answer is read: one round trip on PostgreSQL
+            found = conn.execute(
                 "SELECT message_count, title FROM sessions WHERE id = ?", (session_id,)
-            ).fetchone()
+            )
+            now = tables.stamp(conn)
+            row = found.fetchone()
             if row is None:
                 raise SessionNotFound(session_id)
-            now = tables.stamp(conn)
             self._insert_messages(conn, session_id, row["message_count"], [message], now)
             conn.execute(
                 "UPDATE sessions SET message_count = message_count + 1, updated_at = ?,"

@@ -88,10 +88,12 @@ def is_stale(holder: Holder, *, now: float, timeout: float) -> bool:
 
 def take(conn: Connection, session_id: str, *, timeout: float) -> str:
     """Claim the session's lease for a new token, or raise ``SessionBusy`` naming the holder."""
-    if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+    # both queries asked before either answer is read: one round trip on PostgreSQL
+    found = conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,))
+    holder = current(conn, session_id)
+    if found.fetchone() is None:
         raise SessionNotFound(session_id)
     now = time.time()
-    holder = current(conn, session_id)
     if holder is not None and not is_stale(holder, now=now, timeout=timeout):
         raise SessionBusy(session_id, pid=holder.pid, host=holder.host)
     if holder is not None:

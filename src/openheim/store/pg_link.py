@@ -172,18 +172,62 @@ def _param(value: Any) -> Any:
 
 
 class Link:
-    """A connection of the pool as the store's ``Connection``: ``?`` placeholders, clean text."""
+    """A connection of the pool as the store's ``Connection``: ``?`` placeholders, clean text.
 
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+    In a write transaction the connection is in pipeline mode (``pipe``): a statement is sent
+    without waiting for its answer, and the round trip is made when a result is read
+    (``fetchone``, ``rowcount``) or the write ends (``sync``), so a write costs a round trip
+    per result it reads instead of one per statement (the lock, savepoints, inserts, commit).
+    """
+
+    def __init__(self, conn: psycopg.Connection[Any], pipe: psycopg.Pipeline | None = None) -> None:
         self.raw = conn
+        self.pipe = pipe
+        self.depth = 0
+        """Savepoints open (``pg_pipeline.savepoint``)."""
 
-    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> psycopg.Cursor[Any]:
-        return self.raw.execute(_translated(sql), [_param(p) for p in parameters])
+    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Result:
+        cursor = self.raw.execute(_translated(sql), [_param(p) for p in parameters])
+        return Result(cursor, self)
 
-    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> psycopg.Cursor[Any]:
+    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Result:
         cursor = self.raw.cursor()
         cursor.executemany(_translated(sql), [[_param(p) for p in row] for row in parameters])
-        return cursor
+        return Result(cursor, self)
+
+    def sync(self) -> None:
+        """Wait for the answers to every statement sent so far; raise the first one's error.
+        No round trip when every one is answered already (by reading a result)."""
+        if self.pipe is not None and (self.pipe.result_queue or self.pipe.command_queue):
+            self.pipe.sync()
+
+
+class Result:
+    """A statement's cursor whose ``rowcount`` and ``description`` wait for the statement's
+    answer first."""
+
+    __slots__ = ("_cursor", "_link")
+
+    def __init__(self, cursor: psycopg.Cursor[Any], link: Link) -> None:
+        self._cursor = cursor
+        self._link = link
+
+    @property
+    def rowcount(self) -> int:
+        self._link.sync()
+        return self._cursor.rowcount
+
+    @property
+    def description(self) -> list[psycopg.Column] | None:
+        """The result's columns (``None`` for a statement that returns no rows)."""
+        self._link.sync()
+        return self._cursor.description
+
+    def fetchone(self) -> Any:
+        return self._cursor.fetchone()
+
+    def fetchall(self) -> list[Any]:
+        return self._cursor.fetchall()
 
 
 def connect(url: str) -> psycopg.Connection[Any]:

@@ -21,12 +21,12 @@ from __future__ import annotations
 import builtins
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 
 import psycopg
 
 from openheim.messages import Message
-from openheim.store import pg_link, pg_schema
+from openheim.store import pg_link, pg_pipeline, pg_schema
 from openheim.store.base import SearchHit
 from openheim.store.batches import BatchWriter
 from openheim.store.checkpoint_rows import CheckpointRows
@@ -107,29 +107,33 @@ class PostgresStore(SqlStore):
             self._closed = True
             self._pool.close()
 
-    @contextmanager
-    def _tx(self) -> Iterator[Connection]:
+    def _tx(self) -> AbstractContextManager[Connection]:
         """One write transaction holding the store's write lock; nested, a savepoint of the
         transaction this thread is in (undone alone when the write fails)."""
+        return self._write(pg_schema.WRITE_KEY)
+
+    def _unlocked_tx(self) -> AbstractContextManager[Connection]:
+        """The frame log's write transaction, without the write lock (see the docstring);
+        nested, a savepoint too (a batch's, or ``sessions migrate``'s, whose session is not
+        committed yet when its frames are written)."""
+        return self._write(None)
+
+    @contextmanager
+    def _write(self, lock: int | None) -> Iterator[Connection]:
+        """A write transaction whose statements are pipelined (``pg_pipeline``), holding the
+        advisory lock ``lock`` when one is given; a savepoint when this thread is in one."""
         link: pg_link.Link | None = getattr(self._local, "link", None)
         with pg_link.failures(self.url):
             if link is not None:
-                with link.raw.transaction():
+                with pg_pipeline.savepoint(link):
                     yield link
                 return
-            with self._pool.connection() as conn, conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (pg_schema.WRITE_KEY,))
-                self._local.link = link = pg_link.Link(conn)
+            with self._pool.connection() as conn, pg_pipeline.transaction(conn, lock) as link:
+                self._local.link = link
                 try:
                     yield link
                 finally:
                     self._local.link = None
-
-    @contextmanager
-    def _unlocked_tx(self) -> Iterator[Connection]:
-        """One write transaction without the write lock (the frame log's; see the docstring)."""
-        with pg_link.failures(self.url), self._pool.connection() as conn, conn.transaction():
-            yield pg_link.Link(conn)
 
     @contextmanager
     def _reader(self) -> Iterator[Connection]:
@@ -162,17 +166,22 @@ class PostgresStore(SqlStore):
 
 class _Frames(FrameLog):
     """The frame log with PostgreSQL's upsert, and ``NOTIFY`` on ``FRAMES_CHANNEL`` of the
-    sessions of each batch (delivered once the batch commits)."""
+    sessions of each batch (sent in the same pipeline, delivered once the batch commits); a
+    deleted session's frames are refused at the commit (the inserts are pipelined), where
+    ``SessionNotFound`` is raised."""
 
-    def _insert(self, conn: Connection, frames: Sequence[tuple[str, int, str]]) -> None:
+    def append(self, frames: Sequence[tuple[str, int, str]]) -> None:
         try:
-            conn.executemany(
-                "INSERT INTO session_frames (session_id, seq, body) VALUES (?, ?, ?)"
-                " ON CONFLICT (session_id, seq) DO UPDATE SET body = excluded.body",
-                frames,
-            )
+            super().append(frames)
         except psycopg.errors.ForeignKeyViolation:
             raise gone(frames) from None
+
+    def _insert(self, conn: Connection, frames: Sequence[tuple[str, int, str]]) -> None:
+        conn.executemany(
+            "INSERT INTO session_frames (session_id, seq, body) VALUES (?, ?, ?)"
+            " ON CONFLICT (session_id, seq) DO UPDATE SET body = excluded.body",
+            frames,
+        )
         last: dict[str, int] = {}
         for session_id, seq, _ in frames:
             last[session_id] = max(seq, last.get(session_id, 0))
