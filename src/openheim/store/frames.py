@@ -82,16 +82,18 @@ class FrameLog:
         found: dict[str, list[tuple[int, str]]] = {}
         wanted = list(after.items())
         for start in range(0, len(wanted), MANY):
-            part = wanted[start : start + MANY]
-            rows = self._read(
-                "SELECT session_id, seq, body FROM session_frames WHERE "
-                + " OR ".join(["(session_id = ? AND seq > ?)"] * len(part))
-                + " ORDER BY session_id, seq",
-                [value for pair in part for value in pair],
-            )
-            for row in rows:
+            for row in self._rows_after(wanted[start : start + MANY]):
                 found.setdefault(row["session_id"], []).append((row["seq"], row["body"]))
         return found
+
+    def _rows_after(self, wanted: Sequence[tuple[str, int]]) -> list[Any]:
+        """The rows of ``after_many`` for some of its sessions, by session and number."""
+        return self._read(
+            "SELECT session_id, seq, body FROM session_frames WHERE "
+            + " OR ".join(["(session_id = ? AND seq > ?)"] * len(wanted))
+            + " ORDER BY session_id, seq",
+            [value for pair in wanted for value in pair],
+        )
 
     def last(self, session_id: str) -> int:
         """The highest number stored for the session (0 when none)."""
