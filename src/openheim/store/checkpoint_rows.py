@@ -10,23 +10,13 @@ keeps its checkpoints in files (``runtime.checkpoints``) and has none of these.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
 from typing import Any
 
-from openheim.store.tables import Connection
+from openheim.store.tables import TableSet
 
 
-class CheckpointRows:
+class CheckpointRows(TableSet):
     """The ``checkpoint_blobs`` and ``session_checkpoints`` tables of one store."""
-
-    def __init__(
-        self,
-        tx: Callable[[], AbstractContextManager[Connection]],
-        read: Callable[[str, Sequence[Any]], list[Any]],
-    ) -> None:
-        self._tx = tx
-        self._read = read
 
     def put_blob(self, key: str, data: bytes) -> None:
         """Keep ``data`` under ``key`` unless a blob of that key is there."""

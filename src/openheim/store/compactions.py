@@ -11,12 +11,10 @@ Entries go with the session when it is deleted.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
-from openheim.store.tables import Connection
+from openheim.store.tables import TableSet
 
 Method = Literal["summary", "trim"]
 
@@ -37,16 +35,8 @@ class Compaction:
     apart from the one compacted."""
 
 
-class CompactionLog:
+class CompactionLog(TableSet):
     """The compaction log of one store (``SQLiteStore.compactions``, ``PostgresStore``'s)."""
-
-    def __init__(
-        self,
-        tx: Callable[[], AbstractContextManager[Connection]],
-        read: Callable[[str, Sequence[Any]], list[Any]],
-    ) -> None:
-        self._tx = tx
-        self._read = read
 
     def append(self, session_id: str, entry: Compaction) -> None:
         """Record ``entry`` as the session's latest compaction."""

@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from openheim.errors import SessionNotFound
-from openheim.store.tables import Connection
+from openheim.store.tables import Connection, TableSet
 
 DEFAULT_KEEP = 10_000
 """Frames kept per session."""
@@ -32,7 +32,7 @@ for the event loop's thread to let go of it, up to a switch interval, while the 
 the store's lock)."""
 
 
-class FrameLog:
+class FrameLog(TableSet):
     """The frame log of one store (``SQLiteStore.frames``; PostgreSQL's overrides ``_insert``)."""
 
     def __init__(
@@ -41,8 +41,7 @@ class FrameLog:
         read: Callable[[str, Sequence[Any]], list[Any]],
         keep: int = DEFAULT_KEEP,
     ) -> None:
-        self._tx = tx
-        self._read = read
+        super().__init__(tx, read)
         self.keep = keep
 
     def append(self, frames: Sequence[tuple[str, int, str]]) -> None:

@@ -10,7 +10,8 @@ import json
 import math
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import replace as replaced
 from typing import Any, Protocol
 
@@ -46,6 +47,19 @@ UPSERT = (
 )
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class TableSet:
+    """Some tables of one store, written in its transactions (``tx``) and read through its
+    ``read``: the frame log, the compaction log and the checkpoints share these two."""
+
+    def __init__(
+        self,
+        tx: Callable[[], AbstractContextManager[Connection]],
+        read: Callable[[str, Sequence[Any]], list[Any]],
+    ) -> None:
+        self._tx = tx
+        self._read = read
 
 
 def storable(text: str) -> str:
