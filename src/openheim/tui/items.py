@@ -7,7 +7,7 @@ from __future__ import annotations
 import difflib
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -137,8 +137,7 @@ class AnswerItem(Vertical):
         """Parts cut off the tail and not drawn yet."""
         self._done = MarkdownPart()
         self._live = MarkdownPart()
-        self._drawn_at = 0.0
-        self._timer: Timer | None = None
+        self._pace = Pacer(self, self._draw)
         if text:
             self._take(text)
             self._done.texts, self._finished = self._finished, []
@@ -158,18 +157,13 @@ class AnswerItem(Vertical):
     def feed(self, text: str) -> None:
         """Add a delta: drawn now, or with the next frame if one was drawn just before."""
         self._take(text)
-        wait = FRAME - (time.monotonic() - self._drawn_at)
-        if wait <= 0:
-            self.flush()
-        elif self._timer is None:
-            self._timer = self.set_timer(wait, self.flush)
+        self._pace.due()
 
     def flush(self) -> None:
         """Draw every delta taken."""
-        if self._timer is not None:
-            self._timer.stop()
-            self._timer = None
-        self._drawn_at = time.monotonic()
+        self._pace.now()
+
+    def _draw(self) -> None:
         for part in self._finished:
             self._done.append(part)
         self._finished = []
@@ -178,6 +172,35 @@ class AnswerItem(Vertical):
 
 FRAME = 1 / 30
 """Seconds between two draws of a streamed answer."""
+
+
+class Pacer:
+    """Draws a streamed widget at most once a ``FRAME``: a delta that comes sooner after the
+    last draw is drawn with the next frame, together with those that follow it."""
+
+    def __init__(self, widget: Widget, draw: Callable[[], None]) -> None:
+        self._widget = widget
+        self._draw = draw
+        self._drawn_at = 0.0
+        self._timer: Timer | None = None
+
+    def due(self) -> None:
+        """Something new to draw: now, or at the next frame."""
+        wait = FRAME - (time.monotonic() - self._drawn_at)
+        if wait <= 0:
+            self.now()
+        elif self._timer is None:
+            self._timer = self._widget.set_timer(wait, self.now)
+
+    def now(self) -> None:
+        """Draw at once."""
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        self._drawn_at = time.monotonic()
+        self._draw()
+
+
 PART_SIZE = 400
 """Characters after which a streamed part is frozen at the next block end."""
 
@@ -235,24 +258,18 @@ class ThinkingItem(Collapsible):
         self.body = Static(Text(redact(text)), classes="thinking-text")
         super().__init__(self.body, title="thinking", collapsed=collapsed, classes="thinking")
         self.text = text
-        self._drawn_at = 0.0
-        self._timer: Timer | None = None
+        self._pace = Pacer(self, self._draw)
 
     def feed(self, text: str) -> None:
         """Add a delta: drawn now, or with the next frame if one was drawn just before."""
         self.text += text
-        wait = FRAME - (time.monotonic() - self._drawn_at)
-        if wait <= 0:
-            self.flush()
-        elif self._timer is None:
-            self._timer = self.set_timer(wait, self.flush)
+        self._pace.due()
 
     def flush(self) -> None:
         """Draw all the text taken."""
-        if self._timer is not None:
-            self._timer.stop()
-            self._timer = None
-        self._drawn_at = time.monotonic()
+        self._pace.now()
+
+    def _draw(self) -> None:
         self.body.update(Text(redact(self.text)))
 
 
