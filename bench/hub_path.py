@@ -33,7 +33,8 @@ from openheim.messages import Message
 from openheim.providers.base import ModelRequest, StreamItem
 from openheim.runtime import Runtime, SessionOptions
 from openheim.server.context import ServerContext
-from openheim.server.hub import Hub, Live
+from openheim.server.hub import Hub
+from openheim.server.live import Live
 from openheim.server.ws import Connection
 from openheim.testing import Reply, ScriptedProvider
 
@@ -113,7 +114,7 @@ async def one_prompt(lives: list[Live], tally: Tally, pace: Pace, chunks: int) -
     """Run one prompt on every session; CPU seconds of its delta rounds."""
     n = len(lives)
     for live in lives:
-        live.start(Message.user("go"))
+        await live.start(Message.user("go"))
     await until(lambda: pace.waiting == n, "every reply to wait for its first tick")
     cpu = 0.0
     for _ in range(chunks):

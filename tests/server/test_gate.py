@@ -52,7 +52,7 @@ async def test_a_prompt_cancelled_at_the_gate_ends_cancelled(home: Path, work: P
             live = await hub.open(SessionOptions())
             seen: list[str] = []
             live.subscribers.add(_Collect(seen))
-            live.start(Message.user("hi"))
+            await live.start(Message.user("hi"))
             await asyncio.sleep(0)
             assert live.busy and len(hub.gate.waiting) == 1
             live.cancel()

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from openheim.server.hub import Live
+from openheim.server.live import Live
 
 TEXTS = [
     "",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from openheim.server.hub import Live
+from openheim.server.live import Live
 from openheim.testing import FakeLLMServer
 from tests.server.support import served
 

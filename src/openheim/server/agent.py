@@ -32,7 +32,7 @@ from openheim.runtime import SessionOptions, approvals, attach, models, prompt_c
 from openheim.server import relay
 from openheim.server.context import ServerContext
 from openheim.server.frames import BadRequest, opt_str, req_str, str_list
-from openheim.server.hub import Live, Subscriber
+from openheim.server.live import Live, Subscriber
 from openheim.server.session_ops import ACTIONS, session_action
 
 MAX_IMAGES = 16
@@ -143,7 +143,7 @@ class AgentChannel:
 
     async def _prompt(self, data: dict[str, Any]) -> dict[str, Any]:
         live = self._live(data)
-        live.start(self._message(data))
+        await live.start(self._message(data))
         self.context.busy.started(live)
         return {"type": "ok"}
 

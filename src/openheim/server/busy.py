@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from openheim.server.hub import Live
+from openheim.server.live import Live
 
 log = logging.getLogger(__name__)
 

@@ -33,7 +33,8 @@ from openheim.server.follower import ANY, Follower
 from openheim.store.frame_notices import stored
 
 if TYPE_CHECKING:
-    from openheim.server.hub import Hub, Live
+    from openheim.server.hub import Hub
+    from openheim.server.live import Live
     from openheim.store import SessionStore
     from openheim.store.postgres import PostgresStore
 

@@ -19,7 +19,7 @@ from typing import Any
 from openheim.errors import SessionBusy
 from openheim.runtime import commands
 from openheim.server.frames import BadRequest
-from openheim.server.hub import Live
+from openheim.server.live import Live
 
 ACTIONS = tuple(spec.name for spec in commands.offered("ws"))
 
