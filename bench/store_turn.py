@@ -12,8 +12,8 @@ and no client: only the store's work is timed.
 Each round runs ``--concurrent`` sessions taking turns at once (1: one turn after another) for
 ``--turns`` turns per backend, the two backends taking turns (A B B A ...) so that a machine
 getting busier hits both alike. PostgreSQL is a private cluster started here, on a Unix socket
-in a temporary folder (``tests/pgcluster.py``: ``fsync`` and ``synchronous_commit`` off, as
-SQLite's ``synchronous=NORMAL`` does not wait for the disk either). Printed per backend: p50
+in a temporary folder (``tests/pgcluster.py``: ``fsync`` off, as SQLite's
+``synchronous=NORMAL`` does not wait for the disk either). Printed per backend: p50
 and p99 of a turn, turns per second, this process's CPU time per turn, and for PostgreSQL
 the statements and the locked writes (write transactions that take the store's write lock;
 the frame log's take none) the server ran per turn (``pg_stat_statements``);

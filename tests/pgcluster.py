@@ -14,13 +14,14 @@ installs the package when none is found.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import pwd
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import psycopg
@@ -73,15 +74,30 @@ class Cluster:
         if self._owner is not None:
             os.chown(self.folder, self._owner.pw_uid, self._owner.pw_gid)
         self._run("initdb", "-D", str(self.data), "-U", SUPERUSER, "--auth=trust", "-E", "UTF8")
+        self._serve()
+
+    def _serve(self) -> None:
+        """Start the server on the cluster's data (``fsync`` off: the machine never crashes in
+        a test, while commits still reach the operating system, so a killed server keeps
+        them, as one on a real disk would)."""
         settings = (
             "-c listen_addresses='' -c max_connections=300 -c fsync=off"
-            f" -c synchronous_commit=off -c full_page_writes=off -k {self.folder}{self._settings}"
+            f" -c full_page_writes=off -k {self.folder}{self._settings}"
         )
         log = str(self.folder / "server.log")
         self._run("pg_ctl", "-D", str(self.data), "-l", log, "-o", settings, "-w", "-t",
                   str(START_TIMEOUT), "start")  # fmt: skip
         with psycopg.connect(self.url(), connect_timeout=START_TIMEOUT) as conn:
             conn.execute("SELECT 1")  # pg_ctl -w waited for it to accept; this proves it
+
+    @contextlib.contextmanager
+    def down(self) -> Iterator[None]:
+        """The server stopped at once (every connection cut) for the body, then started."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+        try:
+            yield
+        finally:
+            self._serve()
 
     def url(self, database: str = "postgres") -> str:
         """A URL for ``database`` over the cluster's socket."""

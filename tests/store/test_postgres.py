@@ -18,7 +18,7 @@ from psycopg_pool.base import AttemptWithBackoff
 from openheim.errors import ConfigError, SchemaError, SessionBusy, StoreError
 from openheim.messages import Message
 from openheim.store.opener import open_store
-from openheim.store.pg_link import checked, redacted
+from openheim.store.pg_link import RECONNECT_MAX, checked, redacted
 from openheim.store.pg_schema import MIGRATIONS, WRITE_KEY
 from openheim.store.postgres import PostgresStore
 from tests.pgcluster import Cluster
@@ -93,6 +93,24 @@ def test_connections_the_server_cut_are_replaced_with_no_wait(pg_url: str) -> No
         began = time.monotonic()
         assert [m.text for m in store.messages(sid)] == ["kept"]
         assert time.monotonic() - began < AttemptWithBackoff.INITIAL_DELAY
+
+
+OUTAGE = 3.0
+"""Seconds the server is away: psycopg_pool's own waits between tries (1 s, 2 s, 4 s) would
+put its next try 4 s after the outage began."""
+
+
+def test_the_store_answers_within_a_second_of_the_servers_return(
+    pg_url: str, pg_cluster: Cluster
+) -> None:
+    with PostgresStore(pg_url) as store:
+        sid = store.create(cwd="/", provider="p", model="m").id
+        with pg_cluster.down():
+            store._pool.check()  # finds its connection cut: tries to open others meanwhile
+            time.sleep(OUTAGE)
+        back = time.monotonic()
+        assert store.messages(sid) == []
+        assert time.monotonic() - back < RECONNECT_MAX + 1.0
 
 
 def test_reopening_a_migrated_database_keeps_its_sessions(pg_url: str) -> None:

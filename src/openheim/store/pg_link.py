@@ -18,6 +18,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 import psycopg
 import psycopg_pool
 from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool.base import AttemptWithBackoff
 
 from openheim.errors import ConfigError, StoreError
 from openheim.redaction.secrets import register_secret
@@ -235,13 +236,34 @@ def connect(url: str) -> psycopg.Connection[Any]:
     return psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT, row_factory=rows)
 
 
+RECONNECT_FIRST = 0.25
+RECONNECT_MAX = 1.0
+"""Seconds between two tries to open a connection while the server is away: from
+``RECONNECT_FIRST``, doubling up to ``RECONNECT_MAX``. psycopg_pool's own wait starts at a
+second and doubles without end, so once the server was back after an outage of some seconds
+the store went on failing for as long again."""
+
+
+class _Reconnecting(AttemptWithBackoff):
+    INITIAL_DELAY = RECONNECT_FIRST
+
+    def update_delay(self, now: float) -> None:
+        super().update_delay(now)
+        self.delay = min(self.delay, RECONNECT_MAX)
+
+
 class LivePool(psycopg_pool.ConnectionPool[psycopg.Connection[Any]]):
     """A pool that gives out only connections the server has not closed, checked with no round
     trip: an idle connection has nothing to read, so one whose socket is readable has been
     cut (a server restart, an administrator's kill) or holds a notice, and an empty query
     tells which. A cut one is dropped and the next taken at once: psycopg_pool's own check
     costs a round trip per checkout and waits a growing back-off (1 s, 2 s, ...) after each
-    failed one, so after a restart one read could wait out every dead connection in turn."""
+    failed one, so after a restart one read could wait out every dead connection in turn.
+    While the server is away it tries to connect again at most ``RECONNECT_MAX`` apart."""
+
+    def _add_connection(self, attempt: AttemptWithBackoff | None, growing: bool = False) -> None:
+        """psycopg_pool's, with ``_Reconnecting``'s waits between the tries."""
+        super()._add_connection(attempt or _Reconnecting(timeout=self.reconnect_timeout), growing)
 
     @contextmanager
     def connection(self, timeout: float | None = None) -> Iterator[psycopg.Connection[Any]]:
