@@ -11,7 +11,12 @@ replica and on another (p50, p99). Frames per CPU second: the frames both client
 session received, over the CPU seconds the replicas spent (user + system, from /proc) while
 the replies streamed; the same load on one replica alone (no HAProxy) gives the baseline.
 
-    .venv/bin/python bench/replicas_haproxy.py --sessions 300 --frames 40 --delay 0.02
+    .venv/bin/python bench/replicas_haproxy.py --sessions 300 --frames 300 --delay 0.02
+
+Starting 300 prompts at once takes the replicas some seconds (each takes its lease and stores its
+message), so with short replies the first sessions end before the last begin. The replies are
+6 seconds long by default, and the added latency is also reported apart for the frames sent
+while every session streamed.
 """
 
 from __future__ import annotations
@@ -51,6 +56,11 @@ class Load:
 
     same: list[float] = field(default_factory=list)
     other: list[float] = field(default_factory=list)
+    steady_same: list[float] = field(default_factory=list)
+    steady_other: list[float] = field(default_factory=list)
+    """The same, for the frames sent while every session streamed (``window``)."""
+    window: float = 0.0
+    """Seconds from the last session's first frame to the first session's last one."""
     frames: int = 0
     cpu: float = 0.0
     wall: float = 0.0
@@ -133,9 +143,15 @@ async def load(url: str, pids: Sequence[int], sessions: int) -> Load:
     )
     result.wall = time.perf_counter() - began
     result.cpu = cpu_seconds(pids) - cpu
+    begun = max(min(here.values()) for here, _ in timed)
+    ended = min(max(here.values()) for here, _ in timed)
+    result.window = max(0.0, ended - begun)
     for (_, _, same), (here, there) in zip(pairs, timed, strict=True):
         assert sorted(there) == sorted(here), "a frame was lost or doubled"
-        (result.same if same else result.other).extend((there[s] - here[s]) * 1000 for s in here)
+        added = [((there[s] - here[s]) * 1000, begun <= here[s] <= ended) for s in here]
+        (result.same if same else result.other).extend(ms for ms, _ in added)
+        steady = result.steady_same if same else result.steady_other
+        steady.extend(ms for ms, during in added if during)
         result.frames += len(here) + len(there)
     for sock, _ in runners + observers:
         await sock.__aexit__(None, None, None)
@@ -174,7 +190,7 @@ def _line(label: str, values: list[float]) -> str:
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=300)
-    parser.add_argument("--frames", type=int, default=40, help="deltas per reply")
+    parser.add_argument("--frames", type=int, default=300, help="deltas per reply")
     parser.add_argument("--delay", type=float, default=0.02, help="seconds between deltas")
     args = parser.parse_args()
     reply = FakeReply(chunks=[f"w{i} " for i in range(args.frames)], chunk_delay=args.delay)
@@ -187,6 +203,9 @@ async def main() -> None:
     print(f"{args.sessions} sessions x {args.frames} deltas, {args.delay * 1000:.0f} ms apart")
     print(_line("three replicas, observer on the runner's replica", three.same))
     print(_line("three replicas, observer on another replica", three.other))
+    print(f"while every session streamed ({three.window:.1f} s of the three replicas' run):")
+    print(_line("  observer on the runner's replica", three.steady_same))
+    print(_line("  observer on another replica", three.steady_other))
     print(_line("one replica alone, observer on it", alone.same))
     for label, run in (("three replicas", three), ("one replica alone", alone)):
         print(
