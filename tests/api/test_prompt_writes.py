@@ -121,7 +121,7 @@ async def test_a_prompt_whose_message_cannot_be_stored_leaves_the_history_as_bet
     await session.close()
 
 
-async def test_the_lease_is_refreshed_while_a_tool_runs_long(
+async def test_the_lease_is_refreshed_while_a_tool_runs_long_off_the_event_loop(
     scripted: Scripted,
     make_runtime: MakeRuntime,
     blocker: Blocker,
@@ -132,7 +132,7 @@ async def test_the_lease_is_refreshed_while_a_tool_runs_long(
     refresh = SQLiteLease.refresh
 
     def counted(lease: SQLiteLease) -> None:
-        refreshed.append(lease.session_id)
+        refreshed.append(threading.current_thread().name)
         refresh(lease)
 
     monkeypatch.setattr(SQLiteLease, "refresh", counted)
@@ -146,6 +146,7 @@ async def test_the_lease_is_refreshed_while_a_tool_runs_long(
             break
         await asyncio.sleep(0.01)
     assert len(refreshed) >= during + 3
+    assert threading.main_thread().name not in refreshed  # a refresh never stops the loop
     blocker.release.set()
     assert (await asyncio.wait_for(run, WAIT)).stop_reason == "end_turn"
     after = len(refreshed)

@@ -28,7 +28,7 @@ def test_the_server_heartbeats_to_the_timeout_it_is_given(
     store = context.store
     try:
         lease = store.acquire(store.create(cwd="/", provider="p", model="m").id)
-        every = Heartbeat(lease).every
+        every = Heartbeat(lease, store).every
         lease.release()
     finally:
         context.runtime.shared.give_back(store)

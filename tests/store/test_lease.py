@@ -186,6 +186,6 @@ def test_a_prompt_refreshes_its_lease_well_within_the_timeout(pg_url: str) -> No
 
     with PostgresStore(pg_url) as store:
         lease = store.acquire(new(store))
-        every = Heartbeat(lease).every
+        every = Heartbeat(lease, store).every
         lease.release()
     assert every <= lease.timeout / 3 and lease.timeout <= 10

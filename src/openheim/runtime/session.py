@@ -277,7 +277,7 @@ class Session:
             if watch is not None:
                 run = watch.events(run)
                 tap = watch.guard(tap) if tap is not None else None
-            heartbeat, history, over = Heartbeat(lease), self.history, False
+            heartbeat, history, over = Heartbeat(lease, self.store), self.history, False
             heartbeat.start()
             if tap is not None and isinstance(history, PersistentHistory):
                 tap = _stored_first(history, tap)
@@ -291,7 +291,7 @@ class Session:
                         if isinstance(history, PersistentHistory) and history.unsaved:
                             await history.saved()  # nothing after a message before it is stored
                         if isinstance(event, IterationStart):
-                            heartbeat.beat()
+                            await heartbeat.beat()
                         elif isinstance(event, Finished):  # the prompt is over once it is told
                             over = True
                             heartbeat.stop()

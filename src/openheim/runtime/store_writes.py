@@ -59,20 +59,24 @@ def release(lease: Lease) -> None:
 class Heartbeat:
     """Refreshes a prompt's lease at each model call, and on a timer while a model call or a
     tool runs long (``start``/``stop``), at most every ``REFRESH`` seconds: far inside the
-    store's timeout, after which another host may take a lease over as stale (a write on the
-    event loop, rare enough not to matter)."""
+    store's timeout, after which another host may take a lease over as stale. Each refresh is
+    a write done by the store's writing thread (``off_loop``): on PostgreSQL it waits its turn
+    among every replica's writes, which the event loop must not."""
 
-    def __init__(self, lease: Lease | None) -> None:
+    def __init__(self, lease: Lease | None, store: SessionStore | None) -> None:
         self.lease = lease
+        self.store = store
         self.every = REFRESH if lease is None else min(REFRESH, lease.timeout / 3)
         self.last = time.monotonic()
         self._timer: asyncio.TimerHandle | None = None
+        self._ticking: asyncio.Task[None] | None = None
 
-    def beat(self) -> None:
+    async def beat(self) -> None:
+        """Refresh the lease if it is due; ``SessionBusy`` when another holder took it over."""
         now = time.monotonic()
-        if self.lease is not None and now - self.last >= self.every:
-            self.lease.refresh()
+        if self.lease is not None and self.store is not None and now - self.last >= self.every:
             self.last = now
+            await off_loop(self.store, self.lease.refresh)
 
     def start(self) -> None:
         """Refresh every ``every`` seconds until ``stop``, whatever the prompt is doing."""
@@ -83,14 +87,21 @@ class Heartbeat:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        if self._ticking is not None:
+            self._ticking.cancel()  # a refresh under way still completes (``off_loop``)
+            self._ticking = None
 
     def _tick(self) -> None:
         self._timer = None
+        self._ticking = asyncio.ensure_future(self._timed())
+
+    async def _timed(self) -> None:
         try:
-            self.beat()
+            await self.beat()
         except OpenheimError as err:  # taken over: the prompt's own store writes say so
             log.warning("could not refresh a prompt's lease: %s", err)
             return
+        self._ticking = None
         self.start()
 
 
