@@ -42,6 +42,12 @@ def test_frames_of_many_sessions_are_read_at_once(
     assert store.frames.after_many({}) == {}
 
 
+def test_a_number_twice_in_one_batch_keeps_its_last_text(store: SqlStore) -> None:
+    sid = new_session(store)
+    store.frames.append([(sid, 1, "first"), (sid, 2, "b"), (sid, 1, "again")])
+    assert list(store.frames.after(sid, 0)) == [(1, "again"), (2, "b")]
+
+
 def test_only_the_last_frames_are_kept(store: SqlStore) -> None:
     sid = new_session(store)
     store.frames.keep = 3

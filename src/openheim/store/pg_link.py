@@ -166,9 +166,12 @@ def _translated(sql: str) -> str:
 
 
 def _param(value: Any) -> Any:
-    """A text parameter PostgreSQL can hold: NUL and lone surrogates become U+FFFD."""
+    """A text parameter PostgreSQL can hold: NUL and lone surrogates become U+FFFD (in each
+    text of a list too: an array parameter)."""
     if isinstance(value, str):
         return storable(value).replace("\x00", "\ufffd")
+    if isinstance(value, list):
+        return [_param(item) for item in value]
     return value
 
 

@@ -178,13 +178,18 @@ class _Frames(FrameLog):
             raise gone(frames) from None
 
     def _insert(self, conn: Connection, frames: Sequence[tuple[str, int, str]]) -> None:
-        conn.executemany(
-            "INSERT INTO session_frames (session_id, seq, body) VALUES (?, ?, ?)"
+        """One statement for the whole batch, its columns as three arrays (a row per statement
+        cost the writing thread and the server several times as much); a number sent twice
+        keeps its last text, as an upsert can touch a row once per statement."""
+        rows = {(session_id, seq): body for session_id, seq, body in frames}
+        conn.execute(
+            "INSERT INTO session_frames (session_id, seq, body)"
+            " SELECT * FROM unnest(?::text[], ?::bigint[], ?::text[])"
             " ON CONFLICT (session_id, seq) DO UPDATE SET body = excluded.body",
-            frames,
+            ([key[0] for key in rows], [key[1] for key in rows], list(rows.values())),
         )
         last: dict[str, int] = {}
-        for session_id, seq, _ in frames:
+        for session_id, seq in rows:
             last[session_id] = max(seq, last.get(session_id, 0))
         conn.executemany(
             "SELECT pg_notify(?, ?)", [(FRAMES_CHANNEL, text) for text in payloads(last)]
