@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from acp import PROTOCOL_VERSION
 from acp.client.connection import ClientSideConnection
@@ -52,6 +53,13 @@ async def _waiting(runner: Socket) -> str:
     return sid
 
 
+def _cancelled(events: list[dict[str, Any]], work: Path) -> None:
+    """The prompt ended as cancelled, before its approved write."""
+    assert events[-1]["event"]["type"] == "finished"
+    assert events[-1]["event"]["stop_reason"] == "cancelled"
+    assert not (work / "a.txt").exists()
+
+
 async def test_an_editor_cancels_a_prompt_of_the_web_client_on_the_same_server(
     home: Path, work: Path
 ) -> None:
@@ -63,9 +71,7 @@ async def test_an_editor_cancels_a_prompt_of_the_web_client_on_the_same_server(
                 async with editor(server.url, work, sid) as conn:
                     await conn.cancel(session_id=sid)
                     events = await runner.events_until_finished(sid)
-    assert events[-1]["event"]["type"] == "finished"
-    assert events[-1]["event"]["stop_reason"] == "cancelled"
-    assert not (work / "a.txt").exists()
+    _cancelled(events, work)
 
 
 async def test_an_editor_on_one_replica_cancels_a_prompt_running_on_another(
@@ -80,6 +86,4 @@ async def test_an_editor_on_one_replica_cancels_a_prompt_running_on_another(
             async with editor(b.url, work, sid) as conn:
                 await conn.cancel(session_id=sid)
                 events = await runner.events_until_finished(sid)
-    assert events[-1]["event"]["type"] == "finished"
-    assert events[-1]["event"]["stop_reason"] == "cancelled"
-    assert not (work / "a.txt").exists()
+    _cancelled(events, work)
