@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from openheim.errors import ConfigError
 from openheim.gateway.inbound import Inbound
+from openheim.store.opener import postgres_missing
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -273,8 +273,5 @@ def open_state(data_dir: Path, url: str | None = None) -> GatewayState:
     try:
         from openheim.gateway.pg_state import PgGatewayState
     except ImportError as err:
-        raise ConfigError(
-            f"store_url needs PostgreSQL support, which is not installed ({err.name} is missing)",
-            hint="pip install 'openheim[postgres]', or leave store_url unset for SQLite",
-        ) from None
+        raise postgres_missing(err) from None
     return PgGatewayState(url)

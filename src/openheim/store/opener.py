@@ -25,8 +25,14 @@ def open_store(data_dir: Path, url: str | None = None) -> SQLiteStore | Postgres
     try:
         from openheim.store.postgres import PostgresStore
     except ImportError as err:
-        raise ConfigError(
-            f"store_url needs PostgreSQL support, which is not installed ({err.name} is missing)",
-            hint="pip install 'openheim[postgres]', or leave store_url unset for SQLite",
-        ) from None
+        raise postgres_missing(err) from None
     return PostgresStore(url)
+
+
+def postgres_missing(err: ImportError) -> ConfigError:
+    """The error for a ``store_url`` where the ``postgres`` extra is not installed (``err``:
+    the failed import of a PostgreSQL module, the store's or the gateway's)."""
+    return ConfigError(
+        f"store_url needs PostgreSQL support, which is not installed ({err.name} is missing)",
+        hint="pip install 'openheim[postgres]', or leave store_url unset for SQLite",
+    )
