@@ -102,7 +102,11 @@ async def served(
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        app, log_level="warning", ws_max_size=max_frame * 4, ws_per_message_deflate=False
+        app,
+        log_level="warning",
+        ws_max_size=max_frame * 4,
+        ws_per_message_deflate=False,
+        timeout_graceful_shutdown=SHUTDOWN,
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
@@ -113,6 +117,12 @@ async def served(
         server.should_exit = True
         await asyncio.wait_for(task, WAIT)
         sock.close()
+
+
+SHUTDOWN = 5
+"""Seconds the server waits at the end for its connections to close: a browser page a test left
+open (busy machine, its socket's closing handshake not answered yet) is then cut, well within
+the ``WAIT`` (10 s) the test gives the server to stop."""
 
 
 async def _started(server: uvicorn.Server) -> None:
