@@ -107,3 +107,30 @@ def test_a_batch_with_a_deleted_session_is_refused_whole(store: SqlStore) -> Non
     assert list(store.frames.after(kept, 0)) == []
     store.frames.append([(kept, 1, "a")])
     assert list(store.frames.after(kept, 0)) == [(1, "a")]
+
+
+KEPT = [
+    '{"text": "a \\"quoted\\" \\\\u0000 word"}',
+    "back\\slash \\u0000 \\\\",
+    "naïve ☃ 😀",
+    "[1, 2]",
+]
+"""Texts a frame keeps exactly: JSON escapes (of a NUL too), backslashes, non-ASCII."""
+
+
+@pytest.mark.parametrize("text", KEPT)
+def test_a_frame_keeps_its_text_exactly(store: SqlStore, text: str) -> None:
+    sid = new_session(store)
+    store.frames.append([(sid, 1, text), (sid, 2, "next")])
+    assert list(store.frames.after(sid, 0)) == [(1, text), (2, "next")]
+
+
+@pytest.mark.parametrize("text", ["a\x00b", "half \ud800 pair", "\x00 and \ud800"])
+def test_a_nul_or_a_lone_surrogate_is_stored_as_a_replacement_character(
+    store: SqlStore, text: str
+) -> None:
+    sid = new_session(store)
+    store.frames.append([(sid, 1, text), (sid, 2, "next")])
+    (seq, stored), after = store.frames.after(sid, 0)
+    assert (seq, after) == (1, (2, "next"))
+    assert stored in (text, text.replace("\x00", "\ufffd").replace("\ud800", "\ufffd"))

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
 from openheim.errors import SessionNotFound
-from openheim.store.tables import Connection, TableSet
+from openheim.store.tables import Connection, TableSet, storable
 
 DEFAULT_KEEP = 10_000
 """Frames kept per session."""
@@ -63,7 +63,7 @@ class FrameLog(TableSet):
     def _insert(self, conn: Connection, frames: Sequence[tuple[str, int, str]]) -> None:
         """Store the frames, replacing any of the same numbers."""
         try:
-            conn.execute(_INSERT, (json.dumps(frames),))
+            conn.execute(_INSERT, (batch_json(frames),))
         except sqlite3.IntegrityError:
             raise gone(frames) from None
 
@@ -106,3 +106,15 @@ def gone(frames: Sequence[tuple[str, int, str]]) -> SessionNotFound:
     """The error for a batch of frames one of whose sessions is no longer stored."""
     sessions = sorted({session_id for session_id, _, _ in frames})
     return SessionNotFound(", ".join(sessions), hint="a session of these frames was deleted")
+
+
+def batch_json(frames: Iterable[tuple[str, int, str]]) -> str:
+    """Frames as one JSON array of ``[session_id, seq, text]``, the whole batch one parameter
+    (no work per frame for the driver). A text's NUL, which the databases' text cannot hold
+    (SQLite cut the text there), and its lone surrogates become U+FFFD."""
+    rows = list(frames)
+    text = json.dumps(rows, ensure_ascii=False)
+    if "\\u0000" in text:  # a NUL, or a text's own "\\u0000" (cleaning that is harmless)
+        cleaned = [[sid, seq, body.replace("\x00", "\ufffd")] for sid, seq, body in rows]
+        text = json.dumps(cleaned, ensure_ascii=False)
+    return storable(text)

@@ -34,7 +34,7 @@ from openheim.store.checkpoint_rows import CheckpointRows
 from openheim.store.common import SqlStore
 from openheim.store.compactions import CompactionLog
 from openheim.store.frame_notices import payloads
-from openheim.store.frames import FrameLog, gone
+from openheim.store.frames import FrameLog, batch_json, gone
 from openheim.store.tables import Connection, body_json, search_text
 
 FRAMES_CHANNEL = "openheim_frames"
@@ -178,15 +178,16 @@ class _Frames(FrameLog):
             raise gone(frames) from None
 
     def _insert(self, conn: Connection, frames: Sequence[tuple[str, int, str]]) -> None:
-        """One statement for the whole batch, its columns as three arrays (a row per statement
-        cost the writing thread and the server several times as much); a number sent twice
-        keeps its last text, as an upsert can touch a row once per statement."""
+        """One statement for the whole batch, sent as one JSON text (a row per statement cost
+        the writing thread and the server several times as much, and arrays of text cost
+        psycopg a regular expression per item, with the interpreter lock held); a number sent
+        twice keeps its last text, as an upsert can touch a row once per statement."""
         rows = {(session_id, seq): body for session_id, seq, body in frames}
         conn.execute(
             "INSERT INTO session_frames (session_id, seq, body)"
-            " SELECT * FROM unnest(?::text[], ?::bigint[], ?::text[])"
+            " SELECT r->>0, (r->>1)::bigint, r->>2 FROM json_array_elements(?::json) AS r"
             " ON CONFLICT (session_id, seq) DO UPDATE SET body = excluded.body",
-            ([key[0] for key in rows], [key[1] for key in rows], list(rows.values())),
+            (batch_json((sid, seq, body) for (sid, seq), body in rows.items()),),
         )
         last: dict[str, int] = {}
         for session_id, seq in rows:
