@@ -25,7 +25,8 @@ log = logging.getLogger(__name__)
 
 RETRY_MIN = 0.1
 RETRY_MAX = 2.0
-"""Seconds before a failed read is tried again (doubling from ``RETRY_MIN``)."""
+"""Seconds before a failed read of frames, or a failed connection of the relay's listener, is
+tried again (doubling from ``RETRY_MIN``)."""
 ANY = -1
 """A wanted number for a session whose last stored frame is not known (after reconnecting)."""
 

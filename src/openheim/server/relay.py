@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from openheim.redaction.secrets import redact
 from openheim.runtime import approvals
-from openheim.server.follower import ANY, Follower
+from openheim.server.follower import ANY, RETRY_MAX, RETRY_MIN, Follower
 from openheim.store.frame_notices import stored
 
 if TYPE_CHECKING:
@@ -40,9 +40,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-RETRY_MIN = 0.1
-RETRY_MAX = 2.0
-"""Seconds between two tries to connect the listener again (doubling from ``RETRY_MIN``)."""
 MAX_PAYLOAD = 7000
 """Bytes of a control message at most (PostgreSQL takes 8000 per ``NOTIFY``)."""
 TURN_ENDS = ("finished", "failed")
