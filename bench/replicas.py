@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.pgcluster import Cluster  # noqa: E402
-from tests.server.support import TOKEN, Socket, write_config  # noqa: E402
+from tests.server.support import TOKEN, Endpoint, Socket, write_config  # noqa: E402
 
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall  # noqa: E402
 
@@ -44,9 +44,7 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 class Replica:
     """One ``openheim serve`` process with a home of its own."""
 
-    def __init__(
-        self, home: Path, work: Path, llm: FakeLLMServer, url: str, extra: str = ""
-    ) -> None:
+    def __init__(self, home: Path, work: Path, llm: Endpoint, url: str, extra: str = "") -> None:
         home.mkdir(parents=True, exist_ok=True)
         write_config(home, llm, f'store_url = "{url}"\n{extra}')
         env = {k: v for k, v in os.environ.items() if not k.startswith("OPENHEIM_")}
@@ -75,9 +73,7 @@ class Replica:
 
 
 @contextlib.contextmanager
-def fleet(
-    root: Path, llm: FakeLLMServer, url: str, n: int, extra: str = ""
-) -> Iterator[list[Replica]]:
+def fleet(root: Path, llm: Endpoint, url: str, n: int, extra: str = "") -> Iterator[list[Replica]]:
     """``n`` replicas on the store ``url``, ``extra`` in each one's config; stopped at the end."""
     work = root / "work"
     work.mkdir(exist_ok=True)

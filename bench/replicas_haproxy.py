@@ -13,6 +13,9 @@ the replies streamed; the same load on one replica alone (no HAProxy) gives the 
 
     .venv/bin/python bench/replicas_haproxy.py --sessions 300 --frames 300 --delay 0.02
 
+The fake model runs in a process of its own, as a remote API would: in this one, its threads
+would take the interpreter lock from the loop that times the clients' frames.
+
 Starting 300 prompts at once takes the replicas some seconds (each takes its lease and stores its
 message), so with short replies the first sessions end before the last begin. The replies are
 6 seconds long by default, and the added latency is also reported apart for the frames sent
@@ -23,12 +26,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,12 +48,49 @@ from tests.pgcluster import Cluster  # noqa: E402
 from tests.server.replicas import fleet as haproxy_fleet  # noqa: E402
 from tests.server.support import Socket  # noqa: E402
 
-from openheim.testing import FakeLLMServer, FakeReply  # noqa: E402
-
 SERVER = "[server]\nmax_connections = 2000\nmax_connections_per_address = 2000\n"
 """Every client comes from one address (HAProxy's, or this process's): room for all of them."""
 BATCH = 50
 """Web sockets opened at once (the replicas' accept queues stay short)."""
+Reply = tuple[list[str], float]
+"""A streamed reply: its chunks, and the seconds between two."""
+
+
+MODEL = """
+import json, sys, threading
+from openheim.testing import FakeLLMServer, FakeReply
+chunks, delay, count = json.loads(sys.argv[1])
+reply = FakeReply(chunks=chunks, chunk_delay=delay)
+with FakeLLMServer([reply] * count) as server:
+    print(server.base_url, flush=True)
+    sys.stdin.read()
+"""
+"""The fake model's process: it serves ``count`` replies until its stdin closes."""
+
+
+@dataclass
+class Model:
+    """The fake model in its own process (``MODEL``)."""
+
+    base_url: str
+
+
+@contextlib.contextmanager
+def model_apart(chunks: list[str], delay: float, count: int) -> Iterator[Model]:
+    """A fake model streaming ``count`` replies of ``chunks``, ``delay`` seconds apart, from a
+    process of its own."""
+    with subprocess.Popen(
+        [sys.executable, "-c", MODEL, json.dumps([chunks, delay, count])],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as process:
+        assert process.stdout is not None and process.stdin is not None
+        try:
+            yield Model(process.stdout.readline().strip())
+        finally:
+            process.stdin.close()
+            process.wait(timeout=30)
 
 
 @dataclass
@@ -158,9 +201,9 @@ async def load(url: str, pids: Sequence[int], sessions: int) -> Load:
     return result
 
 
-async def behind_haproxy(store_url: str, reply: FakeReply, sessions: int) -> Load:
+async def behind_haproxy(store_url: str, reply: Reply, sessions: int) -> Load:
     """The load on the rig's three replicas behind HAProxy."""
-    with tempfile.TemporaryDirectory() as folder, FakeLLMServer([reply] * sessions) as llm:
+    with tempfile.TemporaryDirectory() as folder, model_apart(*reply, sessions) as llm:
         root = Path(folder)
         (root / "work").mkdir()
         with haproxy_fleet(root, root / "work", llm, store_url, SERVER) as proxied:
@@ -168,11 +211,11 @@ async def behind_haproxy(store_url: str, reply: FakeReply, sessions: int) -> Loa
             return await load(proxied.ws_url + "/ws", pids, sessions)
 
 
-async def one_alone(store_url: str, reply: FakeReply, sessions: int) -> Load:
+async def one_alone(store_url: str, reply: Reply, sessions: int) -> Load:
     """The same load on one replica alone, its clients connected to it directly."""
     with (
         tempfile.TemporaryDirectory() as folder,
-        FakeLLMServer([reply] * sessions) as llm,
+        model_apart(*reply, sessions) as llm,
         solo_fleet(Path(folder), llm, store_url, 1, SERVER) as (replica,),
     ):
         return await load(replica.ws, [replica.process.pid], sessions)
@@ -193,7 +236,7 @@ async def main() -> None:
     parser.add_argument("--frames", type=int, default=300, help="deltas per reply")
     parser.add_argument("--delay", type=float, default=0.02, help="seconds between deltas")
     args = parser.parse_args()
-    reply = FakeReply(chunks=[f"w{i} " for i in range(args.frames)], chunk_delay=args.delay)
+    reply = ([f"w{i} " for i in range(args.frames)], args.delay)
     cluster = Cluster()
     try:
         three = await behind_haproxy(cluster.database(), reply, args.sessions)

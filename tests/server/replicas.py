@@ -28,9 +28,8 @@ from pathlib import Path
 
 import httpx
 
-from openheim.testing import FakeLLMServer
 from tests.cli.test_cli import env_for
-from tests.server.support import TOKEN, write_config
+from tests.server.support import TOKEN, Endpoint, write_config
 
 WAIT = 30.0
 """Seconds a replica or HAProxy may take to come up."""
@@ -110,7 +109,7 @@ class Fleet:
 def fleet(
     tmp: Path,
     work: Path,
-    llm: FakeLLMServer,
+    llm: Endpoint,
     store_url: str,
     extra: str = "",
     *,

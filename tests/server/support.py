@@ -10,7 +10,7 @@ import socket
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 import uvicorn
@@ -54,9 +54,16 @@ class Served:
         return Socket(self.ws_url, {**auth, **(headers or {})}, kwargs)
 
 
+class Endpoint(Protocol):
+    """Where a model answers: a ``FakeLLMServer`` here, or one in a process of its own."""
+
+    @property
+    def base_url(self) -> str: ...
+
+
 def write_config(
     home: Path,
-    llm: FakeLLMServer,
+    llm: Endpoint,
     extra: str = "",
     provider: str = "",
     models: tuple[str, ...] = ("fake-model", "fake-small"),
