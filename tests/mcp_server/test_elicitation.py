@@ -21,6 +21,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from mcp import Client
+from openheim.runtime import approvals
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from tests.mcp_server.conftest import ServeClient
 from tests.mcp_server.test_http import TOKEN, HttpServer
@@ -80,7 +81,35 @@ async def test_an_accepted_elicitation_lets_the_call_run(
     assert isinstance(question, mcp_types.ElicitRequestFormParams)
     assert question.message.startswith("Allow openheim to write a.txt?\n")
     choice = question.requested_schema["properties"]["decision"]
-    assert choice["enum"] == ["once", "always", "reject", "reject_always"]
+    assert choice["enum"] == [c.id for c in approvals.CHOICES]
+
+
+# The runtime's vocabulary with one choice more, then the form ``mcp serve`` would send.
+FORM_WITH_A_NEW_CHOICE = """
+import json
+from mcp.server.elicitation import render_elicitation_schema
+from openheim.runtime import approvals
+later = approvals.Choice("later", "l", "ask me later", allow=False, always=False, told="later")
+approvals.CHOICES = (*approvals.CHOICES, later)
+from openheim.mcp_server.elicit import ApprovalAnswer
+print(json.dumps(render_elicitation_schema(ApprovalAnswer)["properties"]["decision"]))
+"""
+
+
+def test_the_form_offers_the_vocabularys_choices_and_defines_none() -> None:
+    """The elicitation form draws the runtime's approval choices (``runtime.approvals``): a
+    choice the vocabulary gains is offered, with its label, without a change here."""
+    done = subprocess.run(
+        [sys.executable, "-c", FORM_WITH_A_NEW_CHOICE],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    decision = json.loads(done.stdout)
+    assert decision["enum"] == [*(c.id for c in approvals.CHOICES), "later"]
+    assert "later: ask me later" in decision["description"]
 
 
 async def test_cancelling_the_call_while_it_asks_cancels_the_run(

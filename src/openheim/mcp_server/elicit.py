@@ -1,23 +1,22 @@
 """Approvals of the ``openheim`` tool through MCP elicitation.
 
 When the client declared the ``elicitation`` capability, a call the policy asks about becomes an
-``elicitation/create`` request sent while the tool call runs (a form with the runtime's
-choices: once, always, reject or reject_always, and a reason for the model when rejecting);
-"always" goes back to the policy gate, which keeps it as a rule for the rest
-of the session. A client that declined, cancelled or failed to answer refuses the call. A
-client without the capability, or a connection that cannot carry a request to the client
-during a call (the 2026 protocol era, which asks through input-required results instead), gets
-no resolver, so the run refuses such calls headless (``runtime.headless``): fail closed.
+``elicitation/create`` request sent while the tool call runs (a form drawing the runtime's
+approval choices, and a reason for the model when rejecting); "always" goes back to the policy
+gate, which keeps it as a rule for the rest of the session. A client that declined, cancelled
+or failed to answer refuses the call. A client without the capability, or a connection that
+cannot carry a request to the client during a call (the 2026 protocol era, which asks through
+input-required results instead), gets no resolver, so the run refuses such calls headless
+(``runtime.headless``): fail closed.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Literal
 
 from mcp.server.mcpserver import Context
 from mcp_types import ClientCapabilities, ElicitationCapability
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny, Resolver
 from openheim.runtime import approvals
@@ -25,18 +24,32 @@ from openheim.runtime import approvals
 log = logging.getLogger(__name__)
 
 
-class ApprovalAnswer(BaseModel):
-    """The form the client fills in: one choice, and the words for the model on a rejection."""
+def _described(choice: approvals.Choice) -> str:
+    """A choice as the form's description names it: its wire id and its label."""
+    session = " (for the rest of the session)" if choice.always else ""
+    return f"{choice.id}: {choice.label}{session}"
 
-    decision: Literal["once", "always", "reject", "reject_always"] = Field(
-        description="once: run this call; always: run such calls for the rest of the session; "
-        "reject: refuse it; reject_always: refuse such calls for the rest of the session"
+
+class ApprovalAnswer(BaseModel):
+    """The form the client fills in: one choice, and the words for the model on a rejection.
+    The choices are the runtime's vocabulary (``runtime.approvals``), drawn here, never
+    listed: its wire ids are the field's ``enum``, its labels the description."""
+
+    decision: str = Field(
+        description="; ".join(_described(choice) for choice in approvals.CHOICES),
+        json_schema_extra={"enum": [choice.id for choice in approvals.CHOICES]},
     )
     reason: str = Field(
         default="",
         max_length=approvals.MAX_REASON,
         description="when rejecting: what the model should do instead (optional)",
     )
+
+    @field_validator("decision")
+    @classmethod
+    def _offered(cls, value: str) -> str:
+        """Only a choice the form offered; else the error names the valid ones."""
+        return approvals.choice_named(value).id
 
 
 def resolver_for(ctx: Context) -> Resolver | None:

@@ -63,6 +63,16 @@ def truthful(out: str, there: set[str], share: float) -> None:
     assert len(lines) == len(set(lines)), out
 
 
+def only_the_list(out: str, there: set[str]) -> None:
+    """The answer is the listing's opening, then names of the folder's entries and a full stop:
+    nothing after the list (no sentence of the prompt, no made-up code)."""
+    opening, _, rest = out.strip().partition(": ")
+    assert opening == f"The folder . holds {len(there)} entries", out
+    assert rest.endswith("."), out
+    given = rest.removesuffix(".").strip().split(", ")
+    assert {name.rstrip("/") for name in given} <= there, out
+
+
 def test_the_demo_tells_the_truth_about_this_repositorys_layout(home: Path, work: Path) -> None:
     """This repository's top-level layout (12 entries, dot-folders included), three runs: the
     first cold (no prompt cache), then warm. Each exits 0 naming at least 80% of the entries,
@@ -71,6 +81,15 @@ def test_the_demo_tells_the_truth_about_this_repositorys_layout(home: Path, work
     for _ in range(3):
         out, _ = demo(home, work)
         truthful(out, there, 0.8)
+        only_the_list(out, there)
+
+
+def test_the_demo_in_an_empty_folder_says_it_is_empty(home: Path, work: Path) -> None:
+    """Nothing to list: exit 0, the folder said to be empty, no name made up, no line twice."""
+    out, err = demo(home, work)
+    assert "→ list_dir {}" in err
+    assert "empty" in out, out
+    truthful(out, set(), 0)
 
 
 THIRTY = (
@@ -99,3 +118,4 @@ def test_what_files_are_in_this_folder_lists_it_without_the_demos_flags(
     out, err = demo(home, work, "What files are in this folder?", "--max-iterations", "4")
     assert "→ list_dir {}" in err
     truthful(out, there, 0.75)
+    only_the_list(out, there)
