@@ -63,7 +63,7 @@ class FrameLog(TableSet):
     def _insert(self, conn: Connection, frames: Sequence[tuple[str, int, str]]) -> None:
         """Store the frames, replacing any of the same numbers."""
         try:
-            conn.execute(_INSERT, (batch_json(frames),))
+            conn.execute(_INSERT, (storable(batch_json(frames)),))
         except sqlite3.IntegrityError:
             raise gone(frames) from None
 
@@ -111,10 +111,11 @@ def gone(frames: Sequence[tuple[str, int, str]]) -> SessionNotFound:
 def batch_json(frames: Iterable[tuple[str, int, str]]) -> str:
     """Frames as one JSON array of ``[session_id, seq, text]``, the whole batch one parameter
     (no work per frame for the driver). A text's NUL, which the databases' text cannot hold
-    (SQLite cut the text there), and its lone surrogates become U+FFFD."""
+    (SQLite cut the text there), becomes U+FFFD; its lone surrogates are left for the store
+    to replace in the whole text at once (``storable``)."""
     rows = list(frames)
     text = json.dumps(rows, ensure_ascii=False)
     if "\\u0000" in text:  # a NUL, or a text's own "\\u0000" (cleaning that is harmless)
         cleaned = [[sid, seq, body.replace("\x00", "\ufffd")] for sid, seq, body in rows]
         text = json.dumps(cleaned, ensure_ascii=False)
-    return storable(text)
+    return text

@@ -64,8 +64,9 @@ class TableSet:
 
 def storable(text: str) -> str:
     """``text`` with each lone surrogate (valid in JSON from a model, not encodable as UTF-8,
-    so SQLite refuses it) replaced by U+FFFD: for columns that are plain text."""
-    return _SURROGATE.sub("\ufffd", text)
+    so SQLite refuses it) replaced by U+FFFD: for columns that are plain text. An ASCII text
+    (known without a scan) is returned as it is."""
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
 
 
 def body_json(message: Message) -> str:
