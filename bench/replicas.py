@@ -87,14 +87,15 @@ def fleet(root: Path, llm: Endpoint, url: str, n: int, extra: str = "") -> Itera
             replica.stop()
 
 
-async def arrivals(sock: Socket, sid: str, out: dict[int, float]) -> None:
-    """Each event frame's arrival time by its number, up to the finished one."""
+async def arrivals(sock: Socket, sid: str, out: dict[int, float]) -> dict[str, Any]:
+    """Each event frame's arrival time by its number, up to the finished (or failed) one,
+    which is returned."""
     while True:
         data = (await sock.next())["data"]
         if data.get("type") == "event" and data.get("session_id") == sid:
             out[data["seq"]] = time.perf_counter()
             if data["event"]["type"] in ("finished", "failed"):
-                return
+                return dict(data["event"])
 
 
 async def latency(root: Path, url: str, frames: int, rounds: int, delay: float) -> list[float]:

@@ -105,6 +105,8 @@ class Load:
     window: float = 0.0
     """Seconds from the last session's first frame to the first session's last one."""
     frames: int = 0
+    failed: list[str] = field(default_factory=list)
+    """The errors of the prompts that failed (each one's frames are counted up to its end)."""
     cpu: float = 0.0
     wall: float = 0.0
 
@@ -177,13 +179,14 @@ async def load(url: str, pids: Sequence[int], sessions: int) -> Load:
         )
     )
     timed: list[tuple[dict[int, float], dict[int, float]]] = [({}, {}) for _ in pairs]
-    await asyncio.gather(
+    ends = await asyncio.gather(
         *(arrivals(r, s, here) for (r, _, _), s, (here, _) in zip(pairs, ids, timed, strict=True)),
         *(
             arrivals(o, s, there)
             for (_, o, _), s, (_, there) in zip(pairs, ids, timed, strict=True)
         ),
     )
+    result.failed = [str(end.get("message", end)) for end in ends if end["type"] == "failed"]
     result.wall = time.perf_counter() - began
     result.cpu = cpu_seconds(pids) - cpu
     begun = max(min(here.values()) for here, _ in timed)
@@ -251,6 +254,8 @@ async def main() -> None:
     print(_line("  observer on another replica", three.steady_other))
     print(_line("one replica alone, observer on it", alone.same))
     for label, run in (("three replicas", three), ("one replica alone", alone)):
+        if run.failed:
+            print(f"{label}: {len(run.failed)} prompts failed, the first: {run.failed[0]}")
         print(
             f"{label}: {run.frames} frames in {run.wall:.1f} s, replicas' CPU {run.cpu:.1f} s, "
             f"{run.per_cpu:.0f} frames per CPU second"
