@@ -13,8 +13,10 @@ the replies streamed; the same load on one replica alone (no HAProxy) gives the 
 
     .venv/bin/python bench/replicas_haproxy.py --sessions 300 --frames 300 --delay 0.02
 
-The fake model runs in a process of its own, as a remote API would: in this one, its threads
-would take the interpreter lock from the loop that times the clients' frames.
+The fake model runs in a process of its own, as a remote API would, and the clients in
+``--clients`` processes (each session's two clients in one): one process's event loop, busy
+with every frame, would be the slowest part and time frames late. How late the clients' loops
+were is reported too: a latency far below it cannot be told apart.
 
 Starting 300 prompts at once takes the replicas some seconds (each takes its lease and stores its
 message), so with short replies the first sessions end before the last begin. The replies are
@@ -105,6 +107,8 @@ class Load:
     window: float = 0.0
     """Seconds from the last session's first frame to the first session's last one."""
     frames: int = 0
+    lag: list[float] = field(default_factory=list)
+    """Milliseconds the client processes' event loops, which time the frames, were late."""
     failed: list[str] = field(default_factory=list)
     """The errors of the prompts that failed (each one's frames are counted up to its end)."""
     cpu: float = 0.0
@@ -113,6 +117,19 @@ class Load:
     @property
     def per_cpu(self) -> float:
         return self.frames / self.cpu if self.cpu else 0.0
+
+
+TICK = 0.005
+"""Seconds between two checks of this process's event loop."""
+
+
+async def loop_lag(out: list[float]) -> None:
+    """Until cancelled, how late each wake-up ``TICK`` seconds apart comes, in milliseconds: a
+    frame read late by the clients' loop is timed late (by as much as the loop was)."""
+    while True:
+        asked = time.perf_counter() + TICK
+        await asyncio.sleep(TICK)
+        out.append((time.perf_counter() - asked) * 1000)
 
 
 def cpu_seconds(pids: Sequence[int]) -> float:
@@ -153,10 +170,12 @@ def pair(
     return out
 
 
-async def load(url: str, pids: Sequence[int], sessions: int) -> Load:
-    """Open ``sessions`` sessions through ``url``, prompt them all at once, time the frames."""
-    runners = await open_sockets(url, sessions)
-    observers = await open_sockets(url, sessions)
+async def clients(url: str, count: int) -> None:
+    """One client process (``--clients`` of them share the sessions): open ``count`` sessions
+    through ``url``, say ``ready``, prompt them all once told ``go`` on stdin, then write what
+    it timed as one JSON line: each session's pair, its frames' arrivals, failures, loop lag."""
+    runners = await open_sockets(url, count)
+    observers = await open_sockets(url, count)
     pairs = pair(runners, observers)
     ids = []
     for start in range(0, len(pairs), BATCH):
@@ -169,9 +188,10 @@ async def load(url: str, pids: Sequence[int], sessions: int) -> Load:
                 for (_, o, _), s in zip(chunk, ids[start:], strict=False)
             )
         )
-    result = Load()
-    cpu = cpu_seconds(pids)
-    began = time.perf_counter()
+    print("ready", flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+    lag: list[float] = []
+    lags = asyncio.create_task(loop_lag(lag))
     await asyncio.gather(
         *(
             r.send("agent", type="prompt", session_id=s, text="go")
@@ -186,42 +206,93 @@ async def load(url: str, pids: Sequence[int], sessions: int) -> Load:
             for (_, o, _), s, (_, there) in zip(pairs, ids, timed, strict=True)
         ),
     )
-    result.failed = [str(end.get("message", end)) for end in ends if end["type"] == "failed"]
-    result.wall = time.perf_counter() - began
-    result.cpu = cpu_seconds(pids) - cpu
-    begun = max(min(here.values()) for here, _ in timed)
-    ended = min(max(here.values()) for here, _ in timed)
+    lags.cancel()
+    failed = [str(end.get("message", end)) for end in ends if end["type"] == "failed"]
+    sessions = [
+        [same, here, there] for (_, _, same), (here, there) in zip(pairs, timed, strict=True)
+    ]
+    print(json.dumps({"sessions": sessions, "failed": failed, "lag": lag}), flush=True)
+    for sock, _ in runners + observers:
+        await sock.__aexit__(None, None, None)
+
+
+def split(total: int, parts: int) -> list[int]:
+    """``total`` sessions over ``parts`` client processes, as evenly as can be (none empty)."""
+    return [n for n in (total // parts + (i < total % parts) for i in range(parts)) if n]
+
+
+def load(url: str, pids: Sequence[int], sessions: int, processes: int) -> Load:
+    """``sessions`` sessions through ``url`` over ``processes`` client processes (one would
+    be the slowest part: its loop, busy with every frame, would time frames late), prompted
+    all at once; their frames timed."""
+    script = [sys.executable, __file__, "--client-of", url, "--sessions"]
+    started = [
+        subprocess.Popen(
+            [*script, str(n)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        for n in split(sessions, processes)
+    ]
+    try:
+        for process in started:
+            assert process.stdout is not None and process.stdout.readline() == "ready\n"
+        result = Load()
+        cpu = cpu_seconds(pids)
+        began = time.perf_counter()
+        for process in started:
+            assert process.stdin is not None
+            process.stdin.write("go\n")
+            process.stdin.flush()
+        reports = [json.loads(process.communicate(timeout=600)[0]) for process in started]
+        result.wall = time.perf_counter() - began
+        result.cpu = cpu_seconds(pids) - cpu
+    finally:
+        for process in started:
+            if process.poll() is None:
+                process.kill()
+    timed = [
+        (same, {int(k): v for k, v in here.items()}, {int(k): v for k, v in there.items()})
+        for report in reports
+        for same, here, there in report["sessions"]
+    ]
+    for report in reports:
+        result.failed += report["failed"]
+        result.lag += report["lag"]
+    measure(result, timed)
+    return result
+
+
+def measure(result: Load, timed: list[tuple[bool, dict[int, float], dict[int, float]]]) -> None:
+    """Each frame's added latency into ``result``, apart for the steady window."""
+    begun = max(min(here.values()) for _, here, _ in timed if here)
+    ended = min(max(here.values()) for _, here, _ in timed if here)
     result.window = max(0.0, ended - begun)
-    for (_, _, same), (here, there) in zip(pairs, timed, strict=True):
+    for same, here, there in timed:
         assert sorted(there) == sorted(here), "a frame was lost or doubled"
         added = [((there[s] - here[s]) * 1000, begun <= here[s] <= ended) for s in here]
         (result.same if same else result.other).extend(ms for ms, _ in added)
         steady = result.steady_same if same else result.steady_other
         steady.extend(ms for ms, during in added if during)
         result.frames += len(here) + len(there)
-    for sock, _ in runners + observers:
-        await sock.__aexit__(None, None, None)
-    return result
 
 
-async def behind_haproxy(store_url: str, reply: Reply, sessions: int) -> Load:
+def behind_haproxy(store_url: str, reply: Reply, sessions: int, processes: int) -> Load:
     """The load on the rig's three replicas behind HAProxy."""
     with tempfile.TemporaryDirectory() as folder, model_apart(*reply, sessions) as llm:
         root = Path(folder)
         (root / "work").mkdir()
         with haproxy_fleet(root, root / "work", llm, store_url, SERVER) as proxied:
             pids = [process.pid for process in proxied.replicas.values()]
-            return await load(proxied.ws_url + "/ws", pids, sessions)
+            return load(proxied.ws_url + "/ws", pids, sessions, processes)
 
 
-async def one_alone(store_url: str, reply: Reply, sessions: int) -> Load:
+def one_alone(store_url: str, reply: Reply, sessions: int, processes: int) -> Load:
     """The same load on one replica alone, its clients connected to it directly."""
     with (
         tempfile.TemporaryDirectory() as folder,
         model_apart(*reply, sessions) as llm,
         solo_fleet(Path(folder), llm, store_url, 1, SERVER) as (replica,),
     ):
-        return await load(replica.ws, [replica.process.pid], sessions)
+        return load(replica.ws, [replica.process.pid], sessions, processes)
 
 
 def _line(label: str, values: list[float]) -> str:
@@ -233,17 +304,22 @@ def _line(label: str, values: list[float]) -> str:
     )
 
 
-async def main() -> None:
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=300)
     parser.add_argument("--frames", type=int, default=300, help="deltas per reply")
     parser.add_argument("--delay", type=float, default=0.02, help="seconds between deltas")
+    parser.add_argument("--clients", type=int, default=3, help="client processes")
+    parser.add_argument("--client-of", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.client_of:
+        asyncio.run(clients(args.client_of, args.sessions))
+        return
     reply = ([f"w{i} " for i in range(args.frames)], args.delay)
     cluster = Cluster()
     try:
-        three = await behind_haproxy(cluster.database(), reply, args.sessions)
-        alone = await one_alone(cluster.database(), reply, args.sessions)
+        three = behind_haproxy(cluster.database(), reply, args.sessions, args.clients)
+        alone = one_alone(cluster.database(), reply, args.sessions, args.clients)
     finally:
         cluster.stop()
     print(f"{args.sessions} sessions x {args.frames} deltas, {args.delay * 1000:.0f} ms apart")
@@ -253,6 +329,7 @@ async def main() -> None:
     print(_line("  observer on the runner's replica", three.steady_same))
     print(_line("  observer on another replica", three.steady_other))
     print(_line("one replica alone, observer on it", alone.same))
+    print(_line("the clients' event loops, late by", three.lag).replace("frames", "checks"))
     for label, run in (("three replicas", three), ("one replica alone", alone)):
         if run.failed:
             print(f"{label}: {len(run.failed)} prompts failed, the first: {run.failed[0]}")
@@ -268,4 +345,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()
