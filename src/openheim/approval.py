@@ -55,6 +55,8 @@ class Ask:
     rule can (a risk was found)."""
     auto_allows: bool = False
     """Whether ``approval = "auto"`` would run the call: only the mode made the gate ask."""
+    mode: str = "ask"
+    """The approval mode that asked, when only the mode did (``auto_allows``): ask or edits."""
     detail: str = ""
     """More for whoever answers (such as the diff a staged change writes); not part of a
     refusal."""

@@ -307,6 +307,22 @@ async def test_policy_decisions_never_reach_the_client(home: Path, work: Path) -
     assert "denied" in tool_messages(server, 1)[-1]
 
 
+async def test_auto_for_edits_writes_unasked_and_asks_the_editor_about_a_command(
+    home: Path, work: Path
+) -> None:
+    shell = FakeReply(tool_calls=[FakeToolCall("execute_command", {"command": "echo x > b"})])
+    client = RecordingClient()  # rejects what it is asked
+    args = ("--approve", "edits", "--allow-shell")
+    with FakeLLMServer([write("a.txt"), shell, "ok"]) as server:
+        async with acp_agent(home, work, server, client, args=args) as agent:
+            await agent.start()
+            sid = await agent.new()
+            await agent.conn.prompt(session_id=sid, prompt=[text_block("write, then run")])
+    assert (work / "a.txt").read_text() == "hello\n"
+    assert [r.raw_input["command"] for r in client.permission_requests] == ["echo x > b"]
+    assert not (work / "b").exists()
+
+
 async def test_images_and_embedded_resources_reach_the_model(home: Path, work: Path) -> None:
     png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"  # any base64
     prompt: list[Any] = [

@@ -214,7 +214,7 @@ def test_an_unknown_provider_name_means_an_openai_compatible_server(work: Path) 
     assert (entry.kind, entry.api_base, entry.default_model) == (None, "http://127.0.0.1:1/v1", "m")
 
 
-@pytest.mark.parametrize("mode", ["ask", "auto", "deny"])
+@pytest.mark.parametrize("mode", ["ask", "edits", "auto", "deny"])
 def test_approval_modes(scripted: Scripted, work: Path, mode: str) -> None:
     assert (
         Runtime(provider=scripted.kind, model=MODEL, work_dir=work, approval=mode).settings.approval

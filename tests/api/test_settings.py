@@ -12,12 +12,11 @@ from openheim.api import Runtime
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny
 from openheim.config.load import Settings
 from openheim.config.providers import infer_kind
-from openheim.config.schema import McpServerEntry, ProviderEntry
+from openheim.config.schema import APPROVAL_MODES, McpServerEntry, ProviderEntry
 from openheim.errors import ConfigError
 from openheim.events import ToolResult
 from openheim.runtime import SessionOptions, open_session, session_settings
 from openheim.runtime.settings import (
-    APPROVAL_MODES,
     Choices,
     apply_choices,
     mcp_entries,
@@ -159,7 +158,12 @@ def test_the_other_choices(base: Settings, tmp_path: Path) -> None:
 
 
 def test_approval_modes_are_the_config_modes() -> None:
-    assert APPROVAL_MODES == ("ask", "auto", "deny")
+    assert APPROVAL_MODES == ("ask", "edits", "auto", "deny")
+    assert apply_choices(programmatic_settings(Choices()), Choices(approval="edits")).approval == (
+        "edits"
+    )
+    with pytest.raises(ConfigError, match="approval must be one of ask, edits, auto, deny"):
+        apply_choices(programmatic_settings(Choices()), Choices(approval="edit"))
 
 
 # --- mcp_entries ------------------------------------------------------------------------------

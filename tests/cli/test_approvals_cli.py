@@ -110,6 +110,45 @@ def test_auto_mode_runs_the_write(home: Path, work: Path) -> None:
     assert (work / "a.txt").read_text() == "hello\n"
 
 
+def test_edits_mode_runs_the_write_and_refuses_the_command_headless(home: Path, work: Path) -> None:
+    shell = FakeReply(tool_calls=[FakeToolCall("execute_command", {"command": "echo x > b.txt"})])
+    with FakeLLMServer([write("a.txt"), shell, "done"]) as server:
+        configure(home, server)
+        result = openheim(
+            "run", "--allow-shell", "--approve", "edits", "write", home=home, cwd=work
+        )
+        told = [m["content"] for m in server.requests[2].messages if m.get("role") == "tool"]
+    assert (work / "a.txt").read_text() == "hello\n"  # an edit: not asked
+    assert not (work / "b.txt").exists()  # a command: asked, and no one could answer
+    assert "no one to ask" in told[1] and "no one to ask" not in told[0]
+    assert result.returncode == 6 and "pass --approve auto" in result.stderr
+
+
+LISTED = "'ask', 'edits', 'auto', 'deny'"
+
+
+@pytest.mark.parametrize(
+    ("args", "config", "error"),
+    [
+        (["--approve", "edit"], "", f"--approve: invalid choice: 'edit' (choose from {LISTED})"),
+        ([], 'approval = "edit"\n', f"approval: must be one of {LISTED}, got 'edit'"),
+    ],
+)  # fmt: skip
+def test_a_bad_mode_is_refused_with_the_modes(
+    home: Path, work: Path, args: list[str], config: str, error: str
+) -> None:
+    (home / "config.toml").write_text(config)
+    result = openheim("run", *args, "hi", home=home, cwd=work)
+    assert result.returncode == 2 and error in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_the_mode_is_named_plainly(home: Path, work: Path) -> None:
+    (home / "config.toml").write_text('approval = "edits"\n')
+    listed = openheim("permissions", "list", home=home, cwd=work)
+    assert "approval mode: auto for edits" in listed.stdout, listed.stderr
+
+
 def test_risky_commands_are_refused_even_in_auto_mode(home: Path, work: Path) -> None:
     call = FakeToolCall("execute_command", {"command": "rm -rf /"})
     with FakeLLMServer([FakeReply(tool_calls=[call]), "ok"]) as server:

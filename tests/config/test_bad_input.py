@@ -54,7 +54,7 @@ CASES: dict[str, Bad] = {
     "deep nesting": Bad(config("x = " + "[" * 5000), r"config\.toml: line 1: arrays or tables nested deeper than 64 levels"),
     "home is a file": Bad(config(FAKE), r"OPENHEIM_HOME /dev/null is not a folder", {"OPENHEIM_HOME": "/dev/null"}),
     "home inside a file": Bad(config(FAKE), r"OPENHEIM_HOME /dev/null/x is not a folder", {"OPENHEIM_HOME": "/dev/null/x"}),
-    "approval variable": Bad(config(FAKE), r"OPENHEIM_APPROVAL must be one of ask, auto, deny, got 'bogus'", {"OPENHEIM_APPROVAL": "bogus"}),
+    "approval variable": Bad(config(FAKE), r"OPENHEIM_APPROVAL must be one of ask, edits, auto, deny, got 'bogus'", {"OPENHEIM_APPROVAL": "bogus"}),
     "negative timeout": Bad(config(FAKE + "timeout_secs = -1"), r"providers\.fake\.timeout_secs: must be greater than 0 and at most 86400, got -1"),
     "tool_choice value": Bad(config(FAKE + 'tool_choice = "sometimes"'), r"providers\.fake\.tool_choice: must be one of 'auto', 'required', got 'sometimes'"),
     "negative retries": Bad(config(FAKE + "max_retries = -3"), r"providers\.fake\.max_retries: must be at least 0 and at most 100, got -3"),

@@ -88,6 +88,7 @@ REFUSED: dict[str, Case] = {
     "shell env": Case('shell_env_allow = ["*"]', "shell_env_allow", [], 1),
     "allow shell": Case("allow_shell = true", "allow_shell", False, 1),
     "looser approval": Case('approval = "auto"', "approval", "ask", 1),
+    "auto for edits": Case('approval = "edits"', "approval", "ask", 1),
     "looser than the user": Case('approval = "ask"', "approval", "deny", 1, 'approval = "deny"\n'),
     "direct file changes": Case('file_changes = "direct"', "file_changes", "staged", 1, 'file_changes = "staged"\n'),
     "more iterations": Case("max_iterations = 1000", "max_iterations", 10, 1),
@@ -113,6 +114,7 @@ REFUSED: dict[str, Case] = {
 TAKEN: dict[str, Case] = {
     "fewer iterations": Case("max_iterations = 3", "max_iterations", 3, 0),
     "stricter approval": Case('approval = "deny"', "approval", "deny", 0),
+    "edits, stricter than auto": Case('approval = "edits"', "approval", "edits", 0, 'approval = "auto"\n'),
     "shell off": Case("allow_shell = false", "allow_shell", False, 0, "allow_shell = true\n"),
     "staged changes": Case('file_changes = "staged"', "file_changes", "staged", 0),
     "a cost budget": Case("max_cost = 0.5", "max_cost", 0.5, 0),

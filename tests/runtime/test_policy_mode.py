@@ -1,5 +1,5 @@
 """The approval mode changed during a session: found through the gates wrapped around the
-policy, cycled ask -> auto -> deny -> ask, and nothing changed where there is no policy."""
+policy, cycled ask -> edits -> auto -> deny -> ask, and nothing changed where there is no policy."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny
+from openheim.config.schema import ApprovalMode
 from openheim.runtime.policy import (
     MODES,
     approval_mode,
@@ -15,7 +16,7 @@ from openheim.runtime.policy import (
     policy_of,
     set_approval_mode,
 )
-from openheim.safety.policy import ApprovalMode, PolicyGate
+from openheim.safety.policy import PolicyGate
 from openheim.safety.rules import RuleSet
 from openheim.tools.sandbox import PathSandbox
 
@@ -41,10 +42,12 @@ def test_the_modes_cycle_in_order(tmp_path: Path) -> None:
     wrapped = Wrapper(Wrapper(policy))
     assert policy_of(wrapped) is policy and approval_mode(wrapped) == "ask"
     seen = [next_approval_mode(wrapped) for _ in MODES]
-    assert seen == ["auto", "deny", "ask"]
+    assert seen == ["edits", "auto", "deny", "ask"]
 
 
-@pytest.mark.parametrize(("mode", "verdict"), [("ask", Ask), ("auto", Allow), ("deny", Deny)])
+@pytest.mark.parametrize(
+    ("mode", "verdict"), [("ask", Ask), ("edits", Allow), ("auto", Allow), ("deny", Deny)]
+)
 async def test_the_mode_set_decides_the_next_call(
     tmp_path: Path, mode: ApprovalMode, verdict: type
 ) -> None:

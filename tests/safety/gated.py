@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, cast
 
 from openheim.approval import (
     Allow,
@@ -18,12 +18,13 @@ from openheim.approval import (
     Resolver,
     Verdict,
 )
+from openheim.config.schema import ApprovalMode
 from openheim.events import Event, ToolResult
 from openheim.loop import Agent
 from openheim.messages import Message, ToolResultBlock
 from openheim.process.child_env import child_env
 from openheim.providers.base import ModelRequest
-from openheim.safety.policy import ApprovalMode, PolicyGate
+from openheim.safety.policy import PolicyGate
 from openheim.safety.risk import RiskAssessor
 from openheim.safety.rules import RuleSet, parse_rule
 from openheim.safety.staging import StagedApplyGate, StagingArea, staging_tools
@@ -91,7 +92,7 @@ async def attempt(
     ask_previews: bool = False,
 ) -> Outcome:
     """Play ``steps`` (then "done") through the loop; ``mode`` names the policy and the asker."""
-    box_mode: ApprovalMode = "auto" if mode == "auto" else "deny" if mode == "deny" else "ask"
+    box_mode = cast("ApprovalMode", mode.split()[0])  # "ask headless" -> ask
     asker = Asker() if mode == "ask approving" else None
     # no deny-read policy: .envrc would be refused as a secret before approval mattered
     ctx = ToolContext(PathSandbox(work), work, child_env(), secret_policy=None)

@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from openheim.approval import ApprovalRequest
-from openheim.safety.policy import ApprovalMode, PolicyGate
+from openheim.config.schema import ApprovalMode
+from openheim.safety.policy import PolicyGate
 from openheim.safety.risk import RiskAssessor
 from openheim.safety.rules import RuleSet, parse_rule
 from openheim.tools.sandbox import PathSandbox

@@ -11,7 +11,7 @@ from textual.widgets import Input, OptionList, Static
 
 from openheim.approval import Ask
 from openheim.events import ThinkingDelta
-from openheim.runtime.approvals import MODE_ASKS, why_asked
+from openheim.runtime.approvals import EDITS_ASKS, MODE_ASKS, why_asked
 from openheim.testing import FakeLLMServer, FakeReply, FakeToolCall
 from openheim.tui.app import ChatApp
 from openheim.tui.items import ThinkingItem, ToolItem
@@ -55,6 +55,7 @@ async def test_every_option_shows_its_key_and_why_it_asks_is_dim(
     [
         (Ask("the approval mode is ask and no allow rule covers x", auto_allows=True), MODE_ASKS),
         (Ask("[subagent helper] the approval mode is ask", auto_allows=True), MODE_ASKS),
+        (Ask("the approval mode is auto for edits", auto_allows=True, mode="edits"), EDITS_ASKS),
         (Ask("write_file may be risky", reasons=("writes .git/config",)), ""),
         (Ask("the pre_tool hook asks about write_file"), "the pre_tool hook asks about write_file"),
         (Ask("[subagent helper] the pre_tool hook asks"), "the pre_tool hook asks"),
@@ -148,15 +149,32 @@ def footer(app: ChatApp) -> str:
     return app.status_bar.line()
 
 
+def shell_call(command: str) -> FakeReply:
+    return FakeReply(tool_calls=[FakeToolCall("execute_command", {"command": command})])
+
+
 async def test_shift_tab_cycles_the_approval_mode(
     make_app: MakeApp, server: FakeLLMServer, work: Path
 ) -> None:
+    server.add(write_call("edits.txt"), "ok", shell_call("echo hi > shell.txt"), "ok")
     server.add(write_call("auto.txt"), "ok", write_call("deny.txt"), "ok", write_call(), "ok")
-    app = make_app(approval="ask")
+    app = make_app(approval="ask", extra="allow_shell = true")
     async with running(app) as pilot:
         assert "approval ask (⇧Tab)" in footer(app)
         await pilot.press("shift+tab")
-        assert "approval auto" in footer(app)
+        assert app.chat.approval_mode() == "edits"
+        assert "approval auto for edits (⇧Tab)" in footer(app)
+        await type_line(pilot, app, "write edits.txt")  # auto for edits: an edit is not asked
+        await settle(pilot, app)
+        assert (work / "edits.txt").exists() and asking(app) is None
+        modal = await question(pilot, app, "run a command")  # a shell command still asks
+        why = shown_text(modal.query_one("#approval-why-asked", Static))
+        assert " ".join(why.split()) == EDITS_ASKS  # (wrapped to the modal's width)
+        await pilot.press("n")
+        await settle(pilot, app)
+        assert not (work / "shell.txt").exists()
+        await pilot.press("shift+tab")
+        assert "approval auto (⇧Tab)" in footer(app)
         await type_line(pilot, app, "write auto.txt")  # auto: not asked
         await settle(pilot, app)
         assert (work / "auto.txt").exists()
@@ -169,7 +187,7 @@ async def test_shift_tab_cycles_the_approval_mode(
         assert "approval ask" in footer(app)
         await answer(pilot, app, "write b.txt", "n")  # ask again: the modal comes
         statuses = [item.status for item in app.conversation.query(ToolItem)]
-    assert statuses == ["completed", "denied", "denied"]
+    assert statuses == ["completed", "denied", "completed", "denied", "denied"]
 
 
 async def test_the_mode_stays_when_the_provider_is_switched(
@@ -183,8 +201,8 @@ async def test_the_mode_stays_when_the_provider_is_switched(
         await pilot.press("enter")
         await settle(pilot, app)
         assert app.chat.provider == "other"  # the session was reopened with it
-        assert app.chat.approval_mode() == "auto"
-        assert "approval auto" in footer(app)
+        assert app.chat.approval_mode() == "edits"
+        assert "approval auto for edits" in footer(app)
         app.prompt_input.load_text(":new")
         await pilot.press("enter")
         await settle(pilot, app)

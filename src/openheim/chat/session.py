@@ -172,11 +172,11 @@ class Chat:
             policy.set_approval_mode(self.session.agent.gate, mode)
 
     def approval_mode(self) -> str | None:
-        """The session's approval mode now (ask, auto or deny); None when it has none."""
+        """The session's approval mode now (ask, edits, auto or deny); None when it has none."""
         return policy.approval_mode(self.session.agent.gate)
 
     def next_approval_mode(self) -> str | None:
-        """Switch the session to the next approval mode (ask, auto, deny, then ask again) for
+        """Switch the session to the next approval mode (ask, edits, auto, deny, then ask) for
         the rest of the session; the new mode, or None when the session has no mode."""
         return policy.next_approval_mode(self.session.agent.gate)
 

@@ -1,9 +1,14 @@
 """The flags of ``openheim chat``, apart from the command itself so that building the parser
-(on every ``openheim`` invocation) imports nothing of the chat."""
+(on every ``openheim`` invocation) imports nothing of the chat; and the ``--approve`` flag that
+``run``, ``acp`` and ``mcp serve`` share with it."""
 
 from __future__ import annotations
 
 import argparse
+
+from openheim.config.schema import APPROVAL_MODES
+
+MODES_HELP = "ask, edits (auto for edits: file edits in the work dir run unasked), auto or deny"
 
 
 def add_chat_arguments(chat: argparse.ArgumentParser) -> None:
@@ -16,13 +21,18 @@ def add_chat_arguments(chat: argparse.ArgumentParser) -> None:
     chat.add_argument("-p", "--provider", help="provider name from config.toml")
     chat.add_argument("--allow-shell", action="store_true", default=None, help="offer shell tool")
     chat.add_argument("--work-dir", help="directory the agent may touch (default: cwd)")
-    chat.add_argument("--approve", choices=["ask", "auto", "deny"], help="approval mode")
+    add_approve_flag(chat, "approval mode (default ask)")
     chat.add_argument("--no-tui", action="store_true", help="a plain line REPL instead of the UI")
     chat.add_argument(
         "--tool-output",
         action="store_true",
         help="plain REPL: also write tool results on stderr (the UI shows them in tool items)",
     )
+
+
+def add_approve_flag(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--approve MODE``, any of the approval modes; ``what`` starts its help line."""
+    parser.add_argument("--approve", choices=APPROVAL_MODES, help=f"{what}: {MODES_HELP}")
 
 
 def add_resume_flags(which: argparse._MutuallyExclusiveGroup) -> None:

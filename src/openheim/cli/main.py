@@ -130,7 +130,9 @@ def _add_agent_flags(parser: argparse.ArgumentParser, *, work_dir: str, approve:
     parser.add_argument("-p", "--provider", help="provider name from config.toml")
     parser.add_argument("--allow-shell", action="store_true", default=None, help="offer shell tool")
     parser.add_argument("--work-dir", help=work_dir)
-    parser.add_argument("--approve", choices=["ask", "auto", "deny"], help=approve)
+    from openheim.cli.chat_args import add_approve_flag
+
+    add_approve_flag(parser, approve)
 
 
 def _port(raw: str) -> int:
@@ -225,18 +227,14 @@ def _add_run(run: argparse.ArgumentParser) -> None:
         metavar="N",
         help="with --output-schema: attempts after the first (default 3)",
     )
-    run.add_argument(
-        "--approve",
-        choices=["ask", "auto", "deny"],
-        help="approval mode: ask (default; denied when no terminal), auto or deny",
-    )
+    from openheim.cli.chat_args import add_approve_flag, add_resume_flags
+
+    add_approve_flag(run, "approval mode (default ask; what it asks is denied with no terminal)")
     run.add_argument(
         "--remember",
         action="store_true",
         help="write 'always' answers to the project's .openheim/permissions.toml",
     )
-    from openheim.cli.chat_args import add_resume_flags
-
     which = run.add_mutually_exclusive_group()
     add_resume_flags(which)
     which.add_argument("--no-session", action="store_true", help="do not store this session")

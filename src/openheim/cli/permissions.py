@@ -8,6 +8,7 @@ from pathlib import Path
 
 from openheim.approval import Allow, ApprovalRequest, Deny
 from openheim.config.load import Settings, load_settings
+from openheim.config.schema import mode_name
 from openheim.errors import ConfigError
 from openheim.formats import safejson
 from openheim.runtime import policy
@@ -49,7 +50,7 @@ def _file(settings: Settings, *, project: bool) -> Path:
 
 def _list(settings: Settings) -> None:
     out = sys.stdout
-    out.write(f"approval mode: {settings.approval}\n")
+    out.write(f"approval mode: {mode_name(settings.approval)}\n")
     for label, path in (
         ("user", _file(settings, project=False)),
         ("project", _file(settings, project=True)),

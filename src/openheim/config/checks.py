@@ -132,7 +132,7 @@ def check_approval(mode: str, source: str) -> str:
     if mode not in APPROVAL_MODES:
         raise ConfigError(
             f"{source} must be one of {', '.join(APPROVAL_MODES)}, got {mode!r}",
-            hint=f"set {source} to ask, auto or deny",
+            hint=f"set {source} to one of these modes (the default is ask)",
         )
     return mode
 

@@ -20,8 +20,16 @@ MAX_ITERATIONS_LIMIT = 100_000
 Seconds = Annotated[float | None, Bounds(0, DAY_SECS, above=True)]
 Count = Annotated[int | None, Bounds(1)]
 Dollars = Annotated[float | None, Bounds(0, 1e9)]
-ApprovalMode = Literal["ask", "auto", "deny"]
-APPROVAL_MODES: tuple[str, ...] = get_args(ApprovalMode)
+ApprovalMode = Literal["ask", "edits", "auto", "deny"]
+APPROVAL_MODES: tuple[ApprovalMode, ...] = get_args(ApprovalMode)
+"""Every approval mode, the one list of them, in the order Shift+Tab cycles through them."""
+MODE_NAMES: dict[str, str] = {"edits": "auto for edits"}
+"""How a mode is named to a person where its id is not plain words."""
+
+
+def mode_name(mode: str) -> str:
+    """``mode`` as a person reads it: "auto for edits" for ``edits``, else the id itself."""
+    return MODE_NAMES.get(mode, mode)
 
 
 @dataclass(frozen=True)

@@ -219,7 +219,7 @@ NARROWERS: dict[str, tuple[Narrower, str]] = {
         "it may only make file changes staged",
     ),
     "approval": (
-        _ranked("approval", ("auto", "ask", "deny"), "ask"),
+        _ranked("approval", ("auto", "edits", "ask", "deny"), "ask"),
         "it may only make approval stricter",
     ),
     "max_parallel_subagents": (

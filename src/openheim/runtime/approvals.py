@@ -163,16 +163,21 @@ def title(request: ApprovalRequest, ask: Ask) -> str:
 
 MODE_ASKS = "asked because the approval mode is ask and no permission rule allows this call"
 """Why a call is asked when only the mode asks (``approval = "auto"`` would run it)."""
+EDITS_ASKS = (
+    "asked because the approval mode is auto for edits, which runs only file edits unasked, "
+    "and no permission rule allows this call"
+)
+"""The same in the mode ``edits``, where only a file edit inside the work dir runs unasked."""
 
 
 def why_asked(ask: Ask) -> str:
     """Why the policy asks, in plain words: nothing when risks were found (they are shown),
-    ``MODE_ASKS`` when only the mode asks, else the gate's own words (a hook's), redacted, on
-    one line and without a subagent's label."""
+    ``MODE_ASKS`` (``EDITS_ASKS`` in the mode edits) when only the mode asks, else the gate's
+    own words (a hook's), redacted, on one line and without a subagent's label."""
     if ask.reasons:
         return ""
     if ask.auto_allows:
-        return MODE_ASKS
+        return EDITS_ASKS if ask.mode == "edits" else MODE_ASKS
     prompt = ask.prompt.partition("] ")[2] if ask.prompt.startswith(SUBAGENT) else ask.prompt
     return clip(redact(" ".join(prompt.split())))
 

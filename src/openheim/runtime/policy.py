@@ -5,13 +5,14 @@ rules back."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, cast, get_args
+from typing import TYPE_CHECKING, cast
 
 from openheim.approval import ApprovalGate
 from openheim.config.load import Settings
+from openheim.config.schema import APPROVAL_MODES, ApprovalMode
 from openheim.events import Notice
 from openheim.safety.permissions import add_rule, load_rules, project_permissions
-from openheim.safety.policy import ApprovalMode, PolicyGate
+from openheim.safety.policy import PolicyGate
 from openheim.tools.sandbox import PathSandbox
 
 if TYPE_CHECKING:
@@ -36,8 +37,8 @@ def staged_gate(gate: ApprovalGate, area: StagingArea | None) -> ApprovalGate:
     return StagedApplyGate(gate, area)
 
 
-MODES: tuple[ApprovalMode, ...] = get_args(ApprovalMode)
-"""The approval modes in the order a surface cycles through them: ask, auto, deny."""
+MODES = APPROVAL_MODES
+"""The approval modes in the order a surface cycles through them: ask, edits, auto, deny."""
 
 
 def policy_of(gate: object) -> PolicyGate | None:

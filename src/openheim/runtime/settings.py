@@ -13,12 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from openheim.config.load import DEFAULT_MAX_ITERATIONS, Settings, openheim_home
-from openheim.config.schema import McpServerEntry, MemoryEntry, ProviderEntry
+from openheim.config.schema import APPROVAL_MODES, McpServerEntry, MemoryEntry, ProviderEntry
 from openheim.errors import ConfigError
 from openheim.formats.typed import TypeCheckError, from_mapping
 from openheim.redaction.secrets import register_secret
-
-APPROVAL_MODES = ("ask", "auto", "deny")
 
 McpServers = Mapping[str, McpServerEntry | Mapping[str, Any]]
 

@@ -7,10 +7,16 @@
 3. the mode is ``deny`` and the tool is not read-only → Deny;
 4. the call changes a protected path (``protected``) that no allow rule names exactly, or risk
    finds anything else (destructive, outside, not analysable) → Ask with the reasons, in every
-   mode, so ``auto`` still asks (headless sessions, having no one to ask, deny);
+   mode, so ``auto`` and ``edits`` still ask (headless sessions, having no one to ask, deny);
 5. the call changes protected paths and allow rules name each of them → Allow;
 6. allow rules cover the call (for a shell line: every command of it) → Allow;
-7. ``auto`` → Allow; a read-only tool → Allow; otherwise → Ask.
+7. ``auto`` → Allow; ``edits`` ("auto for edits") and a file edit (``is_file_edit``) → Allow;
+   a read-only tool → Allow; otherwise → Ask.
+
+A file edit is known by what the tool registry says of the tool (its kind is ``edit``), not by
+its name: ``write_file``, ``edit_file`` and ``apply_file_change`` (checked with the staged file
+as its path) are; a tool of that kind that names no file (``remember``) is not. By step 7 risk
+has found the path inside the work dir (through symlinks) and not protected.
 
 An Ask carries the allow rules that would let that exact call run (``Ask.rules``: a path rule
 naming the file, the command prefixes of a shell line, else the tool), so a surface that cannot
@@ -28,9 +34,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING
 
 from openheim.approval import Allow, ApprovalRequest, Ask, Deny, Verdict
+from openheim.config.schema import ApprovalMode, mode_name
 from openheim.errors import ConfigError
 from openheim.safety.protected import protected_reason
 from openheim.safety.rules import (
@@ -50,7 +57,6 @@ from openheim.tools.sandbox import PathSandbox
 if TYPE_CHECKING:
     from openheim.safety.risk import Risk, RiskAssessor
 
-ApprovalMode: TypeAlias = Literal["ask", "auto", "deny"]
 SESSION = "this session"
 _SUBCOMMAND_PROGRAMS = frozenset(
     {
@@ -74,7 +80,8 @@ class Decision:
 
 
 class PolicyGate:
-    """The approval gate behind ``approval = "ask" | "auto" | "deny"`` and the permission rules."""
+    """The approval gate behind ``approval = "ask" | "edits" | "auto" | "deny"`` and the
+    permission rules."""
 
     def __init__(
         self,
@@ -141,11 +148,15 @@ class PolicyGate:
             return Decision(Allow(), "; ".join(str(r) for r in allowed), why)
         if self.mode == "auto":
             return Decision(Allow(), None, "the approval mode is auto and nothing risky was found")
+        if self.mode == "edits" and is_file_edit(request, subject):
+            why = "the approval mode is auto for edits and the edit is inside the work dir"
+            return Decision(Allow(), None, why + " with nothing risky found")
         if request.read_only:
-            return Decision(Allow(), None, "read-only tools need no approval in ask mode")
-        why = f"the approval mode is ask and {self._uncovered(subject)}"
+            why = f"read-only tools need no approval in {mode_name(self.mode)} mode"
+            return Decision(Allow(), None, why)
+        why = f"the approval mode is {mode_name(self.mode)} and {self._uncovered(subject)}"
         rules = self._suggested(request, subject)
-        return Decision(Ask(why, rules=rules, auto_allows=True), None, why)
+        return Decision(Ask(why, rules=rules, auto_allows=True, mode=self.mode), None, why)
 
     def _suggested(self, request: ApprovalRequest, subject: Subject) -> tuple[str, ...]:
         """The allow rules that would let exactly this call run; () when none would."""
@@ -168,6 +179,13 @@ class PolicyGate:
             if rule not in self.rules.rules:
                 self.rules = self.rules.with_rule(rule)
                 self.learned.append(rule)
+
+
+def is_file_edit(request: ApprovalRequest, subject: Subject) -> bool:
+    """Whether the call edits a file it names inside the work dir: a tool of kind ``edit``
+    with a ``path`` argument that is neither the work dir itself nor outside it."""
+    named = isinstance(request.arguments.get("path"), str)
+    return request.kind == "edit" and named and bool(subject.paths) and all(subject.paths)
 
 
 def protected_paths(request: ApprovalRequest, subject: Subject) -> dict[str, str]:

@@ -12,6 +12,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from openheim.chat.units import tokens
+from openheim.config.schema import mode_name
 from openheim.messages import Usage
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -65,7 +66,7 @@ class StatusBar(Static):
         and the ticker."""
         parts = {
             "model": self.model,
-            "mode": f"approval {self.mode} (⇧Tab)" if self.mode else "",
+            "mode": f"approval {mode_name(self.mode)} (⇧Tab)" if self.mode else "",
             "context": self.context,
             "tokens": f"{tokens(self.usage.total_tokens)} tok",
             "cost": "" if self.cost is None else f"${self.cost:.4f}",
