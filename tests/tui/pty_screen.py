@@ -1,5 +1,7 @@
 """A child process on a pseudo-terminal, its screen read through ``pyte``: what a person would
-see in a real terminal."""
+see in a real terminal. Like most terminals today it says it supports synchronized output, so
+a Textual program wraps each frame in ``SYNC_START``/``SYNC_END``; the screen takes a frame
+only once it is whole (a frame split across reads never shows half drawn)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pyte
+
+SYNC_QUERY = b"\x1b[?2026$p"
+SYNC_SUPPORTED = b"\x1b[?2026;2$y"
+"""The answer to ``SYNC_QUERY``: synchronized output is supported (and off until asked)."""
+SYNC_START = b"\x1b[?2026h"
+SYNC_END = b"\x1b[?2026l"
 
 
 class PtyScreen:
@@ -30,6 +38,9 @@ class PtyScreen:
         self.screen = pyte.Screen(columns, lines)
         self.stream = pyte.ByteStream(self.screen)
         self.raw = bytearray()
+        self.pending = bytearray()
+        """Output not on the screen yet: the start of a frame still being written."""
+        self.answered = False
         self.process = subprocess.Popen(
             list(argv),
             stdin=self.slave,
@@ -52,7 +63,28 @@ class PtyScreen:
             except OSError:
                 return
             self.raw += data
-            self.stream.feed(data)
+            self.pending += data
+            self._answer()
+            self._feed_frames()
+
+    def _answer(self) -> None:
+        if not self.answered and SYNC_QUERY in self.raw:
+            self.answered = True
+            os.write(self.master, SYNC_SUPPORTED)
+
+    def _feed_frames(self, everything: bool = False) -> None:
+        """Put on the screen all the output but a frame begun and not ended yet (or what may be
+        the first bytes of its ``SYNC_START``)."""
+        start = self.pending.rfind(SYNC_START)
+        whole = everything or start < 0 or self.pending.find(SYNC_END, start) >= 0
+        cut = len(self.pending) if whole else start
+        if whole and not everything:
+            cut -= max(
+                (k for k in range(1, len(SYNC_START)) if self.pending.endswith(SYNC_START[:k])),
+                default=0,
+            )
+        self.stream.feed(bytes(self.pending[:cut]))
+        del self.pending[:cut]
 
     def text(self) -> str:
         return "\n".join(self.screen.display)
@@ -74,6 +106,10 @@ class PtyScreen:
 
         self._wait(prompting, f"no {prompt!r} prompt at the cursor", timeout)
 
+    def wait_until(self, check: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
+        """Wait, reading the screen, until ``check()`` holds (a state, not a single text)."""
+        self._wait(check, f"timed out waiting for {what}", timeout)
+
     def _wait(self, check: Callable[[], bool], failure: str, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -92,6 +128,7 @@ class PtyScreen:
             code = self.process.poll()
             if code is not None:
                 self.read(0.2)
+                self._feed_frames(everything=True)
                 return code
         self.process.kill()
         raise AssertionError(f"the process did not exit; the screen:\n{self.text()}")
