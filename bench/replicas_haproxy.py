@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import os
 import statistics
@@ -174,6 +175,7 @@ async def clients(url: str, count: int) -> None:
     """One client process (``--clients`` of them share the sessions): open ``count`` sessions
     through ``url``, say ``ready``, prompt them all once told ``go`` on stdin, then write what
     it timed as one JSON line: each session's pair, its frames' arrivals, failures, loop lag."""
+    gc.disable()  # a collection of this process's many objects would hold the timing loop up
     runners = await open_sockets(url, count)
     observers = await open_sockets(url, count)
     pairs = pair(runners, observers)
