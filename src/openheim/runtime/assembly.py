@@ -48,6 +48,7 @@ from openheim.runtime.policy import policy_gate, staged_gate
 from openheim.runtime.provider import Lender, build_provider
 from openheim.runtime.session import Session
 from openheim.runtime.shared import Shared
+from openheim.runtime.store_writes import off_loop
 from openheim.runtime.subagents import Spawner, main_profile, profile_provider, profiles_for
 from openheim.runtime.tools import ToolRequest, session_tools
 from openheim.runtime.turn_watch import watch_session
@@ -113,7 +114,11 @@ async def open_session(
     settings = session_settings(settings, options)
     async with contextlib.AsyncExitStack() as stack:
         store = open_session_store(settings, options, stack, shared)
-        record = find_record(store, settings, options)
+        record = (
+            None
+            if store is None
+            else await off_loop(store, functools.partial(find_record, store, settings, options))
+        )
         lend = await stack.enter_async_context(Lease(shared.clients)) if shared else None
         parts = await _parts(settings, options, record, stack, store, tools, client, notices, lend)
         provider = build_provider(settings, parts.chosen, lend)
@@ -138,8 +143,8 @@ async def open_session(
             tool_choice=first_choice(options, parts.chosen),
             tool_rounds=parts.chosen.tool_rounds,
         )
-        session = _session(agent, store, record, parts, notices)
-        attach(session, provider)
+        session = await _session(agent, store, record, parts, notices)
+        await attach(session, provider)
         parts.spawner.parent, parts.spawner.session_id = agent, session.id
         watch = watch_session(hooks, session.id, settings.data_dir, parts.context.cwd, store)
         session.watch = parts.context.watch = watch
@@ -278,25 +283,26 @@ def _staging_area(settings: Settings) -> StagingArea | None:
     return StagingArea(uuid.uuid4().hex)
 
 
-def _session(
+async def _session(
     agent: Agent,
     store: SessionStore | None,
     record: SessionRecord | None,
     parts: _Parts,
     notices: list[Notice],
 ) -> Session:
-    """The session: a new stored record, a resumed one brought up to date, or none."""
+    """The session: a new stored record, a resumed one brought up to date, or none. The store
+    is read and written by its writing thread: a server opening many sessions at once (or a
+    store across the network) never holds its event loop up meanwhile."""
     chosen, skills, cwd = parts.chosen, parts.skills, str(parts.context.cwd)
     resumed = record is not None
     history: list[Message] = []
     if store is not None:
-        if record is None:
-            record = store.create(cwd=cwd, provider=chosen.name, model=chosen.model, skills=skills)
-        else:
+        if record is not None:
             agent.meter.usage, agent.meter.cost = record.usage, record.cost
-            if skills != record.skills or chosen.model != record.model:
-                store.update(record.id, skills=skills, model=chosen.model, provider=chosen.name)
-        history = PersistentHistory(store, record.id, store.messages(record.id))
+        stored = functools.partial(_stored, store, record, chosen, skills, cwd)
+        kept, messages = await off_loop(store, stored, undo=None if resumed else _unmade(store))
+        record = kept
+        history = PersistentHistory(store, kept.id, messages)
     started = SessionStarted(
         record.id if record else None, chosen.name, chosen.model, cwd, len(history), resumed
     )
@@ -309,6 +315,27 @@ def _session(
         started=started,
         notices=notices,
     )
+
+
+def _stored(
+    store: SessionStore,
+    record: SessionRecord | None,
+    chosen: ProviderSettings,
+    skills: list[str],
+    cwd: str,
+) -> tuple[SessionRecord, list[Message]]:
+    """A new record (``record`` None) or ``record`` with the chosen model and skills; with its
+    messages."""
+    if record is None:
+        record = store.create(cwd=cwd, provider=chosen.name, model=chosen.model, skills=skills)
+    elif skills != record.skills or chosen.model != record.model:
+        store.update(record.id, skills=skills, model=chosen.model, provider=chosen.name)
+    return record, store.messages(record.id)
+
+
+def _unmade(store: SessionStore) -> Callable[[tuple[SessionRecord, list[Message]]], None]:
+    """Undo a new session's record, made for an opening that was cancelled meanwhile."""
+    return lambda stored: store.delete(stored[0].id)
 
 
 def _write_markdown_log(settings: Settings, store: SessionStore, agent: Agent) -> None:

@@ -43,6 +43,7 @@ from openheim.providers.base import (
 from openheim.providers.context import estimate_tokens, turn_starts
 from openheim.providers.windows import context_window
 from openheim.redaction.secrets import redact, redact_message
+from openheim.runtime.store_writes import off_loop
 from openheim.runtime.summary import summarise
 from openheim.store.compactions import Compaction, Method
 
@@ -218,16 +219,18 @@ def compacting(provider: Provider, settings: Settings, chosen: ProviderSettings)
     return Compactor(provider, window, threshold=entry.threshold, model=entry.model)
 
 
-def attach(session: Session, compactor: Compactor) -> None:
+async def attach(session: Session, compactor: Compactor) -> None:
     """Make ``compactor`` the session's: a stored session starts from its last compaction
-    and records each new one in the store's compaction log (redacted, as messages are)."""
+    and records each new one in the store's compaction log (redacted, as messages are). The
+    log is read by the store's writing thread, off the event loop."""
     session.compactor = compactor
     store, record = session.store, session.record
     if store is None or record is None:
         return
     log = store.compactions
-    compactor.restore(log.latest(record.id), session.history)
-    compactor.pinned.update(i for i in log.pins(record.id) if i < len(session.history))
+    latest, pins = await off_loop(store, lambda: (log.latest(record.id), log.pins(record.id)))
+    compactor.restore(latest, session.history)
+    compactor.pinned.update(i for i in pins if i < len(session.history))
     compactor.record_pin = lambda index: log.pin(record.id, index)
     compactor.record = lambda entry: log.append(
         record.id, dataclasses.replace(entry, head=redact(entry.head))
