@@ -300,7 +300,7 @@ async def _session(
         if record is not None:
             agent.meter.usage, agent.meter.cost = record.usage, record.cost
         stored = functools.partial(_stored, store, record, chosen, skills, cwd)
-        kept, messages = await off_loop(store, stored, undo=None if resumed else _unmade(store))
+        kept, messages = await off_loop(store, stored)
         record = kept
         history = PersistentHistory(store, kept.id, messages)
     started = SessionStarted(
@@ -331,11 +331,6 @@ def _stored(
     elif skills != record.skills or chosen.model != record.model:
         store.update(record.id, skills=skills, model=chosen.model, provider=chosen.name)
     return record, store.messages(record.id)
-
-
-def _unmade(store: SessionStore) -> Callable[[tuple[SessionRecord, list[Message]]], None]:
-    """Undo a new session's record, made for an opening that was cancelled meanwhile."""
-    return lambda stored: store.delete(stored[0].id)
 
 
 def _write_markdown_log(settings: Settings, store: SessionStore, agent: Agent) -> None:
