@@ -14,9 +14,10 @@ the replies streamed; the same load on one replica alone (no HAProxy) gives the 
     .venv/bin/python bench/replicas_haproxy.py --sessions 300 --frames 300 --delay 0.02
 
 The fake model runs in a process of its own, as a remote API would, and the clients in
-``--clients`` processes (each session's two clients in one): one process's event loop, busy
-with every frame, would be the slowest part and time frames late. How late the clients' loops
-were is reported too: a latency far below it cannot be told apart.
+``--clients`` processes (each session's two clients in one), first in line for a core
+(``FIRST``): one process's event loop, busy with every frame, or a client waiting for a core
+would time frames late. How late the clients' loops were is reported too: a latency far below
+it cannot be told apart.
 
 Starting 300 prompts at once takes the replicas some seconds (each takes its lease and stores its
 message), so with short replies the first sessions end before the last begin. The replies are
@@ -120,6 +121,10 @@ class Load:
         return self.frames / self.cpu if self.cpu else 0.0
 
 
+FIRST = ("nice", "-n", "-10")
+"""The clients run before the servers when both wait for a core (where this may raise a
+priority, as root; elsewhere they run as the rest): on a real deployment they are other
+machines, and a client kept waiting times its frames late by as long."""
 TICK = 0.005
 """Seconds between two checks of this process's event loop."""
 
@@ -227,7 +232,7 @@ def load(url: str, pids: Sequence[int], sessions: int, processes: int) -> Load:
     """``sessions`` sessions through ``url`` over ``processes`` client processes (one would
     be the slowest part: its loop, busy with every frame, would time frames late), prompted
     all at once; their frames timed."""
-    script = [sys.executable, __file__, "--client-of", url, "--sessions"]
+    script = [*FIRST, sys.executable, __file__, "--client-of", url, "--sessions"]
     started = [
         subprocess.Popen(
             [*script, str(n)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
