@@ -22,7 +22,13 @@ it cannot be told apart.
 Starting 300 prompts at once takes the replicas some seconds (each takes its lease and stores its
 message), so with short replies the first sessions end before the last begin. The replies are
 6 seconds long by default, and the added latency is also reported apart for the frames sent
-while every session streamed.
+while every session streamed. ``--ramp`` spreads the prompts' starts evenly over that many
+seconds instead (the deltas of the sessions then no longer come in step).
+
+Every process of the rig shares the machine's cores, so each run also says where they went
+(``/proc``): the replicas, the load itself (the clients and the fake model, which in a
+deployment run elsewhere), and the rest (PostgreSQL, HAProxy, the kernel). A machine busy near
+all its cores delays every step of a frame's way, and the added latency with it.
 """
 
 from __future__ import annotations
@@ -77,6 +83,7 @@ class Model:
     """The fake model in its own process (``MODEL``)."""
 
     base_url: str
+    pid: int
 
 
 @contextlib.contextmanager
@@ -91,7 +98,7 @@ def model_apart(chunks: list[str], delay: float, count: int) -> Iterator[Model]:
     ) as process:
         assert process.stdout is not None and process.stdin is not None
         try:
-            yield Model(process.stdout.readline().strip())
+            yield Model(process.stdout.readline().strip(), process.pid)
         finally:
             process.stdin.close()
             process.wait(timeout=30)
@@ -115,6 +122,10 @@ class Load:
     """The errors of the prompts that failed (each one's frames are counted up to its end)."""
     cpu: float = 0.0
     wall: float = 0.0
+    machine: float = 0.0
+    """CPU seconds the whole machine was busy (every core, from ``/proc/stat``)."""
+    generator: float = 0.0
+    """CPU seconds of the load's own processes: the clients and the fake model."""
 
     @property
     def per_cpu(self) -> float:
@@ -136,6 +147,13 @@ async def loop_lag(out: list[float]) -> None:
         asked = time.perf_counter() + TICK
         await asyncio.sleep(TICK)
         out.append((time.perf_counter() - asked) * 1000)
+
+
+def machine_seconds() -> float:
+    """CPU seconds the machine has been busy so far, over all its cores (``/proc/stat``)."""
+    fields = [int(n) for n in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_seconds(pids: Sequence[int]) -> float:
@@ -176,10 +194,25 @@ def pair(
     return out
 
 
-async def clients(url: str, count: int) -> None:
+async def prompt_at(socket: Socket, session_id: str, wait: float) -> None:
+    """Prompt the session ``wait`` seconds from now (at once when 0)."""
+    if wait > 0:
+        await asyncio.sleep(wait)
+    await socket.send("agent", type="prompt", session_id=session_id, text="go")
+
+
+def starts(count: int, ramp: float, part: int, parts: int) -> list[float]:
+    """Seconds from ``go`` to each of the ``count`` prompts of client process ``part`` (of
+    ``parts``): the processes' prompts interleaved, evenly over ``ramp`` seconds in all."""
+    total = count * parts
+    return [ramp * (i * parts + part) / total for i in range(count)]
+
+
+async def clients(url: str, count: int, ramp: float, part: int, parts: int) -> None:
     """One client process (``--clients`` of them share the sessions): open ``count`` sessions
-    through ``url``, say ``ready``, prompt them all once told ``go`` on stdin, then write what
-    it timed as one JSON line: each session's pair, its frames' arrivals, failures, loop lag."""
+    through ``url``, say ``ready``, prompt them once told ``go`` on stdin (spread over ``ramp``
+    seconds with the other processes' prompts), then write what it timed as one JSON line: each
+    session's pair, its frames' arrivals, failures, loop lag."""
     gc.disable()  # a collection of this process's many objects would hold the timing loop up
     runners = await open_sockets(url, count)
     observers = await open_sockets(url, count)
@@ -198,12 +231,11 @@ async def clients(url: str, count: int) -> None:
     print("ready", flush=True)
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
     lag: list[float] = []
+    cpu = time.process_time()
     lags = asyncio.create_task(loop_lag(lag))
-    await asyncio.gather(
-        *(
-            r.send("agent", type="prompt", session_id=s, text="go")
-            for (r, _, _), s in zip(pairs, ids, strict=True)
-        )
+    waits = starts(len(pairs), ramp, part, parts)
+    prompted = asyncio.gather(
+        *(prompt_at(r, s, w) for (r, _, _), s, w in zip(pairs, ids, waits, strict=True))
     )
     timed: list[tuple[dict[int, float], dict[int, float]]] = [({}, {}) for _ in pairs]
     ends = await asyncio.gather(
@@ -214,11 +246,13 @@ async def clients(url: str, count: int) -> None:
         ),
     )
     lags.cancel()
+    await prompted
     failed = [str(end.get("message", end)) for end in ends if end["type"] == "failed"]
     sessions = [
         [same, here, there] for (_, _, same), (here, there) in zip(pairs, timed, strict=True)
     ]
-    print(json.dumps({"sessions": sessions, "failed": failed, "lag": lag}), flush=True)
+    cpu = time.process_time() - cpu
+    print(json.dumps({"sessions": sessions, "failed": failed, "lag": lag, "cpu": cpu}), flush=True)
     for sock, _ in runners + observers:
         await sock.__aexit__(None, None, None)
 
@@ -228,22 +262,36 @@ def split(total: int, parts: int) -> list[int]:
     return [n for n in (total // parts + (i < total % parts) for i in range(parts)) if n]
 
 
-def load(url: str, pids: Sequence[int], sessions: int, processes: int) -> Load:
-    """``sessions`` sessions through ``url`` over ``processes`` client processes (one would
-    be the slowest part: its loop, busy with every frame, would time frames late), prompted
-    all at once; their frames timed."""
-    script = [*FIRST, sys.executable, __file__, "--client-of", url, "--sessions"]
+@dataclass(frozen=True)
+class Clients:
+    """The clients of a run: how many sessions, over how many processes (one would be the
+    slowest part: its loop, busy with every frame, would time frames late), their prompts
+    spread over ``ramp`` seconds (0: all at once)."""
+
+    sessions: int
+    processes: int
+    ramp: float
+
+
+def load(url: str, pids: Sequence[int], model: Model, plan: Clients) -> Load:
+    """``plan``'s sessions through ``url`` (served by the processes ``pids``, replying with
+    ``model``); their frames timed."""
+    counts = split(plan.sessions, plan.processes)
+    script = [*FIRST, sys.executable, __file__, "--client-of", url, "--ramp", str(plan.ramp)]
     started = [
         subprocess.Popen(
-            [*script, str(n)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            [*script, "--sessions", str(n), "--part", f"{part}/{len(counts)}"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
         )
-        for n in split(sessions, processes)
+        for part, n in enumerate(counts)
     ]
     try:
         for process in started:
             assert process.stdout is not None and process.stdout.readline() == "ready\n"
         result = Load()
-        cpu = cpu_seconds(pids)
+        cpu, llm, machine = cpu_seconds(pids), cpu_seconds([model.pid]), machine_seconds()
         began = time.perf_counter()
         for process in started:
             assert process.stdin is not None
@@ -252,6 +300,8 @@ def load(url: str, pids: Sequence[int], sessions: int, processes: int) -> Load:
         reports = [json.loads(process.communicate(timeout=600)[0]) for process in started]
         result.wall = time.perf_counter() - began
         result.cpu = cpu_seconds(pids) - cpu
+        result.machine = machine_seconds() - machine
+        result.generator = cpu_seconds([model.pid]) - llm
     finally:
         for process in started:
             if process.poll() is None:
@@ -264,6 +314,7 @@ def load(url: str, pids: Sequence[int], sessions: int, processes: int) -> Load:
     for report in reports:
         result.failed += report["failed"]
         result.lag += report["lag"]
+        result.generator += report["cpu"]
     measure(result, timed)
     return result
 
@@ -282,24 +333,35 @@ def measure(result: Load, timed: list[tuple[bool, dict[int, float], dict[int, fl
         result.frames += len(here) + len(there)
 
 
-def behind_haproxy(store_url: str, reply: Reply, sessions: int, processes: int) -> Load:
+def behind_haproxy(store_url: str, reply: Reply, plan: Clients) -> Load:
     """The load on the rig's three replicas behind HAProxy."""
-    with tempfile.TemporaryDirectory() as folder, model_apart(*reply, sessions) as llm:
+    with tempfile.TemporaryDirectory() as folder, model_apart(*reply, plan.sessions) as llm:
         root = Path(folder)
         (root / "work").mkdir()
         with haproxy_fleet(root, root / "work", llm, store_url, SERVER) as proxied:
             pids = [process.pid for process in proxied.replicas.values()]
-            return load(proxied.ws_url + "/ws", pids, sessions, processes)
+            return load(proxied.ws_url + "/ws", pids, llm, plan)
 
 
-def one_alone(store_url: str, reply: Reply, sessions: int, processes: int) -> Load:
+def one_alone(store_url: str, reply: Reply, plan: Clients) -> Load:
     """The same load on one replica alone, its clients connected to it directly."""
     with (
         tempfile.TemporaryDirectory() as folder,
-        model_apart(*reply, sessions) as llm,
+        model_apart(*reply, plan.sessions) as llm,
         solo_fleet(Path(folder), llm, store_url, 1, SERVER) as (replica,),
     ):
-        return load(replica.ws, [replica.process.pid], sessions, processes)
+        return load(replica.ws, [replica.process.pid], llm, plan)
+
+
+def cores(run: Load) -> str:
+    """Where the machine's cores went during ``run``, on average."""
+    count = os.cpu_count() or 1
+    rest = run.machine - run.cpu - run.generator
+    return (
+        f"  cores busy {run.machine / run.wall:.2f} of {count}: replicas {run.cpu / run.wall:.2f},"
+        f" the load (clients, fake model) {run.generator / run.wall:.2f}, the rest (PostgreSQL,"
+        f" HAProxy, the kernel) {rest / run.wall:.2f}"
+    )
 
 
 def _line(label: str, values: list[float]) -> str:
@@ -317,19 +379,26 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=300, help="deltas per reply")
     parser.add_argument("--delay", type=float, default=0.02, help="seconds between deltas")
     parser.add_argument("--clients", type=int, default=3, help="client processes")
+    parser.add_argument("--ramp", type=float, default=0.0, help="seconds the prompts start over")
     parser.add_argument("--client-of", help=argparse.SUPPRESS)
+    parser.add_argument("--part", default="0/1", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.client_of:
-        asyncio.run(clients(args.client_of, args.sessions))
+        part, parts = map(int, args.part.split("/"))
+        asyncio.run(clients(args.client_of, args.sessions, args.ramp, part, parts))
         return
+    plan = Clients(args.sessions, args.clients, args.ramp)
     reply = ([f"w{i} " for i in range(args.frames)], args.delay)
     cluster = Cluster()
     try:
-        three = behind_haproxy(cluster.database(), reply, args.sessions, args.clients)
-        alone = one_alone(cluster.database(), reply, args.sessions, args.clients)
+        three = behind_haproxy(cluster.database(), reply, plan)
+        alone = one_alone(cluster.database(), reply, plan)
     finally:
         cluster.stop()
-    print(f"{args.sessions} sessions x {args.frames} deltas, {args.delay * 1000:.0f} ms apart")
+    print(
+        f"{args.sessions} sessions x {args.frames} deltas, {args.delay * 1000:.0f} ms apart, "
+        f"prompts started over {args.ramp:g} s"
+    )
     print(_line("three replicas, observer on the runner's replica", three.same))
     print(_line("three replicas, observer on another replica", three.other))
     print(f"while every session streamed ({three.window:.1f} s of the three replicas' run):")
@@ -344,6 +413,7 @@ def main() -> None:
             f"{label}: {run.frames} frames in {run.wall:.1f} s, replicas' CPU {run.cpu:.1f} s, "
             f"{run.per_cpu:.0f} frames per CPU second"
         )
+        print(cores(run))
     if alone.per_cpu:
         print(
             "ratio of frames per CPU second, three replicas over one alone: "
