@@ -14,10 +14,10 @@ the replies streamed; the same load on one replica alone (no HAProxy) gives the 
     .venv/bin/python bench/replicas_haproxy.py --sessions 300 --frames 300 --delay 0.02
 
 The fake model runs in a process of its own, as a remote API would, and the clients in
-``--clients`` processes (each session's two clients in one), first in line for a core
-(``FIRST``): one process's event loop, busy with every frame, or a client waiting for a core
-would time frames late. How late the clients' loops were is reported too: a latency far below
-it cannot be told apart.
+``--clients`` processes (``replica_clients.py``; each session's two clients in one), first in
+line for a core (``FIRST``): one process's event loop, busy with every frame, or a client
+waiting for a core would time frames late. How late the clients' loops were is reported too:
+a latency far below it cannot be told apart.
 
 Starting 300 prompts at once takes the replicas some seconds (each takes its lease and stores its
 message), so with short replies the first sessions end before the last begin. The replies are
@@ -34,9 +34,7 @@ all its cores delays every step of a frame's way, and the added latency with it.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
-import gc
 import json
 import os
 import statistics
@@ -48,20 +46,17 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from replicas import AUTH, arrivals, pct
 from replicas import fleet as solo_fleet
+from replicas import pct
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.pgcluster import Cluster  # noqa: E402
 from tests.server.replicas import fleet as haproxy_fleet  # noqa: E402
-from tests.server.support import Socket  # noqa: E402
 
 SERVER = "[server]\nmax_connections = 2000\nmax_connections_per_address = 2000\n"
 """Every client comes from one address (HAProxy's, or this process's): room for all of them."""
-BATCH = 50
-"""Web sockets opened at once (the replicas' accept queues stay short)."""
 Reply = tuple[list[str], float]
 """A streamed reply: its chunks, and the seconds between two."""
 
@@ -132,28 +127,19 @@ class Load:
         return self.frames / self.cpu if self.cpu else 0.0
 
 
+CLIENTS = Path(__file__).with_name("replica_clients.py")
+"""The client processes' script."""
 FIRST = ("nice", "-n", "-10")
 """The clients run before the servers when both wait for a core (where this may raise a
 priority, as root; elsewhere they run as the rest): on a real deployment they are other
 machines, and a client kept waiting times its frames late by as long."""
-TICK = 0.005
-"""Seconds between two checks of this process's event loop."""
-
-
-async def loop_lag(out: list[float]) -> None:
-    """Until cancelled, how late each wake-up ``TICK`` seconds apart comes, in milliseconds: a
-    frame read late by the clients' loop is timed late (by as much as the loop was)."""
-    while True:
-        asked = time.perf_counter() + TICK
-        await asyncio.sleep(TICK)
-        out.append((time.perf_counter() - asked) * 1000)
 
 
 def machine_seconds() -> float:
     """CPU seconds the machine has been busy so far, over all its cores (``/proc/stat``)."""
     fields = [int(n) for n in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    idle = fields[3] + fields[4]  # idle, iowait
-    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+    idle = fields[3] + fields[4]  # idle, iowait; steal (fields[7]) is the host's, not ours
+    return (sum(fields[:7]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_seconds(pids: Sequence[int]) -> float:
@@ -164,97 +150,6 @@ def cpu_seconds(pids: Sequence[int]) -> float:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         total += int(fields[11]) + int(fields[12])
     return total / tick
-
-
-async def open_sockets(url: str, count: int) -> list[tuple[Socket, str]]:
-    """``count`` connected sockets to ``url``, each with the replica it landed on."""
-    out: list[tuple[Socket, str]] = []
-    while len(out) < count:
-        batch = [Socket(url, AUTH, {"max_size": None}) for _ in range(min(BATCH, count - len(out)))]
-        for sock in await asyncio.gather(*(s.__aenter__() for s in batch)):
-            assert sock.conn is not None and sock.conn.response is not None
-            out.append((sock, sock.conn.response.headers.get("x-replica", "alone")))
-    return out
-
-
-def pair(
-    runners: list[tuple[Socket, str]], observers: list[tuple[Socket, str]]
-) -> list[tuple[Socket, Socket, bool]]:
-    """Each runner with an observer: on its replica for even ones, on another for odd ones
-    where the pools allow (otherwise whichever is left); True where both share a replica."""
-    pools: dict[str, list[Socket]] = {}
-    for sock, name in observers:
-        pools.setdefault(name, []).append(sock)
-    out = []
-    for i, (runner, name) in enumerate(runners):
-        others = sorted((n for n in pools if n != name and pools[n]), key=lambda n: -len(pools[n]))
-        wanted = [name, *others] if i % 2 == 0 else [*others, name]
-        chosen = next(n for n in wanted if pools.get(n))
-        out.append((runner, pools[chosen].pop(), chosen == name))
-    return out
-
-
-async def prompt_at(socket: Socket, session_id: str, wait: float) -> None:
-    """Prompt the session ``wait`` seconds from now (at once when 0)."""
-    if wait > 0:
-        await asyncio.sleep(wait)
-    await socket.send("agent", type="prompt", session_id=session_id, text="go")
-
-
-def starts(count: int, ramp: float, part: int, parts: int) -> list[float]:
-    """Seconds from ``go`` to each of the ``count`` prompts of client process ``part`` (of
-    ``parts``): the processes' prompts interleaved, evenly over ``ramp`` seconds in all."""
-    total = count * parts
-    return [ramp * (i * parts + part) / total for i in range(count)]
-
-
-async def clients(url: str, count: int, ramp: float, part: int, parts: int) -> None:
-    """One client process (``--clients`` of them share the sessions): open ``count`` sessions
-    through ``url``, say ``ready``, prompt them once told ``go`` on stdin (spread over ``ramp``
-    seconds with the other processes' prompts), then write what it timed as one JSON line: each
-    session's pair, its frames' arrivals, failures, loop lag."""
-    gc.disable()  # a collection of this process's many objects would hold the timing loop up
-    runners = await open_sockets(url, count)
-    observers = await open_sockets(url, count)
-    pairs = pair(runners, observers)
-    ids = []
-    for start in range(0, len(pairs), BATCH):
-        chunk = pairs[start : start + BATCH]
-        opened = await asyncio.gather(*(r.call("agent", type="open") for r, _, _ in chunk))
-        ids += [o["session_id"] for o in opened]
-        await asyncio.gather(
-            *(
-                o.call("agent", type="resume", session_id=s, after=0)
-                for (_, o, _), s in zip(chunk, ids[start:], strict=False)
-            )
-        )
-    print("ready", flush=True)
-    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
-    lag: list[float] = []
-    cpu = time.process_time()
-    lags = asyncio.create_task(loop_lag(lag))
-    waits = starts(len(pairs), ramp, part, parts)
-    prompted = asyncio.gather(
-        *(prompt_at(r, s, w) for (r, _, _), s, w in zip(pairs, ids, waits, strict=True))
-    )
-    timed: list[tuple[dict[int, float], dict[int, float]]] = [({}, {}) for _ in pairs]
-    ends = await asyncio.gather(
-        *(arrivals(r, s, here) for (r, _, _), s, (here, _) in zip(pairs, ids, timed, strict=True)),
-        *(
-            arrivals(o, s, there)
-            for (_, o, _), s, (_, there) in zip(pairs, ids, timed, strict=True)
-        ),
-    )
-    lags.cancel()
-    await prompted
-    failed = [str(end.get("message", end)) for end in ends if end["type"] == "failed"]
-    sessions = [
-        [same, here, there] for (_, _, same), (here, there) in zip(pairs, timed, strict=True)
-    ]
-    cpu = time.process_time() - cpu
-    print(json.dumps({"sessions": sessions, "failed": failed, "lag": lag, "cpu": cpu}), flush=True)
-    for sock, _ in runners + observers:
-        await sock.__aexit__(None, None, None)
 
 
 def split(total: int, parts: int) -> list[int]:
@@ -277,7 +172,7 @@ def load(url: str, pids: Sequence[int], model: Model, plan: Clients) -> Load:
     """``plan``'s sessions through ``url`` (served by the processes ``pids``, replying with
     ``model``); their frames timed."""
     counts = split(plan.sessions, plan.processes)
-    script = [*FIRST, sys.executable, __file__, "--client-of", url, "--ramp", str(plan.ramp)]
+    script = [*FIRST, sys.executable, str(CLIENTS), url, "--ramp", str(plan.ramp)]
     started = [
         subprocess.Popen(
             [*script, "--sessions", str(n), "--part", f"{part}/{len(counts)}"],
@@ -380,13 +275,7 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.02, help="seconds between deltas")
     parser.add_argument("--clients", type=int, default=3, help="client processes")
     parser.add_argument("--ramp", type=float, default=0.0, help="seconds the prompts start over")
-    parser.add_argument("--client-of", help=argparse.SUPPRESS)
-    parser.add_argument("--part", default="0/1", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.client_of:
-        part, parts = map(int, args.part.split("/"))
-        asyncio.run(clients(args.client_of, args.sessions, args.ramp, part, parts))
-        return
     plan = Clients(args.sessions, args.clients, args.ramp)
     reply = ([f"w{i} " for i in range(args.frames)], args.delay)
     cluster = Cluster()
